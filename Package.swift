@@ -1,0 +1,57 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "tracer",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tracer", targets: ["tracer"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+    ],
+    targets: [
+        // C libraries: a module map and a shim each, nothing else.
+        .systemLibrary(
+            name: "CTracerSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+
+        // The Firestore-like document store on SQLite.
+        .target(
+            name: "TracerStore",
+            dependencies: [
+                "CTracerSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The command line: thin commands that parse and delegate.
+        .executableTarget(
+            name: "tracer",
+            dependencies: [
+                "TracerStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Helpers for tests: temporary stores, the built binary, child processes.
+        .target(
+            name: "TracerTesting",
+            dependencies: ["TracerStore"]
+        ),
+
+        .testTarget(
+            name: "TracerStoreTests",
+            dependencies: ["TracerStore", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerCLITests",
+            dependencies: ["tracer", "TracerTesting"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

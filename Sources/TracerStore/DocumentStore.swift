@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+
+/// A Firestore-like document store in one SQLite file.
+///
+/// Documents live at paths that alternate collection and document ids
+/// (`beacons/b-101/interactions/Xy3…`). Writes are atomic (single writes, batches of any size,
+/// and transactions); queries follow Firestore's semantics and use declared indexes; listeners
+/// see changes from this process and from any other process that writes the same file.
+public final class DocumentStore: Sendable {
+    /// How a store is opened.
+    public struct Configuration: Sendable {
+        /// Reader connections for concurrent reads.
+        public var readers = 4
+        /// `true`: fsync at every commit. `false`: survive crashes, not power loss.
+        public var synchronousCommits = true
+        /// The clock for server timestamps and change times.
+        public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
+        /// How often a listener checks for commits made by other processes.
+        public var crossProcessPollInterval: Duration = .milliseconds(10)
+
+        public init() {}
+    }
+
+    /// The database file.
+    public let path: String
+    let pool: ConnectionPool
+    let configuration: Configuration
+    let logger: Logger
+    let catalog: IndexCatalog
+    let observer: ChangeObserver
+
+    /// Opens (creating if needed) the store at `path`.
+    public init(path: String, configuration: Configuration = Configuration(), logger: Logger? = nil) throws {
+        self.path = path
+        self.configuration = configuration
+        self.logger = logger ?? Logger(label: "tracer.store")
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        self.pool = try ConnectionPool(
+            path: path, readers: configuration.readers,
+            durability: configuration.synchronousCommits ? .full : .normal,
+            setUp: Schema.setUp)
+        let catalog = IndexCatalog()
+        self.catalog = catalog
+        self.observer = ChangeObserver(
+            path: path, catalog: catalog, pollInterval: configuration.crossProcessPollInterval)
+    }
+
+    deinit {
+        observer.stop()
+    }
+
+    // MARK: Reads
+
+    /// The document at `path` (a snapshot whose `exists` is false when there is none).
+    public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
+        try pool.read { db in DocumentSnapshot(path: path, stored: try Self.load(path, db)) }
+    }
+
+    /// The document at a path given as text.
+    public func get(_ path: String) throws -> DocumentSnapshot {
+        try get(DocumentPath(path))
+    }
+
+    static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
+        let s = try db.statement(
+            "SELECT data, created, updated, seq FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
+        s.bind(1, path.collectionID)
+        s.bind(2, path.parent.description)
+        s.bind(3, path.id)
+        guard try s.step() else { return nil }
+        let data = try decode(s, column: 0, path: path)
+        return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2), seq: s.int64(3))
+    }
+
+    static func decode(_ s: SQLiteStatement, column: Int32, path: DocumentPath) throws -> DocumentData {
+        try s.withBytes(column) { buffer in
+            guard case .map(let fields) = try JSON.parse(buffer: buffer) else {
+                throw StoreError(.sqlite, "a stored document is not a JSON object", context: path.description)
+            }
+            return fields
+        }
+    }
+
+    // MARK: Writes
+
+    /// Writes a whole document, replacing what was there; with `merge`, only the given fields.
+    public func set(_ path: DocumentPath, _ data: DocumentData, merge: Bool = false) throws {
+        var batch = WriteBatch()
+        batch.set(path, data, merge: merge)
+        try commit(batch)
+    }
+
+    /// Writes a new document; fails with `alreadyExists` if one is there.
+    public func create(_ path: DocumentPath, _ data: DocumentData) throws {
+        var batch = WriteBatch()
+        batch.create(path, data)
+        try commit(batch)
+    }
+
+    /// Replaces the values at field paths; fails with `notFound` when there is no document.
+    public func update(_ path: DocumentPath, _ fields: [FieldPath: Value]) throws {
+        var batch = WriteBatch()
+        batch.update(path, fields)
+        try commit(batch)
+    }
+
+    /// Deletes a document (nothing happens when there is none). Subcollections stay, as in Firestore.
+    public func delete(_ path: DocumentPath) throws {
+        var batch = WriteBatch()
+        batch.delete(path)
+        try commit(batch)
+    }
+
+    /// Adds a document with a new random id and returns its path.
+    @discardableResult
+    public func add(_ collection: CollectionPath, _ data: DocumentData) throws -> DocumentPath {
+        let path = collection.newDocument()
+        try create(path, data)
+        return path
+    }
+
+    /// Applies every write of a batch atomically: all of them or none.
+    public func commit(_ batch: WriteBatch) throws {
+        guard !batch.operations.isEmpty else { return }
+        try pool.write { db in
+            let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
+            for op in batch.operations { try writer.apply(op) }
+        }
+        observer.localCommit()
+    }
+
+    /// Runs `body` as a transaction: its reads see one consistent state, its writes apply together
+    /// when it returns, and nothing applies if it throws.
+    ///
+    /// The transaction holds the store's write lock from its start, so it never conflicts with
+    /// another writer; when another process holds the lock too long it is retried, and fails with
+    /// `aborted` after five attempts.
+    public func runTransaction<T>(_ body: (Transaction) throws -> T) throws -> T {
+        let result = try pool.write { db in
+            let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
+            let transaction = Transaction(writer: writer)
+            let result = try body(transaction)
+            transaction.finished = true
+            for op in transaction.batch.operations { try writer.apply(op) }
+            return result
+        }
+        observer.localCommit()
+        return result
+    }
+
+    /// The newest change sequence token: a listener resumed from it misses nothing after it.
+    public func currentToken() throws -> Int64 {
+        try pool.read { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0 }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// The declared indexes, cached per process and reloaded when another process declares one.
+final class IndexCatalog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var version: Int64 = -1
+    private var byCollection: [String: [StoredIndex]] = [:]
+
+    /// The indexes covering a collection id, as of the transaction `db` is in.
+    func indexes(for collectionID: String, _ db: SQLiteConnection) throws -> [StoredIndex] {
+        try refresh(db)
+        lock.lock()
+        defer { lock.unlock() }
+        return byCollection[collectionID] ?? []
+    }
+
+    /// Every declared index.
+    func all(_ db: SQLiteConnection) throws -> [StoredIndex] {
+        try refresh(db)
+        lock.lock()
+        defer { lock.unlock() }
+        return byCollection.values.flatMap { $0 }.sorted { $0.id < $1.id }
+    }
+
+    func refresh(_ db: SQLiteConnection) throws {
+        let current = try db.scalar("SELECT value FROM meta WHERE key = 'catalog'") ?? 0
+        lock.lock()
+        let fresh = current == version
+        lock.unlock()
+        if fresh { return }
+        var loaded: [String: [StoredIndex]] = [:]
+        let s = try db.statement("SELECT id, collection, scope, fields FROM indexes ORDER BY id")
+        while try s.step() {
+            let definition = IndexDefinition(
+                collectionID: s.text(1), scope: IndexDefinition.Scope(rawValue: s.int64(2)) ?? .collection,
+                fields: try IndexDefinition.parseFields(s.text(3)))
+            loaded[definition.collectionID, default: []].append(StoredIndex(id: s.int64(0), definition: definition))
+        }
+        lock.lock()
+        byCollection = loaded
+        version = current
+        lock.unlock()
+    }
+}
+
+extension DocumentStore {
+    /// Declares an index and fills it from the documents already stored. Declaring one that
+    /// exists does nothing. Other processes pick it up at their next read or write.
+    public func declareIndex(_ definition: IndexDefinition) throws {
+        try definition.validate()
+        let added = try pool.write { db -> Int in
+            let find = try db.statement("SELECT id FROM indexes WHERE collection = ?1 AND scope = ?2 AND fields = ?3")
+            find.bind(1, definition.collectionID)
+            find.bind(2, definition.scope.rawValue)
+            find.bind(3, definition.fieldsText)
+            if try find.step() { return 0 }
+            let insert = try db.statement("INSERT INTO indexes (collection, scope, fields) VALUES (?1, ?2, ?3)")
+            insert.bind(1, definition.collectionID)
+            insert.bind(2, definition.scope.rawValue)
+            insert.bind(3, definition.fieldsText)
+            try insert.run()
+            let index = StoredIndex(id: db.lastInsertRowID, definition: definition)
+            try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog'")
+            // Backfill from the documents already there.
+            let scan = try db.statement("SELECT parent, id, data FROM documents WHERE collection = ?1")
+            scan.bind(1, definition.collectionID)
+            let put = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key, parent, id) VALUES (?1, ?2, ?3, ?4)")
+            var count = 0
+            while try scan.step() {
+                let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
+                let data = try DocumentStore.decode(scan, column: 2, path: path)
+                guard let key = index.key(for: path, data: data) else { continue }
+                put.reset()
+                put.bind(1, index.id)
+                put.bindBlob(2, key)
+                put.bind(3, path.parent.description)
+                put.bind(4, path.id)
+                try put.run()
+                count += 1
+            }
+            return count + 1
+        }
+        if added > 0 {
+            logger.info(
+                "declared index", metadata: ["index": "\(definition)", "index.entries": "\(added - 1)"])
+        }
+    }
+
+    /// The declared indexes.
+    public func indexes() throws -> [IndexDefinition] {
+        try pool.read { db in try catalog.all(db).map(\.definition) }
+    }
+}

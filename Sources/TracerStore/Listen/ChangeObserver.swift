@@ -1,0 +1,246 @@
+import Foundation
+
+/// Watches the store for commits and feeds listeners, on one thread of its own.
+///
+/// Every write appends to the `changes` table, whose sequence number only grows. The observer
+/// keeps the last sequence number it has handled and, when SQLite's `PRAGMA data_version` says
+/// another connection (in this process or another) has committed, reads the changes after it
+/// and the current state of the documents they name, in one read transaction. Nothing is
+/// re-read on a timer: an idle poll costs one pragma.
+final class ChangeObserver: @unchecked Sendable {
+    private let path: String
+    private let catalog: IndexCatalog
+    private let pollInterval: Duration
+    private let condition = NSCondition()
+    private var listeners: [UInt64: Listener] = [:]
+    private var pending: [UInt64] = []
+    private var nextID: UInt64 = 1
+    private var poked = false
+    private var stopped = false
+    private var thread: Thread?
+    /// The id of the listener whose callback is running, so `cancel` can wait for it.
+    private var running: UInt64?
+
+    init(path: String, catalog: IndexCatalog, pollInterval: Duration) {
+        self.path = path
+        self.catalog = catalog
+        self.pollInterval = pollInterval
+    }
+
+    func localCommit() {
+        condition.lock()
+        poked = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    func add(_ listener: Listener) -> ListenerRegistration {
+        condition.lock()
+        let id = nextID
+        nextID += 1
+        listeners[id] = listener
+        pending.append(id)
+        if thread == nil {
+            let t = Thread { [self] in self.loop() }
+            t.name = "tracer.store.listeners"
+            thread = t
+            t.start()
+        }
+        condition.signal()
+        condition.unlock()
+        return ListenerRegistration { [weak self] in self?.remove(id) }
+    }
+
+    private func remove(_ id: UInt64) {
+        condition.lock()
+        listeners[id] = nil
+        // A callback of this listener may be running on the observer thread: wait for it, unless
+        // the cancel comes from inside that callback.
+        while running == id && Thread.current !== thread { condition.wait() }
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func loop() {
+        var db: SQLiteConnection?
+        var seen: Int64 = 0
+        var dataVersion: Int64 = -1
+        while true {
+            condition.lock()
+            while !stopped && !poked && pending.isEmpty {
+                if !condition.wait(until: Date(timeIntervalSinceNow: pollInterval.seconds)) { break }
+            }
+            if stopped {
+                condition.unlock()
+                return
+            }
+            poked = false
+            let newcomers = pending
+            pending = []
+            condition.unlock()
+
+            do {
+                if db == nil {
+                    let c = try SQLiteConnection(path: path)
+                    try c.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
+                    db = c
+                    seen = try c.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+                }
+                let db = db!
+                let version = try db.scalar("PRAGMA data_version") ?? 0
+                if version != dataVersion || !newcomers.isEmpty {
+                    dataVersion = version
+                    try db.execute("BEGIN")
+                    defer { try? db.execute("COMMIT") }
+                    try deliver(db, after: seen, newcomers: newcomers, seen: &seen)
+                }
+            } catch {
+                fail(with: error)
+            }
+        }
+    }
+
+    /// Reads the changes after `seen`, hands them to every listener, and starts newcomers.
+    private func deliver(_ db: SQLiteConnection, after: Int64, newcomers: [UInt64], seen: inout Int64) throws {
+        let batch = try ChangeBatch.read(db, after: after)
+        seen = max(seen, batch.token)
+        let context = ListenContext(db: db, catalog: catalog, token: seen)
+        for id in newcomers {
+            guard let listener = listener(id) else { continue }
+            try run(id) { try listener.start(context) }
+        }
+        guard !batch.paths.isEmpty else { return }
+        condition.lock()
+        let current = listeners.filter { !newcomers.contains($0.key) }
+        condition.unlock()
+        for (id, listener) in current.sorted(by: { $0.key < $1.key }) {
+            try run(id) { try listener.apply(batch, context) }
+        }
+    }
+
+    private func listener(_ id: UInt64) -> Listener? {
+        condition.lock()
+        defer { condition.unlock() }
+        return listeners[id]
+    }
+
+    private func run(_ id: UInt64, _ body: () throws -> Void) throws {
+        condition.lock()
+        guard listeners[id] != nil else {
+            condition.unlock()
+            return
+        }
+        running = id
+        condition.unlock()
+        defer {
+            condition.lock()
+            running = nil
+            condition.broadcast()
+            condition.unlock()
+        }
+        do {
+            try body()
+        } catch let e as StoreError where e.code == .tokenExpired {
+            listeners(id)?.fail(e)
+            condition.lock()
+            listeners[id] = nil
+            condition.unlock()
+        }
+    }
+
+    private func listeners(_ id: UInt64) -> Listener? { listener(id) }
+
+    private func fail(with error: any Error) {
+        condition.lock()
+        let all = listeners
+        listeners = [:]
+        condition.unlock()
+        let e = error as? StoreError ?? StoreError(.sqlite, "\(error)")
+        for (_, l) in all { l.fail(e) }
+    }
+}
+
+/// The changes read in one round: which documents changed, and their state now.
+struct ChangeBatch {
+    /// Each changed document's first operation after the round's start.
+    var firstOp: [DocumentPath: ChangeOp] = [:]
+    var paths: [DocumentPath] = []
+    var token: Int64 = 0
+
+    static func read(_ db: SQLiteConnection, after: Int64) throws -> ChangeBatch {
+        var batch = ChangeBatch(token: after)
+        let s = try db.statement("SELECT seq, parent, id, op FROM changes WHERE seq > ?1 ORDER BY seq")
+        s.bind(1, after)
+        while try s.step() {
+            let path = DocumentPath(parent: s.text(1), id: s.text(2))
+            if batch.firstOp[path] == nil {
+                batch.firstOp[path] = ChangeOp(rawValue: s.int64(3)) ?? .updated
+                batch.paths.append(path)
+            }
+            batch.token = s.int64(0)
+        }
+        return batch
+    }
+}
+
+/// What a listener may read while it handles a round.
+struct ListenContext {
+    let db: SQLiteConnection
+    let catalog: IndexCatalog
+    let token: Int64
+    private let cache = DocumentCache()
+
+    init(db: SQLiteConnection, catalog: IndexCatalog, token: Int64) {
+        self.db = db
+        self.catalog = catalog
+        self.token = token
+    }
+
+    /// The document's state now, read once per round however many listeners ask.
+    func current(_ path: DocumentPath) throws -> DocumentSnapshot {
+        if let hit = cache.docs[path] { return hit }
+        let snapshot = DocumentSnapshot(path: path, stored: try DocumentStore.load(path, db))
+        cache.docs[path] = snapshot
+        return snapshot
+    }
+
+    func run(_ query: Query) throws -> [DocumentSnapshot] {
+        try QueryEngine(db: db, catalog: catalog).run(query)
+    }
+
+    /// Fails with `tokenExpired` when the change log no longer reaches back to `token`.
+    func checkReachable(_ token: Int64) throws {
+        let oldest = try db.scalar("SELECT min(seq) FROM changes") ?? (self.token + 1)
+        if token < oldest - 1, token < self.token {
+            throw StoreError(
+                .tokenExpired, "the change log no longer reaches back to token \(token) (oldest kept: \(oldest))")
+        }
+    }
+
+    private final class DocumentCache {
+        var docs: [DocumentPath: DocumentSnapshot] = [:]
+    }
+}
+
+/// A listener as the observer drives it.
+protocol Listener: AnyObject {
+    /// Delivers the first snapshot (current state, or changes since a token).
+    func start(_ context: ListenContext) throws
+    /// Delivers what a round of changes means for this listener, if anything.
+    func apply(_ batch: ChangeBatch, _ context: ListenContext) throws
+    /// Reports an error; the listener is stopped.
+    func fail(_ error: StoreError)
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}

@@ -1,0 +1,163 @@
+/// Keeps a query's results current and reports each change as a snapshot.
+final class QueryListener: Listener {
+    let query: Query
+    let orders: [Query.Order]
+    let startAt: ListenStart
+    let onSnapshot: @Sendable (QuerySnapshot) -> Void
+    let onError: @Sendable (StoreError) -> Void
+    private var results: [DocumentSnapshot] = []
+    /// Queries with a limit or cursors are re-run on a change: a removal can pull in a document
+    /// the listener has never seen.
+    private let rerun: Bool
+
+    init(
+        query: Query, from start: ListenStart, onSnapshot: @escaping @Sendable (QuerySnapshot) -> Void,
+        onError: @escaping @Sendable (StoreError) -> Void
+    ) {
+        self.query = query
+        self.orders = QueryEngine.effectiveOrders(query)
+        self.startAt = start
+        self.onSnapshot = onSnapshot
+        self.onError = onError
+        self.rerun = query.limit != nil || query.start != nil || query.end != nil
+    }
+
+    func inScope(_ path: DocumentPath) -> Bool {
+        switch query.source {
+        case .collection(let c): path.segments.count == c.segments.count + 1 && path.parent == c
+        case .group(let id): path.collectionID == id
+        }
+    }
+
+    private func matches(_ doc: DocumentSnapshot) -> Bool {
+        doc.exists && orders.allSatisfy { $0.field.isDocumentID || doc[$0.field] != nil }
+            && query.filters.allSatisfy { $0.matches(doc) }
+    }
+
+    func start(_ context: ListenContext) throws {
+        switch startAt {
+        case .now:
+            results = try context.run(query)
+            let changes = SnapshotDiff.changes(old: [], new: results, orders: orders)
+            onSnapshot(QuerySnapshot(documents: results, changes: changes, token: context.token))
+        case .after(let token):
+            try context.checkReachable(token)
+            let batch = try ChangeBatch.read(context.db, after: token)
+            results = try context.run(query)
+            let position = Dictionary(results.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { a, _ in a })
+            var changes: [DocumentChange] = []
+            for path in batch.paths where inScope(path) {
+                let createdSince = batch.firstOp[path] == .created
+                if let i = position[path] {
+                    changes.append(
+                        DocumentChange(kind: createdSince ? .added : .modified, document: results[i], oldIndex: -1, newIndex: i))
+                } else if !createdSince {
+                    changes.append(
+                        DocumentChange(kind: .removed, document: try context.current(path), oldIndex: -1, newIndex: -1))
+                }
+            }
+            onSnapshot(QuerySnapshot(documents: results, changes: changes, token: context.token))
+        }
+    }
+
+    func apply(_ batch: ChangeBatch, _ context: ListenContext) throws {
+        let relevant = batch.paths.filter(inScope)
+        guard !relevant.isEmpty else { return }
+        let new: [DocumentSnapshot]
+        if rerun {
+            new = try context.run(query)
+        } else {
+            var byPath = Dictionary(results.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            for path in relevant {
+                let doc = try context.current(path)
+                byPath[path] = matches(doc) ? doc : nil
+            }
+            new = byPath.values.sorted { QueryEngine.compare($0, $1, orders) < 0 }
+        }
+        let changes = SnapshotDiff.changes(old: results, new: new, orders: orders)
+        results = new
+        if !changes.isEmpty {
+            onSnapshot(QuerySnapshot(documents: new, changes: changes, token: context.token))
+        }
+    }
+
+    func fail(_ error: StoreError) { onError(error) }
+}
+
+/// Reports a document's state each time it changes.
+final class DocumentListener: Listener {
+    let path: DocumentPath
+    let onSnapshot: @Sendable (DocumentSnapshot) -> Void
+    let onError: @Sendable (StoreError) -> Void
+    private var last: DocumentSnapshot?
+
+    init(
+        path: DocumentPath, onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void,
+        onError: @escaping @Sendable (StoreError) -> Void
+    ) {
+        self.path = path
+        self.onSnapshot = onSnapshot
+        self.onError = onError
+    }
+
+    func start(_ context: ListenContext) throws {
+        let snapshot = try context.current(path)
+        last = snapshot
+        onSnapshot(snapshot)
+    }
+
+    func apply(_ batch: ChangeBatch, _ context: ListenContext) throws {
+        guard batch.firstOp[path] != nil else { return }
+        let snapshot = try context.current(path)
+        guard snapshot.data != last?.data else { return }
+        last = snapshot
+        onSnapshot(snapshot)
+    }
+
+    func fail(_ error: StoreError) { onError(error) }
+}
+
+extension DocumentStore {
+    /// Listens to a query: `onSnapshot` gets the first snapshot, then one for each commit that
+    /// changes the results, from this process or another. Callbacks run on the store's listener
+    /// thread, one at a time. The listener stops when the registration is cancelled or released.
+    public func addListener(
+        _ query: Query, from start: ListenStart = .now,
+        onError: @escaping @Sendable (StoreError) -> Void = { _ in },
+        onSnapshot: @escaping @Sendable (QuerySnapshot) -> Void
+    ) throws -> ListenerRegistration {
+        try QueryEngine.validate(query)
+        return observer.add(QueryListener(query: query, from: start, onSnapshot: onSnapshot, onError: onError))
+    }
+
+    /// Listens to one document: its current state, then each change.
+    public func addListener(
+        document path: DocumentPath, onError: @escaping @Sendable (StoreError) -> Void = { _ in },
+        onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void
+    ) -> ListenerRegistration {
+        observer.add(DocumentListener(path: path, onSnapshot: onSnapshot, onError: onError))
+    }
+
+    /// A query's snapshots as an async sequence; the listener stops when the loop ends.
+    public func snapshots(_ query: Query, from start: ListenStart = .now) -> AsyncThrowingStream<QuerySnapshot, any Error> {
+        AsyncThrowingStream { continuation in
+            do {
+                let registration = try addListener(
+                    query, from: start, onError: { continuation.finish(throwing: $0) },
+                    onSnapshot: { continuation.yield($0) })
+                continuation.onTermination = { _ in registration.cancel() }
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    /// A document's snapshots as an async sequence; the listener stops when the loop ends.
+    public func snapshots(document path: DocumentPath) -> AsyncThrowingStream<DocumentSnapshot, any Error> {
+        AsyncThrowingStream { continuation in
+            let registration = addListener(
+                document: path, onError: { continuation.finish(throwing: $0) }, onSnapshot: { continuation.yield($0) })
+            continuation.onTermination = { _ in registration.cancel() }
+        }
+    }
+}

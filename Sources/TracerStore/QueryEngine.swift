@@ -1,0 +1,310 @@
+/// Runs queries: picks a declared index when one fits, scans it by key range, and checks every
+/// filter on every candidate, so an index only ever narrows the scan and never changes the answer.
+struct QueryEngine {
+    let db: SQLiteConnection
+    let catalog: IndexCatalog
+
+    /// How a query is read.
+    struct Plan {
+        var index: StoredIndex?
+        var lower: [UInt8] = []
+        var upper: [UInt8] = []
+        var reverse = false
+        /// Rows arrive in the query's order, so a limit can stop the scan early.
+        var ordered = false
+
+        var sql: String {
+            if index != nil {
+                return """
+                    SELECT e.parent, e.id, d.data, d.created, d.updated FROM index_entries AS e \
+                    CROSS JOIN documents AS d ON d.collection = ?1 AND d.parent = e.parent AND d.id = e.id \
+                    WHERE e.idx = ?2 AND e.key >= ?3 AND e.key < ?4 ORDER BY e.key\(reverse ? " DESC" : "")
+                    """
+            }
+            return lower.isEmpty
+                ? "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1"
+                : "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 ORDER BY id"
+        }
+    }
+
+    func run(_ query: Query) throws -> [DocumentSnapshot] {
+        try Self.validate(query)
+        if query.limitToLast {
+            guard !query.orders.isEmpty else {
+                throw StoreError(.invalidQuery, "limit(toLast:) needs at least one order", context: query.source.description)
+            }
+            var flipped = query
+            flipped.orders = Self.effectiveOrders(query).map { Query.Order($0.field, descending: !$0.descending) }
+            flipped.start = query.end
+            flipped.end = query.start
+            flipped.limitToLast = false
+            return try run(flipped).reversed()
+        }
+        let orders = Self.effectiveOrders(query)
+        let plan = try plan(query, orders: orders)
+        var results: [DocumentSnapshot] = []
+        let orderFields = orders.map(\.field).filter { !$0.isDocumentID }
+        try scan(query, plan) { doc in
+            guard orderFields.allSatisfy({ doc[$0] != nil }), query.filters.allSatisfy({ $0.matches(doc) }) else {
+                return true
+            }
+            if plan.ordered {
+                if let start = query.start, !Self.isAfterStart(doc, start, orders, query.source) { return true }
+                if let end = query.end, !Self.isBeforeEnd(doc, end, orders, query.source) { return false }
+            }
+            results.append(doc)
+            return !(plan.ordered && query.limit.map { results.count >= $0 } == true)
+        }
+        if !plan.ordered {
+            results.sort { Self.compare($0, $1, orders) < 0 }
+            if let start = query.start { results.removeAll { !Self.isAfterStart($0, start, orders, query.source) } }
+            if let end = query.end { results.removeAll { !Self.isBeforeEnd($0, end, orders, query.source) } }
+            if let limit = query.limit, results.count > limit { results.removeLast(results.count - limit) }
+        }
+        return results
+    }
+
+    /// The plan a query gets, and SQLite's own plan for its statement (EXPLAIN QUERY PLAN).
+    func explain(_ query: Query) throws -> QueryExplanation {
+        try Self.validate(query)
+        let p = try plan(query, orders: Self.effectiveOrders(query))
+        let s = try db.statement("EXPLAIN QUERY PLAN " + p.sql)
+        var details: [String] = []
+        while try s.step() { details.append(s.text(3)) }
+        return QueryExplanation(
+            index: p.index?.definition, orderedByIndex: p.ordered, sql: p.sql, sqlitePlan: details)
+    }
+
+    private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
+        let s = try db.statement(plan.sql)
+        s.bind(1, query.source.collectionID)
+        if let index = plan.index {
+            s.bind(2, index.id)
+            s.bindBlob(3, plan.lower)
+            s.bindBlob(4, plan.upper)
+        } else if case .collection(let c) = query.source {
+            s.bind(2, c.description)
+        }
+        while try s.step() {
+            let path = DocumentPath(parent: s.text(0), id: s.text(1))
+            let data = try DocumentStore.decode(s, column: 2, path: path)
+            let doc = DocumentSnapshot(
+                path: path, data: data, createTime: Timestamp(microseconds: s.int64(3)),
+                updateTime: Timestamp(microseconds: s.int64(4)))
+            if try !body(doc) { break }
+        }
+        s.reset()
+    }
+
+    // MARK: Planning
+
+    private func plan(_ query: Query, orders: [Query.Order]) throws -> Plan {
+        let conjuncts = query.filters.flatMap(\.conjuncts)
+        let constrained = Set(conjuncts.map(\.0)).union(orders.map(\.field))
+        let wantedScope: IndexDefinition.Scope
+        var fallback = Plan()
+        switch query.source {
+        case .collection(let c):
+            wantedScope = .collection
+            fallback.lower = Array(c.description.utf8)  // marks "one collection" for `sql`
+            fallback.ordered = orders.count == 1 && !orders[0].descending
+        case .group:
+            wantedScope = .collectionGroup
+        }
+        var best: (score: Int, plan: Plan)?
+        for index in try catalog.indexes(for: query.source.collectionID, db) where index.definition.scope == wantedScope {
+            let fields = index.definition.fields
+            guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
+            var prefix: [UInt8] = []
+            if case .collection(let c) = query.source { IndexKey.append(.string(c.description), to: &prefix) }
+            var k = 0
+            var equalityFields = Set<FieldPath>()
+            while k < fields.count,
+                let eq = conjuncts.first(where: { $0.0 == fields[k].path && $0.1 == .equal })
+            {
+                IndexKey.append(eq.2, descending: fields[k].descending, to: &prefix)
+                equalityFields.insert(fields[k].path)
+                k += 1
+            }
+            var plan = Plan(index: index, lower: prefix, upper: prefix + [IndexKey.top])
+            var hasRange = false
+            if k < fields.count {
+                let ranges = conjuncts.filter {
+                    $0.0 == fields[k].path && [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains($0.1)
+                }
+                if let first = ranges.first {
+                    hasRange = true
+                    let lows = ranges.filter { $0.1 == .greaterThan || $0.1 == .greaterThanOrEqual }.map(\.2)
+                    let highs = ranges.filter { $0.1 == .lessThan || $0.1 == .lessThanOrEqual }.map(\.2)
+                    let low = lows.max { Value.compare($0, $1) < 0 }
+                    let high = highs.min { Value.compare($0, $1) < 0 }
+                    (plan.lower, plan.upper) = Self.rangeKeys(
+                        prefix: prefix, low: low, high: high, typeOrder: first.2.typeOrder,
+                        descending: fields[k].descending)
+                }
+            }
+            // Does the index give the query's order? Orders on fields fixed by equality do not count.
+            let named = orders.dropLast().filter { !equalityFields.contains($0.field) }
+            let rest = fields[k...]
+            if rest.count == named.count, !named.contains(where: { $0.field.isDocumentID }),
+                zip(rest, named).allSatisfy({ $0.path == $1.field })
+            {
+                let nameDescending = orders.last!.descending
+                let forward = zip(rest, named).allSatisfy { $0.descending == $1.descending }
+                let backward = zip(rest, named).allSatisfy { $0.descending != $1.descending }
+                if forward && !nameDescending {
+                    plan.ordered = true
+                } else if backward && nameDescending {
+                    plan.ordered = true
+                    plan.reverse = true
+                }
+            }
+            guard k > 0 || hasRange || plan.ordered else { continue }
+            let score = k * 4 + (hasRange ? 2 : 0) + (plan.ordered ? 1 : 0)
+            if best == nil || score > best!.score { best = (score, plan) }
+        }
+        return best?.plan ?? fallback
+    }
+
+    /// Key bounds [lower, upper) for a range on one index field after an equality prefix.
+    /// Bounds are inclusive of the end values: exclusive comparisons are left to the filters.
+    static func rangeKeys(prefix: [UInt8], low: Value?, high: Value?, typeOrder: Int, descending: Bool)
+        -> ([UInt8], [UInt8])
+    {
+        func encoded(_ v: Value) -> [UInt8] {
+            var out = prefix
+            IndexKey.append(v, descending: descending, to: &out)
+            return out
+        }
+        let typeStart = IndexKey.tag(forTypeOrder: typeOrder)
+        let typeEnd = IndexKey.tag(forTypeOrder: typeOrder + 1)
+        if !descending {
+            let lower = low.map(encoded) ?? prefix + [typeStart]
+            let upper = high.map { encoded($0) + [IndexKey.top] } ?? prefix + [typeEnd]
+            return (lower, upper)
+        }
+        let lower = high.map(encoded) ?? prefix + [~typeStart]
+        let upper = low.map { encoded($0) + [IndexKey.top] } ?? prefix + [~typeStart &+ 1]
+        return (lower, upper)
+    }
+
+    // MARK: Order and cursors
+
+    /// The explicit orders, then inequality fields not yet ordered, then `__name__`.
+    static func effectiveOrders(_ query: Query) -> [Query.Order] {
+        var orders = query.orders
+        let inequalities = query.filters.flatMap(\.allFields).filter { $0.1.isInequality }.map(\.0)
+        for field in Set(inequalities).sorted(by: { $0.description < $1.description })
+        where !orders.contains(where: { $0.field == field }) {
+            orders.append(Query.Order(field))
+        }
+        if orders.last?.field.isDocumentID != true {
+            orders.append(Query.Order(.documentID, descending: orders.last?.descending ?? false))
+        }
+        return orders
+    }
+
+    static func compare(_ a: DocumentSnapshot, _ b: DocumentSnapshot, _ orders: [Query.Order]) -> Int {
+        for o in orders {
+            var c: Int
+            if o.field.isDocumentID {
+                c = a.path == b.path ? 0 : (a.path < b.path ? -1 : 1)
+            } else {
+                c = Value.compare(a[o.field] ?? .null, b[o.field] ?? .null)
+            }
+            if o.descending { c = -c }
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The document against a cursor: negative before it, 0 at it, positive after it.
+    static func position(_ doc: DocumentSnapshot, _ cursor: Query.Cursor, _ orders: [Query.Order], _ source: Query.Source)
+        -> Int
+    {
+        for (value, o) in zip(cursor.values, orders) {
+            var c: Int
+            if o.field.isDocumentID {
+                let target = cursorPath(value, source)
+                c = target.map { doc.path == $0 ? 0 : (doc.path < $0 ? -1 : 1) } ?? 0
+            } else {
+                c = Value.compare(doc[o.field] ?? .null, value)
+            }
+            if o.descending { c = -c }
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    static func isAfterStart(_ doc: DocumentSnapshot, _ c: Query.Cursor, _ o: [Query.Order], _ s: Query.Source) -> Bool {
+        let p = position(doc, c, o, s)
+        return c.inclusive ? p >= 0 : p > 0
+    }
+
+    static func isBeforeEnd(_ doc: DocumentSnapshot, _ c: Query.Cursor, _ o: [Query.Order], _ s: Query.Source) -> Bool {
+        let p = position(doc, c, o, s)
+        return c.inclusive ? p <= 0 : p < 0
+    }
+
+    /// A `__name__` cursor value: a full document path, or an id in the queried collection.
+    static func cursorPath(_ value: Value, _ source: Query.Source) -> DocumentPath? {
+        guard case .string(let s) = value else { return nil }
+        if s.contains("/") { return try? DocumentPath(s) }
+        if case .collection(let c) = source { return try? c.document(s) }
+        return nil
+    }
+
+    static func validate(_ query: Query) throws {
+        for f in query.filters { try f.validate() }
+        if let limit = query.limit, limit < 0 {
+            throw StoreError(.invalidQuery, "a limit cannot be negative", context: query.source.description)
+        }
+        let count = effectiveOrders(query).count
+        for cursor in [query.start, query.end].compactMap({ $0 }) where cursor.values.count > count {
+            throw StoreError(
+                .invalidQuery, "a cursor has \(cursor.values.count) values but the query orders by \(count) fields",
+                context: query.source.description)
+        }
+    }
+}
+
+/// How a query is read: the index it uses and SQLite's plan for the statement.
+public struct QueryExplanation: Sendable, CustomStringConvertible {
+    /// The declared index the query scans, if any.
+    public var index: IndexDefinition?
+    /// Whether rows come in the query's order, so a limit stops the scan early.
+    public var orderedByIndex: Bool
+    /// The statement run (only bound parameters: no caller text is in it).
+    public var sql: String
+    /// SQLite's EXPLAIN QUERY PLAN lines.
+    public var sqlitePlan: [String]
+
+    public var description: String {
+        let using = index.map { "index \($0)" } ?? "no index (scans the collection)"
+        return "uses \(using)\(orderedByIndex ? ", in order" : "")\n" + sqlitePlan.map { "  sqlite: \($0)" }.joined(separator: "\n")
+    }
+}
+
+extension DocumentPath {
+    /// A path from a stored parent path and id (both validated when written).
+    init(parent: String, id: String) {
+        self.init(validated: parent.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id])
+    }
+}
+
+extension DocumentStore {
+    /// The documents matching a query, in its order.
+    public func getDocuments(_ query: Query) throws -> [DocumentSnapshot] {
+        try pool.read { db in try QueryEngine(db: db, catalog: catalog).run(query) }
+    }
+
+    /// How many documents match a query (its limit applies).
+    public func count(_ query: Query) throws -> Int {
+        try getDocuments(query).count
+    }
+
+    /// How a query would be read: which index, and SQLite's plan.
+    public func explain(_ query: Query) throws -> QueryExplanation {
+        try pool.read { db in try QueryEngine(db: db, catalog: catalog).explain(query) }
+    }
+}

@@ -1,0 +1,106 @@
+import CTracerSQLite
+import Foundation
+
+/// One writer and a few readers on one database file in WAL mode.
+///
+/// Writes are serialised through the writer and run in `BEGIN IMMEDIATE` transactions, so a
+/// transaction holds SQLite's write lock from its first read: it cannot conflict, only wait. A
+/// writer in another process makes it wait (`busy_timeout`), and a wait that times out is retried.
+/// Each read runs in its own transaction on a reader, so it sees one consistent snapshot.
+final class ConnectionPool: @unchecked Sendable {
+    enum Durability: Sendable {
+        /// fsync at every commit: an acknowledged write survives power loss.
+        case full
+        /// fsync at checkpoints: survives a process crash, may lose the last commits on power loss.
+        case normal
+    }
+
+    private let writer: SQLiteConnection
+    private let writerLock = NSLock()
+    private var readers: [SQLiteConnection]
+    private let readersCondition = NSCondition()
+    let path: String
+
+    init(path: String, readers count: Int, durability: Durability, setUp: (SQLiteConnection) throws -> Void) throws {
+        self.path = path
+        let writer = try SQLiteConnection(path: path)
+        try writer.execute("PRAGMA busy_timeout = 5000")
+        let mode = try writer.statement("PRAGMA journal_mode = WAL")
+        _ = try mode.step()
+        guard mode.text(0).lowercased() == "wal" else {
+            throw StoreError(.sqlite, "the store cannot use write-ahead logging (journal mode \(mode.text(0)))", context: path)
+        }
+        mode.reset()
+        try writer.execute(
+            """
+            PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL");
+            PRAGMA cache_size = -65536;
+            PRAGMA foreign_keys = OFF;
+            """)
+        try setUp(writer)
+        self.writer = writer
+        var readers: [SQLiteConnection] = []
+        for _ in 0..<max(1, count) {
+            let r = try SQLiteConnection(path: path)
+            try r.execute("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -16384; PRAGMA query_only = 1")
+            readers.append(r)
+        }
+        self.readers = readers
+    }
+
+    /// Runs `body` in a write transaction; commits if it returns, rolls back if it throws.
+    func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try writer.execute("BEGIN IMMEDIATE")
+            } catch let e as StoreError where e.isBusy && attempt < 5 {
+                continue
+            } catch let e as StoreError where e.isBusy {
+                throw StoreError(.aborted, "the store stayed locked by another process", context: path)
+            }
+            do {
+                let result = try body(writer)
+                try writer.execute("COMMIT")
+                return result
+            } catch {
+                if writer.isInTransaction { try? writer.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a reader inside one read transaction (one consistent snapshot).
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        readersCondition.lock()
+        while readers.isEmpty { readersCondition.wait() }
+        let reader = readers.removeLast()
+        readersCondition.unlock()
+        defer {
+            readersCondition.lock()
+            readers.append(reader)
+            readersCondition.signal()
+            readersCondition.unlock()
+        }
+        try reader.execute("BEGIN")
+        defer { try? reader.execute("COMMIT") }
+        return try body(reader)
+    }
+
+    /// Runs `body` on the writer outside any transaction (schema set-up, checkpoints).
+    func withWriter<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        return try body(writer)
+    }
+}
+
+extension StoreError {
+    var isBusy: Bool {
+        guard let c = sqliteCode else { return false }
+        return c & 0xFF == SQLITE_BUSY || c & 0xFF == SQLITE_LOCKED
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+/// A point in time with microsecond precision, as Firestore keeps timestamps.
+public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Microseconds since 1970-01-01T00:00:00Z.
+    public var microseconds: Int64
+
+    /// A timestamp from microseconds since the Unix epoch.
+    public init(microseconds: Int64) {
+        self.microseconds = microseconds
+    }
+
+    /// A timestamp from (fractional) seconds since the Unix epoch.
+    public init(seconds: Double) {
+        self.microseconds = Int64((seconds * 1_000_000).rounded())
+    }
+
+    /// A timestamp from a Foundation date.
+    public init(_ date: Date) {
+        self.init(seconds: date.timeIntervalSince1970)
+    }
+
+    /// The current wall-clock time.
+    public static func now() -> Timestamp {
+        Timestamp(Date())
+    }
+
+    /// Seconds since the Unix epoch.
+    public var seconds: Double { Double(microseconds) / 1_000_000 }
+
+    /// The same instant as a Foundation date.
+    public var date: Date { Date(timeIntervalSince1970: seconds) }
+
+    /// This timestamp moved by a number of seconds.
+    public func adding(seconds: Double) -> Timestamp {
+        Timestamp(microseconds: microseconds + Int64((seconds * 1_000_000).rounded()))
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.microseconds < rhs.microseconds
+    }
+
+    /// RFC 3339 in UTC with microseconds: `2026-11-22T10:00:00.125000Z`.
+    public var description: String { iso8601 }
+
+    /// RFC 3339 in UTC with microseconds: `2026-11-22T10:00:00.125000Z`.
+    public var iso8601: String {
+        let (secs, micros) = microseconds.floorDivided(by: 1_000_000)
+        let (days, secOfDay) = secs.floorDivided(by: 86_400)
+        let (y, m, d) = Self.civil(fromDays: days)
+        let h = secOfDay / 3600
+        let mi = (secOfDay % 3600) / 60
+        let s = secOfDay % 60
+        var out = ""
+        out.reserveCapacity(27)
+        out += Self.pad(y, 4) + "-" + Self.pad(m, 2) + "-" + Self.pad(d, 2)
+        out += "T" + Self.pad(h, 2) + ":" + Self.pad(mi, 2) + ":" + Self.pad(s, 2)
+        out += "." + Self.pad(micros, 6) + "Z"
+        return out
+    }
+
+    /// Parses RFC 3339 (`2026-11-22T10:00:00Z`, fractions up to nanoseconds, `Z` or `±hh:mm`),
+    /// a bare date (`2026-11-22`, midnight UTC), or Unix seconds (`1763776800.125`).
+    public init?(parsing text: String) {
+        if let seconds = Double(text) {
+            guard seconds.isFinite, abs(seconds) < 1e13 else { return nil }
+            self.init(seconds: seconds)
+            return
+        }
+        var p = Array(text.utf8)[...]
+        func number(_ width: Int) -> Int64? {
+            guard p.count >= width else { return nil }
+            var v: Int64 = 0
+            for _ in 0..<width {
+                let c = p.removeFirst()
+                guard c >= 48, c <= 57 else { return nil }
+                v = v * 10 + Int64(c - 48)
+            }
+            return v
+        }
+        func expect(_ c: UInt8) -> Bool {
+            guard p.first == c else { return false }
+            p.removeFirst()
+            return true
+        }
+        guard let y = number(4), expect(45), let m = number(2), expect(45), let d = number(2),
+            (1...12).contains(m), (1...31).contains(d)
+        else { return nil }
+        var h: Int64 = 0
+        var mi: Int64 = 0
+        var s: Int64 = 0
+        var micros: Int64 = 0
+        var offset: Int64 = 0
+        if !p.isEmpty {
+            guard expect(84) || expect(116) || expect(32) else { return nil }  // T, t or space
+            guard let hh = number(2), expect(58), let mm = number(2), hh < 24, mm < 60 else { return nil }
+            h = hh
+            mi = mm
+            if expect(58) {
+                guard let ss = number(2), ss < 61 else { return nil }
+                s = min(ss, 59)
+                if expect(46) {
+                    var digits = 0
+                    while let c = p.first, c >= 48, c <= 57 {
+                        p.removeFirst()
+                        if digits < 6 { micros = micros * 10 + Int64(c - 48) }
+                        digits += 1
+                    }
+                    guard digits > 0 else { return nil }
+                    for _ in digits..<max(digits, 6) { micros *= 10 }
+                }
+            }
+            if expect(90) || expect(122) {  // Z or z
+            } else if let sign = p.first, sign == 43 || sign == 45 {
+                p.removeFirst()
+                guard let oh = number(2), expect(58), let om = number(2) else { return nil }
+                offset = (oh * 3600 + om * 60) * (sign == 45 ? -1 : 1)
+            } else {
+                return nil
+            }
+        }
+        guard p.isEmpty else { return nil }
+        let days = Self.days(fromCivil: y, m, d)
+        let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset
+        self.init(microseconds: secs * 1_000_000 + micros)
+    }
+
+    // Howard Hinnant's civil-date algorithms: exact for the proleptic Gregorian calendar.
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    private static func pad(_ v: Int64, _ width: Int) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+}
+
+extension Int64 {
+    /// Floor division and the non-negative remainder.
+    func floorDivided(by d: Int64) -> (Int64, Int64) {
+        let q = self / d
+        let r = self % d
+        return r < 0 ? (q - 1, r + d) : (q, r)
+    }
+}
