@@ -71,6 +71,7 @@ public final class DocumentStore: Sendable {
         s.bind(1, path.collectionID)
         s.bind(2, path.parent.description)
         s.bind(3, path.id)
+        defer { s.reset() }
         guard try s.step() else { return nil }
         let data = try decode(s, column: 0, path: path)
         return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2), seq: s.int64(3))

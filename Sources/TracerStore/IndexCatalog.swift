@@ -53,7 +53,9 @@ extension DocumentStore {
             find.bind(1, definition.collectionID)
             find.bind(2, definition.scope.rawValue)
             find.bind(3, definition.fieldsText)
-            if try find.step() { return 0 }
+            let exists = try find.step()
+            find.reset()
+            if exists { return 0 }
             let insert = try db.statement("INSERT INTO indexes (collection, scope, fields) VALUES (?1, ?2, ?3)")
             insert.bind(1, definition.collectionID)
             insert.bind(2, definition.scope.rawValue)

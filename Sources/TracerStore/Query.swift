@@ -45,6 +45,11 @@ public struct Query: Sendable, Hashable {
         public var values: [Value]
         /// `startAt`/`endAt` include documents at the position; `startAfter`/`endBefore` do not.
         public var inclusive: Bool
+
+        public init(values: [Value], inclusive: Bool) {
+            self.values = values
+            self.inclusive = inclusive
+        }
     }
 
     public var source: Source

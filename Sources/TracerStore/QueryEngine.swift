@@ -77,6 +77,7 @@ struct QueryEngine {
 
     private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
         let s = try db.statement(plan.sql)
+        defer { s.reset() }
         s.bind(1, query.source.collectionID)
         if let index = plan.index {
             s.bind(2, index.id)
@@ -93,7 +94,6 @@ struct QueryEngine {
                 updateTime: Timestamp(microseconds: s.int64(4)))
             if try !body(doc) { break }
         }
-        s.reset()
     }
 
     // MARK: Planning

@@ -55,6 +55,7 @@ final class SQLiteConnection {
     /// The first column of the first row of a query, as an integer.
     func scalar(_ sql: String) throws -> Int64? {
         let s = try statement(sql)
+        defer { s.reset() }  // an unfinished statement would hold its read snapshot open
         return try s.step() ? s.int64(0) : nil
     }
 

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import TracerStore
+
+extension DB {
+    struct ImportCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Write documents from lines of {\"path\", \"data\"} (each replaces the document).")
+
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "A JSON-lines file, as `tracer db export` writes.") var file: String
+        @Option(help: "Documents per transaction.") var batchSize = 5000
+
+        func run() throws {
+            guard let handle = FileHandle(forReadingAtPath: file) else {
+                throw ValidationError("cannot read \(file)")
+            }
+            let store = try options.open()
+            let total = Output.stderrIsTerminal ? Self.countLines(file) : nil
+            let written = try store.importLines(LineReader(handle: handle), batchSize: batchSize, source: file) {
+                Output.progress("importing", $0, total)
+            }
+            Output.endProgress()
+            Output.line("imported \(written) document\(written == 1 ? "" : "s") from \(file)")
+        }
+
+        static func countLines(_ file: String) -> Int? {
+            guard let data = FileManager.default.contents(atPath: file) else { return nil }
+            return data.reduce(0) { $1 == 10 ? $0 + 1 : $0 }
+        }
+    }
+
+    struct ExportCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export",
+            abstract: "Print documents as lines of {\"path\", \"data\"}: a collection or document and all beneath it.")
+
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "A collection or document path; '/' for the whole store; with --group a collection id.")
+        var path: String = "/"
+        @Flag(help: "Export every collection with this id.") var group = false
+
+        func run() throws {
+            let scope: ExportScope
+            let segments = path.split(separator: "/").count
+            if group {
+                scope = .group(try CollectionPath(path).id)
+            } else if segments == 0 {
+                scope = .all
+            } else if segments % 2 == 1 {
+                scope = .collection(try CollectionPath(path))
+            } else {
+                scope = .document(try DocumentPath(path))
+            }
+            var buffer = Data()
+            var count = 0
+            try options.open().export(scope) { doc in
+                buffer.append(contentsOf: (doc.jsonLine + "\n").utf8)
+                count += 1
+                if buffer.count > 1 << 16 {
+                    FileHandle.standardOutput.write(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                    Output.progress("exporting", count, nil)
+                }
+            }
+            FileHandle.standardOutput.write(buffer)
+            if count > 0 { Output.progress("exporting", count, nil) }
+            Output.endProgress()
+        }
+    }
+}
