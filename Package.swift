@@ -41,7 +41,10 @@ let package = Package(
         // Helpers for tests: temporary stores, the built binary, child processes.
         .target(
             name: "TracerTesting",
-            dependencies: ["TracerStore"]
+            dependencies: [
+                "TracerStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         .testTarget(

@@ -29,6 +29,7 @@ struct QueryEngine {
 
     func run(_ query: Query) throws -> [DocumentSnapshot] {
         try Self.validate(query)
+        if query.limit == 0 { return [] }
         if query.limitToLast {
             guard !query.orders.isEmpty else {
                 throw StoreError(.invalidQuery, "limit(toLast:) needs at least one order", context: query.source.description)

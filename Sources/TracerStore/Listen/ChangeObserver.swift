@@ -97,7 +97,10 @@ final class ChangeObserver: @unchecked Sendable {
                 if version != dataVersion || !newcomers.isEmpty {
                     dataVersion = version
                     try db.execute("BEGIN")
-                    defer { try? db.execute("COMMIT") }
+                    defer {
+                        db.resetActiveStatements()
+                        try? db.execute("COMMIT")
+                    }
                     try deliver(db, after: seen, newcomers: newcomers, seen: &seen)
                 }
             } catch {

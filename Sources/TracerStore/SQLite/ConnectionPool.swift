@@ -64,9 +64,11 @@ final class ConnectionPool: @unchecked Sendable {
             }
             do {
                 let result = try body(writer)
+                writer.resetActiveStatements()
                 try writer.execute("COMMIT")
                 return result
             } catch {
+                writer.resetActiveStatements()
                 if writer.isInTransaction { try? writer.execute("ROLLBACK") }
                 throw error
             }
@@ -86,7 +88,10 @@ final class ConnectionPool: @unchecked Sendable {
             readersCondition.unlock()
         }
         try reader.execute("BEGIN")
-        defer { try? reader.execute("COMMIT") }
+        defer {
+            reader.resetActiveStatements()
+            try? reader.execute("COMMIT")
+        }
         return try body(reader)
     }
 

@@ -59,6 +59,16 @@ final class SQLiteConnection {
         return try s.step() ? s.int64(0) : nil
     }
 
+    /// Resets every statement still active: one left mid-way (or even at SQLITE_DONE) can keep
+    /// the connection's read snapshot open past COMMIT, so that later reads see stale data.
+    func resetActiveStatements() {
+        var stmt = sqlite3_next_stmt(handle, nil)
+        while let s = stmt {
+            if sqlite3_stmt_busy(s) != 0 { sqlite3_reset(s) }
+            stmt = sqlite3_next_stmt(handle, s)
+        }
+    }
+
     var changes: Int { Int(sqlite3_changes(handle)) }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -1,0 +1,122 @@
+import Foundation
+
+/// Runs the built `tracer` binary, as a person or a script would.
+public struct TracerProcess {
+    /// What a finished run printed and how it exited.
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+    }
+
+    /// The `tracer` binary beside the test bundle (or `$TRACER_BIN`).
+    public static var binary: String {
+        if let env = ProcessInfo.processInfo.environment["TRACER_BIN"] { return env }
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = (exe as NSString).deletingLastPathComponent
+        // On Linux the test runner is `<products>/tracerPackageTests.xctest`; elsewhere a bundle inside it.
+        while !dir.isEmpty, dir != "/" {
+            let candidate = (dir as NSString).appendingPathComponent("tracer")
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), !isDir.boolValue { return candidate }
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return "tracer"
+    }
+
+    /// Runs `tracer ARGS…` to completion.
+    public static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        // Read both pipes before waiting, so a chatty child cannot fill a pipe and stall.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var errData = Data()
+        group.enter()
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Starts `tracer ARGS…` in the background; read its output line by line.
+    public static func start(_ arguments: [String]) throws -> Background {
+        try Background(arguments)
+    }
+
+    /// A running `tracer` process whose standard output is read line by line.
+    public final class Background: @unchecked Sendable {
+        public let process = Process()
+        private let out = Pipe()
+        private let lock = NSCondition()
+        private var lines: [String] = []
+        private var partial = Data()
+        private var closed = false
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: TracerProcess.binary)
+            process.arguments = arguments
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.receive(data)
+            }
+            try process.run()
+        }
+
+        private func receive(_ data: Data) {
+            lock.lock()
+            if data.isEmpty {
+                closed = true
+            } else {
+                partial.append(data)
+                while let nl = partial.firstIndex(of: 10) {
+                    lines.append(String(decoding: partial[partial.startIndex..<nl], as: UTF8.self))
+                    partial = Data(partial[(nl + 1)...])
+                }
+            }
+            lock.broadcast()
+            lock.unlock()
+        }
+
+        /// The next line, waiting up to `timeout` seconds; nil on timeout or end of output.
+        public func nextLine(timeout: Double = 10) -> String? {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            lock.lock()
+            defer { lock.unlock() }
+            while lines.isEmpty && !closed {
+                if !lock.wait(until: deadline) { return nil }
+            }
+            return lines.isEmpty ? nil : lines.removeFirst()
+        }
+
+        /// Sends a signal (SIGKILL by default) and waits for the process to end.
+        public func kill(_ signal: Int32 = SIGKILL) {
+            if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+            process.waitUntilExit()
+            out.fileHandleForReading.readabilityHandler = nil
+        }
+
+        deinit { kill() }
+    }
+}

@@ -1,0 +1,192 @@
+import Testing
+import TracerTesting
+
+@testable import TracerStore
+
+@Suite struct WriteTests {
+    let clock = ManualClock()
+    let store: DocumentStore
+    let dir: TemporaryDirectory
+
+    init() throws {
+        (store, dir) = try DocumentStore.temporary(clock: clock)
+    }
+
+    func path(_ p: String) throws -> DocumentPath { try DocumentPath(p) }
+
+    @Test func setReplacesAndKeepsCreateTime() throws {
+        let p = try path("beacons/b-101")
+        try store.set(p, ["name": "Lab door", "major": 2])
+        clock.advance(seconds: 5)
+        try store.set(p, ["name": "Lab"])
+        let doc = try store.get(p)
+        #expect(doc.data == ["name": "Lab"])
+        #expect(doc.createTime == Timestamp(seconds: 1_763_776_800))
+        #expect(doc.updateTime == Timestamp(seconds: 1_763_776_805))
+    }
+
+    @Test func mergeSetsLeavesAndDeletesFields() throws {
+        let p = try path("devices/d1")
+        try store.set(p, ["status": "clear", "meta": ["a": 1, "b": 2], "gone": true])
+        try store.set(p, ["meta": ["b": 3, "c": 4], "gone": .delete, "risk": "low"], merge: true)
+        #expect(try store.get(p).data == ["status": "clear", "meta": ["a": 1, "b": 3, "c": 4], "risk": "low"])
+    }
+
+    @Test func updateReplacesAtFieldPaths() throws {
+        let p = try path("devices/d1")
+        try store.set(p, ["meta": ["a": 1, "b": 2], "n": 1])
+        try store.update(p, ["meta.a": 10, "n": .delete, "`odd.key`": "x", "deep.new.field": true])
+        #expect(
+            try store.get(p).data == [
+                "meta": ["a": 10, "b": 2], "odd.key": "x", "deep": ["new": ["field": true]],
+            ])
+    }
+
+    @Test func updateOfMissingDocumentFails() throws {
+        #expect {
+            try store.update(try path("devices/none"), ["a": 1])
+        } throws: { ($0 as? StoreError)?.code == .notFound }
+    }
+
+    @Test func createIsCreateOnly() throws {
+        let p = try path("reports/r1")
+        try store.create(p, ["a": 1])
+        #expect { try store.create(p, ["a": 2]) } throws: { ($0 as? StoreError)?.code == .alreadyExists }
+        #expect(try store.get(p).data == ["a": 1])
+    }
+
+    @Test func sentinelsResolveAgainstTheStoredDocument() throws {
+        let p = try path("devices/d1")
+        try store.set(p, ["count": 1, "ratio": 0.5, "tags": ["a", "b"], "at": .serverTimestamp])
+        clock.advance(seconds: 60)
+        try store.update(
+            p,
+            [
+                "count": .increment(Int64(2)), "ratio": .increment(0.25), "fresh": .increment(Int64(7)),
+                "tags": .arrayUnion(["b", "c"]), "at": .serverTimestamp, "big": .increment(Int64.max),
+            ])
+        try store.update(p, ["big": .increment(Int64(5))])
+        let data = try #require(try store.get(p).data)
+        #expect(data["count"] == 3)
+        #expect(data["ratio"] == 0.75)
+        #expect(data["fresh"] == 7)
+        #expect(data["tags"] == ["a", "b", "c"])
+        #expect(data["at"] == .timestamp(Timestamp(seconds: 1_763_776_860)))
+        #expect(data["big"] == .integer(Int64.max))  // saturates rather than wrapping
+        try store.update(p, ["tags": .arrayRemove(["a", "zzz"])])
+        #expect(try store.get(p).data?["tags"] == ["b", "c"])
+    }
+
+    @Test func deleteRemovesOnlyTheDocument() throws {
+        try store.set(try path("beacons/b1"), ["a": 1])
+        try store.set(try path("beacons/b1/interactions/i1"), ["a": 1])
+        try store.delete(try path("beacons/b1"))
+        try store.delete(try path("beacons/never"))  // nothing there: no error
+        #expect(!(try store.get(try path("beacons/b1")).exists))
+        #expect(try store.get(try path("beacons/b1/interactions/i1")).exists)
+    }
+
+    @Test func addMakesRandomIDs() throws {
+        let c = try CollectionPath("beacons/b1/interactions")
+        let a = try store.add(c, ["n": 1])
+        let b = try store.add(c, ["n": 2])
+        #expect(a != b && a.id.count == 20 && a.parent == c)
+        #expect(try store.getDocuments(Query(collection: c)).count == 2)
+    }
+
+    static let invalidData: [(DocumentData, String)] = [
+        (["__x__": 1], "reserved"),
+        (["a": [[1]]], "array may not directly contain an array"),
+        (["a": [.serverTimestamp]], "inside an array"),
+        (["a": .delete], "only for update and merging set"),
+        (["": 1], "empty"),
+    ]
+
+    @Test(arguments: invalidData)
+    func rejectsInvalidData(_ data: DocumentData, _ reason: String) throws {
+        let p = try path("x/y")
+        #expect {
+            try store.set(p, data)
+        } throws: { error in
+            guard let e = error as? StoreError else { return false }
+            return e.code == .invalidValue && e.description.contains(reason) && e.description.contains("x/y")
+        }
+        #expect(!(try store.get(p).exists))
+    }
+
+    @Test func rejectsDocumentsOverOneMebibyte() throws {
+        let p = try path("x/big")
+        let big = String(repeating: "a", count: 1_048_576)
+        #expect { try store.set(p, ["s": .string(big)]) } throws: { ($0 as? StoreError)?.code == .tooLarge }
+        try store.set(p, ["s": .string(String(repeating: "a", count: 1_048_000))])
+        #expect(try store.get(p).exists)
+    }
+
+    @Test func rejectsValuesNestedTooDeep() throws {
+        var v: Value = 1
+        for _ in 0..<21 { v = .map(["a": v]) }
+        #expect { try store.set(try path("x/deep"), ["a": v]) } throws: { ($0 as? StoreError)?.code == .invalidValue }
+    }
+
+    @Test func batchesAreAtomicAndUncapped() throws {
+        var batch = WriteBatch()
+        for i in 0..<2_000 { batch.set(try path("beacons/b1/interactions/i\(i)"), ["i": .integer(Int64(i))]) }
+        try store.commit(batch)
+        #expect(try store.count(Query(collection: try CollectionPath("beacons/b1/interactions"))) == 2_000)
+
+        var failing = WriteBatch()
+        failing.set(try path("beacons/b2"), ["a": 1])
+        failing.delete(try path("beacons/b1/interactions/i0"))
+        failing.update(try path("beacons/missing"), ["a": 1])  // fails: nothing of the batch may land
+        #expect(throws: StoreError.self) { try store.commit(failing) }
+        #expect(!(try store.get(try path("beacons/b2")).exists))
+        #expect(try store.get(try path("beacons/b1/interactions/i0")).exists)
+    }
+
+    @Test func transactionsReadThenWriteAtomically() throws {
+        let p = try path("counters/c")
+        try store.set(p, ["n": 0])
+        for _ in 0..<10 {
+            try store.runTransaction { tx in
+                let n = try tx.get(p).data?["n"]?.doubleValue ?? 0
+                tx.update(p, ["n": .integer(Int64(n) + 1)])
+            }
+        }
+        #expect(try store.get(p).data?["n"] == 10)
+
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try store.runTransaction { tx in
+                tx.set(p, ["n": 999])
+                throw Abort()
+            }
+        }
+        #expect(try store.get(p).data?["n"] == 10)
+
+        #expect {
+            try store.runTransaction { tx in
+                tx.set(p, ["n": 1])
+                _ = try tx.get(p)
+            }
+        } throws: { ($0 as? StoreError)?.description.contains("reads before its writes") == true }
+    }
+
+    @Test func concurrentTransactionsLoseNoIncrements() async throws {
+        let p = try path("counters/c")
+        try store.set(p, ["n": 0])
+        let store = self.store
+        await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<50 {
+                        try store.runTransaction { tx in
+                            let n = try tx.get(p).data?["n"]?.doubleValue ?? 0
+                            tx.set(p, ["n": .integer(Int64(n) + 1)])
+                        }
+                    }
+                }
+            }
+        }
+        #expect(try store.get(p).data?["n"] == 200)
+    }
+}
