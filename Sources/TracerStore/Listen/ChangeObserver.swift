@@ -27,6 +27,13 @@ final class ChangeObserver: @unchecked Sendable {
         self.pollInterval = pollInterval
     }
 
+    /// How many listeners are registered.
+    var listenerCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return listeners.count
+    }
+
     func localCommit() {
         condition.lock()
         poked = true

@@ -11,6 +11,8 @@ extension DB {
         @OptionGroup var options: StoreOptions
         @Argument(help: "A JSON-lines file, as `tracer db export` writes.") var file: String
         @Option(help: "Documents per transaction.") var batchSize = 5000
+        @Flag(help: "Print 'committed N' after each transaction, once its documents are durable.")
+        var reportCommits = false
 
         func run() throws {
             guard let handle = FileHandle(forReadingAtPath: file) else {
@@ -19,6 +21,7 @@ extension DB {
             let store = try options.open()
             let total = Output.stderrIsTerminal ? Self.countLines(file) : nil
             let written = try store.importLines(LineReader(handle: handle), batchSize: batchSize, source: file) {
+                if reportCommits { Output.line("committed \($0)") }
                 Output.progress("importing", $0, total)
             }
             Output.endProgress()
