@@ -80,10 +80,12 @@ struct StoredIndex: Sendable {
             guard let v = root[field.path] else { return nil }
             IndexKey.append(v, descending: field.descending, to: &out)
         }
+        // As in Firestore, the document name takes the direction of the index's last field.
+        let nameDescending = definition.fields.last?.descending ?? false
         if definition.scope == .collection {
-            IndexKey.appendName([path.id], descending: false, to: &out)
+            IndexKey.appendName([path.id], descending: nameDescending, to: &out)
         } else {
-            IndexKey.appendName(path.segments, descending: false, to: &out)
+            IndexKey.appendName(path.segments, descending: nameDescending, to: &out)
         }
         return out
     }

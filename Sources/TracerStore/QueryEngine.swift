@@ -151,11 +151,12 @@ struct QueryEngine {
                 zip(rest, named).allSatisfy({ $0.path == $1.field })
             {
                 let nameDescending = orders.last!.descending
+                let indexNameDescending = fields.last!.descending
                 let forward = zip(rest, named).allSatisfy { $0.descending == $1.descending }
                 let backward = zip(rest, named).allSatisfy { $0.descending != $1.descending }
-                if forward && !nameDescending {
+                if forward && nameDescending == indexNameDescending {
                     plan.ordered = true
-                } else if backward && nameDescending {
+                } else if backward && nameDescending != indexNameDescending {
                     plan.ordered = true
                     plan.reverse = true
                 }

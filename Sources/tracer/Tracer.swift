@@ -7,4 +7,25 @@ struct Tracer: AsyncParsableCommand {
         abstract: "Institutional contact tracing: iBeacon ranging, exposure flagging, and its document store.",
         subcommands: [DB.self]
     )
+
+    /// Runs the command; every failure is one line on stderr. Usage and input errors exit 1
+    /// (ArgumentParser's own default for usage is 64), and a command may exit with its own code
+    /// by throwing `ExitCode` (a rejected self-report exits 2).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let code as ExitCode {
+            exit(withError: code)
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }  // --help, --version
+            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            Output.error("Error: " + message)
+            exit(withError: ExitCode.failure)
+        }
+    }
 }

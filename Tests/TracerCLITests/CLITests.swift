@@ -1,1 +1,133 @@
+import Foundation
 import Testing
+import TracerTesting
+
+/// The `tracer db` contract, run as a person or a script runs it: the built binary, its output
+/// and its exit status.
+@Suite struct DBCommandTests {
+    let dir = TemporaryDirectory("tracer-cli")
+    var store: String { dir.file("store.sqlite") }
+
+    func tracer(_ args: String...) throws -> TracerProcess.Result {
+        try TracerProcess.run(args + ["--store", store])
+    }
+
+    @Test func setGetJSONRoundTrip() throws {
+        let set = try tracer("db", "set", "beacons/b-101", #"{"name": "Lab door", "major": 2, "pos": [0.5, 5]}"#)
+        #expect(set.status == 0 && set.stdout.isEmpty, "\(set.stderr)")
+        let get = try tracer("db", "get", "beacons/b-101", "--json")
+        #expect(get.status == 0)
+        #expect(get.stdout == #"{"path": "beacons/b-101", "data": {"major":2,"name":"Lab door","pos":[0.5,5]}}"# + "\n")
+        let human = try tracer("db", "get", "beacons/b-101")
+        #expect(human.stdout.contains("name   \"Lab door\""), "\(human.stdout)")
+    }
+
+    @Test func mergeAndSentinels() throws {
+        _ = try tracer("db", "set", "devices/d1", #"{"status": "clear", "count": 1}"#)
+        let r = try tracer("db", "set", "devices/d1", #"{"count": {"__increment__": 2}, "at": {"__serverTimestamp__": true}}"#, "--merge")
+        #expect(r.status == 0, "\(r.stderr)")
+        let get = try tracer("db", "get", "devices/d1", "--json")
+        #expect(get.stdout.contains(#""count":3"#) && get.stdout.contains(#""status":"clear""#) && get.stdout.contains("__time__"))
+    }
+
+    @Test func queryWithFiltersOrderAndLimit() throws {
+        for (id, p, d) in [("a", "near", 1.5), ("b", "far", 7.0), ("c", "immediate", 0.3), ("d", "near", 2.9)] {
+            _ = try tracer("db", "set", "beacons/b1/interactions/\(id)", #"{"proximity": "\#(p)", "distance": \#(d)}"#)
+        }
+        let r = try tracer(
+            "db", "query", "beacons/b1/interactions", "--where", #"proximity in ["near", "immediate"]"#, "--order-by",
+            "distance", "--desc", "--limit", "2", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let paths = r.stdout.split(separator: "\n").compactMap { line in
+            line.range(of: #"beacons/b1/interactions/[a-z]"#, options: .regularExpression).map { String(line[$0]) }
+        }
+        #expect(paths == ["beacons/b1/interactions/d", "beacons/b1/interactions/a"])
+        let group = try tracer("db", "query", "interactions", "--group", "--where", "distance > 2", "--count")
+        #expect(group.stdout == "2\n")
+        let human = try tracer("db", "query", "beacons/b1/interactions", "--where", #"proximity == "far""#)
+        #expect(human.stdout.contains("beacons/b1/interactions/b") && human.stdout.hasSuffix("1 document\n"))
+    }
+
+    @Test(arguments: [
+        (["db", "get", "beacons"], "names a collection"),
+        (["db", "get", "beacons/none"], "no document"),
+        (["db", "set", "beacons/x", "{not json"], "not a JSON object"),
+        (["db", "set", "beacons/x", #"{"__x__": 1}"#], "reserved"),
+        (["db", "set", "a/./b/c", "{}"], "'.' is not a valid id"),
+        (["db", "query", "beacons", "--where", "name == Lab"], "double quotes"),
+        (["db", "query", "beacons", "--where", "name ~ 1"], "unknown operator"),
+        (["db", "query", "beacons", "--where", "in [] x"], "cannot read the filter"),
+        (["db", "import", "/nonexistent.jsonl"], "cannot read /nonexistent.jsonl"),
+    ])
+    func badInputGivesOneLineAndExitOne(_ args: [String], _ message: String) throws {
+        let r = try TracerProcess.run(args + ["--store", store])
+        #expect(r.status == 1)
+        #expect(r.stdout.isEmpty)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && r.stderr.contains(message), "\(r.stderr)")
+    }
+
+    @Test func exportThenImportIntoAnotherStore() throws {
+        for i in 0..<25 {
+            _ = try tracer("db", "set", "beacons/b\(i % 3)/interactions/i\(i)", #"{"i": \#(i), "t": {"__time__": "2026-11-22T10:00:00Z"}}"#)
+        }
+        _ = try tracer("db", "set", "other/x", #"{"i": -1}"#)
+        let export = try tracer("db", "export", "beacons")
+        #expect(export.status == 0)
+        #expect(export.stdout.split(separator: "\n").count == 25)
+        let file = dir.file("export.jsonl")
+        try export.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+        let second = dir.file("second.sqlite")
+        let imported = try TracerProcess.run(["db", "import", file, "--store", second])
+        #expect(imported.status == 0 && imported.stdout.contains("imported 25 documents"), "\(imported.stderr)")
+        let again = try TracerProcess.run(["db", "export", "/", "--store", second])
+        #expect(again.stdout == export.stdout)
+    }
+
+    @Test func importNamesTheBadLine() throws {
+        let file = dir.file("bad.jsonl")
+        try """
+        {"path": "a/1", "data": {"n": 1}}
+        {"path": "a/2", "data": {"n": 2}}
+        {"path": "a", "data": {"n": 3}}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let r = try tracer("db", "import", file)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("bad.jsonl:3") && r.stderr.contains("names a collection"), "\(r.stderr)")
+    }
+
+    @Test func watchPrintsCurrentDocumentsThenLiveChanges() throws {
+        _ = try tracer("db", "set", "beacons/k/interactions/first", #"{"n": 1}"#)
+        let watcher = try TracerProcess.start(["db", "watch", "beacons/k/interactions", "--store", store])
+        defer { watcher.kill(SIGINT) }
+        #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/first", "data": {"n":1}}"#)
+        _ = try tracer("db", "set", "beacons/k/interactions/second", #"{"n": 2}"#)
+        #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
+        _ = try tracer("db", "set", "beacons/k/interactions/first", #"{"n": {"__increment__": 10}}"#, "--merge")
+        #expect(watcher.nextLine() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#)
+        _ = try tracer("db", "delete", "beacons/k/interactions/second")
+        #expect(watcher.nextLine() == #"{"type": "removed", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
+    }
+
+    @Test func watchADocument() throws {
+        let watcher = try TracerProcess.start(["db", "watch", "devices/d9", "--store", store])
+        defer { watcher.kill(SIGINT) }
+        usleep(200_000)
+        _ = try tracer("db", "set", "devices/d9", #"{"status": "exposed"}"#)
+        #expect(watcher.nextLine() == #"{"type": "added", "path": "devices/d9", "data": {"status":"exposed"}}"#)
+        _ = try tracer("db", "delete", "devices/d9")
+        #expect(watcher.nextLine() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
+    }
+
+    @Test func indexExplainAndPurge() throws {
+        let r = try tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
+        #expect(r.stdout == "index interactions (deviceId asc, start desc) [group]\n", "\(r.stderr)")
+        let explain = try tracer(
+            "db", "query", "interactions", "--group", "--where", #"deviceId == "d""#, "--order-by", "start:desc", "--explain")
+        #expect(explain.stdout.contains("uses index interactions (deviceId asc, start desc) [group], in order"))
+        _ = try tracer("db", "set", "b/1/interactions/old", #"{"start": {"__time__": "2020-01-01T00:00:00Z"}}"#)
+        _ = try tracer("db", "set", "b/1/interactions/new", #"{"start": {"__time__": "2099-01-01T00:00:00Z"}}"#)
+        let purge = try tracer("db", "purge", "interactions", "--field", "start", "--older-than", "14d")
+        #expect(purge.stdout.hasPrefix("deleted 1 document of interactions"), "\(purge.stdout)\(purge.stderr)")
+    }
+}
