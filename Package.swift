@@ -28,11 +28,18 @@ let package = Package(
             ]
         ),
 
+        // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
+        .target(
+            name: "TracerBenchmarks",
+            dependencies: ["TracerStore"]
+        ),
+
         // The command line: thin commands that parse and delegate.
         .executableTarget(
             name: "tracer",
             dependencies: [
                 "TracerStore",
+                "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -13,6 +13,9 @@ final class ChangeObserver: @unchecked Sendable {
     private let pollInterval: Duration
     private let condition = NSCondition()
     private var listeners: [UInt64: Listener] = [:]
+    /// Listeners by what they watch, so a round visits only the ones a change concerns.
+    private var byDocument: [DocumentPath: Set<UInt64>] = [:]
+    private var byCollectionID: [String: Set<UInt64>] = [:]
     private var pending: [UInt64] = []
     private var nextID: UInt64 = 1
     private var poked = false
@@ -46,6 +49,10 @@ final class ChangeObserver: @unchecked Sendable {
         let id = nextID
         nextID += 1
         listeners[id] = listener
+        switch listener.scope {
+        case .document(let path): byDocument[path, default: []].insert(id)
+        case .collectionID(let c): byCollectionID[c, default: []].insert(id)
+        }
         pending.append(id)
         if thread == nil {
             let t = Thread { [self] in self.loop() }
@@ -60,11 +67,24 @@ final class ChangeObserver: @unchecked Sendable {
 
     private func remove(_ id: UInt64) {
         condition.lock()
-        listeners[id] = nil
+        forget(id)
         // A callback of this listener may be running on the observer thread: wait for it, unless
         // the cancel comes from inside that callback.
         while running == id && Thread.current !== thread { condition.wait() }
         condition.unlock()
+    }
+
+    /// Drops a listener from every table; the caller holds the lock.
+    private func forget(_ id: UInt64) {
+        guard let listener = listeners.removeValue(forKey: id) else { return }
+        switch listener.scope {
+        case .document(let path):
+            byDocument[path]?.remove(id)
+            if byDocument[path]?.isEmpty == true { byDocument[path] = nil }
+        case .collectionID(let c):
+            byCollectionID[c]?.remove(id)
+            if byCollectionID[c]?.isEmpty == true { byCollectionID[c] = nil }
+        }
     }
 
     func stop() {
@@ -127,9 +147,15 @@ final class ChangeObserver: @unchecked Sendable {
         }
         guard !batch.paths.isEmpty else { return }
         condition.lock()
-        let current = listeners.filter { !newcomers.contains($0.key) }
+        var concerned = Set<UInt64>()
+        for path in batch.paths {
+            if let ids = byDocument[path] { concerned.formUnion(ids) }
+            if let ids = byCollectionID[path.collectionID] { concerned.formUnion(ids) }
+        }
+        concerned.subtract(newcomers)
+        let current = concerned.sorted().compactMap { id in listeners[id].map { (id, $0) } }
         condition.unlock()
-        for (id, listener) in current.sorted(by: { $0.key < $1.key }) {
+        for (id, listener) in current {
             try run(id) { try listener.apply(batch, context) }
         }
     }
@@ -157,19 +183,19 @@ final class ChangeObserver: @unchecked Sendable {
         do {
             try body()
         } catch let e as StoreError where e.code == .tokenExpired {
-            listeners(id)?.fail(e)
+            listener(id)?.fail(e)
             condition.lock()
-            listeners[id] = nil
+            forget(id)
             condition.unlock()
         }
     }
-
-    private func listeners(_ id: UInt64) -> Listener? { listener(id) }
 
     private func fail(with error: any Error) {
         condition.lock()
         let all = listeners
         listeners = [:]
+        byDocument = [:]
+        byCollectionID = [:]
         condition.unlock()
         let e = error as? StoreError ?? StoreError(.sqlite, "\(error)")
         for (_, l) in all { l.fail(e) }
@@ -238,8 +264,16 @@ struct ListenContext {
     }
 }
 
+/// What a listener watches.
+enum ListenScope {
+    case document(DocumentPath)
+    /// Queries: every collection with this id (the listener filters further).
+    case collectionID(String)
+}
+
 /// A listener as the observer drives it.
 protocol Listener: AnyObject {
+    var scope: ListenScope { get }
     /// Delivers the first snapshot (current state, or changes since a token).
     func start(_ context: ListenContext) throws
     /// Delivers what a round of changes means for this listener, if anything.

@@ -6,6 +6,8 @@ final class QueryListener: Listener {
     let onSnapshot: @Sendable (QuerySnapshot) -> Void
     let onError: @Sendable (StoreError) -> Void
     private var results: [DocumentSnapshot] = []
+    /// The documents in `results`, by path.
+    private var known: [DocumentPath: DocumentSnapshot] = [:]
     /// Queries with a limit or cursors are re-run on a change: a removal can pull in a document
     /// the listener has never seen.
     private let rerun: Bool
@@ -22,6 +24,8 @@ final class QueryListener: Listener {
         self.rerun = query.limit != nil || query.start != nil || query.end != nil
     }
 
+    var scope: ListenScope { .collectionID(query.source.collectionID) }
+
     func inScope(_ path: DocumentPath) -> Bool {
         switch query.source {
         case .collection(let c): path.segments.count == c.segments.count + 1 && path.parent == c
@@ -37,13 +41,13 @@ final class QueryListener: Listener {
     func start(_ context: ListenContext) throws {
         switch startAt {
         case .now:
-            results = try context.run(query)
+            replaceResults(try context.run(query))
             let changes = SnapshotDiff.changes(old: [], new: results, orders: orders)
             onSnapshot(QuerySnapshot(documents: results, changes: changes, token: context.token))
         case .after(let token):
             try context.checkReachable(token)
             let batch = try ChangeBatch.read(context.db, after: token)
-            results = try context.run(query)
+            replaceResults(try context.run(query))
             let position = Dictionary(results.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { a, _ in a })
             var changes: [DocumentChange] = []
             for path in batch.paths where inScope(path) {
@@ -63,30 +67,75 @@ final class QueryListener: Listener {
     func apply(_ batch: ChangeBatch, _ context: ListenContext) throws {
         let relevant = batch.paths.filter(inScope)
         guard !relevant.isEmpty else { return }
-        let new: [DocumentSnapshot]
+        var changes: [DocumentChange]
         if rerun {
-            new = try context.run(query)
+            let new = try context.run(query)
+            changes = SnapshotDiff.changes(old: results, new: new, orders: orders)
+            replaceResults(new)
         } else {
-            var byPath = Dictionary(results.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            // Each changed document moves in the sorted results by binary search: a round costs
+            // O(changes · log n), not a re-sort of everything the listener holds.
+            changes = []
             for path in relevant {
                 let doc = try context.current(path)
-                byPath[path] = matches(doc) ? doc : nil
+                let matchesNow = matches(doc)
+                let before = known[path]
+                if let before, matchesNow, before.data == doc.data { continue }
+                var oldIndex: Int?
+                if let before, let i = position(of: before) {
+                    oldIndex = i
+                    results.remove(at: i)
+                    known[path] = nil
+                    if !matchesNow {
+                        changes.append(DocumentChange(kind: .removed, document: before, oldIndex: i, newIndex: -1))
+                        continue
+                    }
+                }
+                guard matchesNow else { continue }
+                let newIndex = insertionIndex(doc)
+                results.insert(doc, at: newIndex)
+                known[path] = doc
+                changes.append(
+                    DocumentChange(
+                        kind: oldIndex == nil ? .added : .modified, document: doc, oldIndex: oldIndex ?? -1,
+                        newIndex: newIndex))
             }
-            new = byPath.values.sorted { QueryEngine.compare($0, $1, orders) < 0 }
         }
-        let changes = SnapshotDiff.changes(old: results, new: new, orders: orders)
-        results = new
         if !changes.isEmpty {
-            onSnapshot(QuerySnapshot(documents: new, changes: changes, token: context.token))
+            onSnapshot(QuerySnapshot(documents: results, changes: changes, token: context.token))
         }
     }
 
     func fail(_ error: StoreError) { onError(error) }
+
+    /// Replaces the results whole (first snapshot, re-run queries).
+    private func replaceResults(_ new: [DocumentSnapshot]) {
+        results = new
+        known = Dictionary(new.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The first index whose document sorts at or after `doc`.
+    private func insertionIndex(_ doc: DocumentSnapshot) -> Int {
+        var lo = 0
+        var hi = results.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if QueryEngine.compare(results[mid], doc, orders) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// Where a document known to be in the results sits (the order is total: names break ties).
+    private func position(of doc: DocumentSnapshot) -> Int? {
+        let i = insertionIndex(doc)
+        return i < results.count && results[i].path == doc.path ? i : nil
+    }
 }
 
 /// Reports a document's state each time it changes.
 final class DocumentListener: Listener {
     let path: DocumentPath
+    var scope: ListenScope { .document(path) }
     let onSnapshot: @Sendable (DocumentSnapshot) -> Void
     let onError: @Sendable (StoreError) -> Void
     private var last: DocumentSnapshot?

@@ -1,0 +1,351 @@
+import Foundation
+@_spi(Benchmarks) import TracerStore
+
+/// `tracer bench store`: the store against plain SQLite, measured in the same run.
+public struct StoreBenchmark {
+    public var directory: String
+    public var writeDocuments = 200_000
+    public var rounds = 3
+    public var querySizes = [10_000, 1_000_000]
+    public var listenerWrites = 500
+    /// The `tracer` binary, for the cross-process writer.
+    public var binary: String
+    public var report: (String) -> Void
+
+    public init(directory: String, binary: String, report: @escaping (String) -> Void) {
+        self.directory = directory
+        self.binary = binary
+        self.report = report
+    }
+
+    static let parents = 200
+    static let t0 = 1_795_341_600.0  // 2026-11-22T10:00:00Z
+    /// One sighting summary every 86.4 ms across the site: 1M documents make one day, and a
+    /// 5-minute window on one beacon holds about 17 documents at any store size.
+    static let spacing = 0.0864
+
+    struct Fixture {
+        var path: DocumentPath
+        var data: DocumentData
+        var row: SQLiteBaseline.Row
+    }
+
+    /// The i-th interaction document, as the daemon writes them: beacons interleaved, random ids.
+    static func fixture(_ i: Int) -> Fixture {
+        var g = SplitMixID(seed: UInt64(i))
+        let parent = "beacons/b-\(String(format: "%03d", i % parents))/interactions"
+        let id = g.id()
+        let start = Timestamp(seconds: t0 + Double(i) * spacing)
+        let device = "f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:\((i &* 7919) % 5000)"
+        let data: DocumentData = [
+            "deviceId": .string(device),
+            "beacon": ["uuid": "e2c56db5-dffb-48d2-b060-d0f5a71096e0", "major": 2, "minor": .integer(Int64(i % parents))],
+            "proximity": "near", "proximityCode": 2, "distance": .double(1.84), "rssi": .double(-67.5),
+            "measuredPower": -59, "start": .timestamp(start), "end": .timestamp(start.adding(seconds: 30)),
+            "samples": 24, "testResult": false, "ts": .timestamp(start.adding(seconds: 30.2)),
+        ]
+        let row = SQLiteBaseline.Row(
+            parent: parent, id: id, json: JSON.string(data), deviceID: device, start: start.microseconds)
+        return Fixture(path: try! DocumentPath(parent + "/" + id), data: data, row: row)
+    }
+
+    static let indexes = [
+        IndexDefinition(collectionID: "interactions", "start"),
+        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
+    ]
+
+    public func run() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try writes()
+        try queries()
+        try listeners()
+    }
+
+    // MARK: Writes
+
+    func writes() throws {
+        report("## Writes: \(writeDocuments) interaction documents, \(Self.parents) beacons, batches of 1,000, synchronous=FULL")
+        let fixtures = (0..<writeDocuments).map(Self.fixture)
+        let meanBytes = fixtures.reduce(0) { $0 + $1.row.json.utf8.count } / fixtures.count
+        report("documents: \(meanBytes) bytes of JSON on average")
+        var raw: [Double] = []
+        var store: [Double] = []
+        for round in 1...rounds {
+            let rawPath = file("writes-raw-\(round).sqlite")
+            let baseline = try SQLiteBaseline(path: rawPath)
+            let rawSeconds = try time {
+                for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                    try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
+                }
+            }
+            raw.append(Double(fixtures.count) / rawSeconds)
+
+            let s = try DocumentStore(path: file("writes-store-\(round).sqlite"))
+            for index in Self.indexes { try s.declareIndex(index) }
+            let storeSeconds = try time {
+                for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                    var batch = WriteBatch()
+                    for f in fixtures[chunk..<min(chunk + 1000, fixtures.count)] { batch.set(f.path, f.data) }
+                    try s.commit(batch)
+                }
+            }
+            store.append(Double(fixtures.count) / storeSeconds)
+            report(
+                "round \(round): raw sqlite3 \(Int(raw.last!)) docs/s, store \(Int(store.last!)) docs/s, "
+                    + "ratio \(format(store.last! / raw.last!))")
+            removeStore(rawPath)
+            removeStore(file("writes-store-\(round).sqlite"))
+        }
+        let ratio = median(store) / median(raw)
+        report(
+            "median: raw \(Int(median(raw))) docs/s, store \(Int(median(store))) docs/s, store/raw = \(format(ratio)) "
+                + verdict(ratio >= 0.85, "target ≥ 0.85"))
+    }
+
+    // MARK: Queries
+
+    func queries() throws {
+        for size in querySizes {
+            report("## Queries over \(size) documents")
+            let storePath = file("query-store-\(size).sqlite")
+            let rawPath = file("query-raw-\(size).sqlite")
+            var configuration = DocumentStore.Configuration()
+            configuration.synchronousCommits = false  // building the fixture only; reads are unaffected
+            let store = try DocumentStore(path: storePath, configuration: configuration)
+            for index in Self.indexes { try store.declareIndex(index) }
+            let baseline = try SQLiteBaseline(path: rawPath, synchronousCommits: false)
+            var ids: [(parent: String, id: String)] = []
+            ids.reserveCapacity(size)
+            let build = try time {
+                for chunk in stride(from: 0, to: size, by: 5000) {
+                    var batch = WriteBatch()
+                    var rows: [SQLiteBaseline.Row] = []
+                    for i in chunk..<min(chunk + 5000, size) {
+                        let f = Self.fixture(i)
+                        batch.set(f.path, f.data)
+                        rows.append(f.row)
+                        ids.append((f.row.parent, f.row.id))
+                    }
+                    try store.commit(batch)
+                    try baseline.insert(rows)
+                    if (chunk / 5000) % 20 == 19 { report("  built \(chunk + 5000)…") }
+                }
+            }
+            report("built both in \(format(build)) s")
+            let span = Double(size) * Self.spacing
+            var g = SplitMixID(seed: 99)
+            let windows = (0..<2000).map { _ -> (String, Double) in
+                let parent = "beacons/b-\(String(format: "%03d", Int(g.next() % UInt64(Self.parents))))/interactions"
+                let from = Self.t0 + Double(g.next() % UInt64(max(1, span - 300)))
+                return (parent, from)
+            }
+            var found = 0
+            var rawFound = 0
+            var storeTimes: [Double] = []
+            var rawTimes: [Double] = []
+            for (parent, from) in windows {
+                let q = Query(collection: try CollectionPath(parent))
+                    .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: from)))
+                    .where("start", .lessThan, .timestamp(Timestamp(seconds: from + 300)))
+                let fromMicros = Timestamp(seconds: from).microseconds
+                rawTimes.append(try time { rawFound += try baseline.window(parent: parent, from: fromMicros, to: fromMicros + 300_000_000) })
+                storeTimes.append(try time { found += try store.getDocuments(q).count })
+            }
+            precondition(found == rawFound, "the store and SQLite disagree: \(found) vs \(rawFound)")
+            let q = Query(collection: try CollectionPath(windows[0].0))
+                .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: windows[0].1)))
+            report("plan: \(try store.explain(q).description.replacingOccurrences(of: "\n", with: " |"))")
+            report(
+                "one beacon, 5-minute window (\(format(Double(found) / Double(windows.count))) documents each): "
+                    + "store median \(ms(median(storeTimes))) ms, p99 \(ms(percentile(storeTimes, 0.99))) ms; "
+                    + "raw median \(ms(median(rawTimes))) ms; store/raw time \(format(median(storeTimes) / median(rawTimes))) "
+                    + verdict(median(storeTimes) <= 0.001, "target ≤ 1 ms median"))
+
+            var pointStore: [Double] = []
+            var pointRaw: [Double] = []
+            for _ in 0..<5000 {
+                let (parent, id) = ids[Int(g.next() % UInt64(ids.count))]
+                let path = try DocumentPath(parent + "/" + id)
+                pointRaw.append(try time { _ = try baseline.point(parent: parent, id: id) })
+                pointStore.append(try time { if !(try store.get(path).exists) { throw StoreError(.notFound, "\(path)") } })
+            }
+            report(
+                "point read: store median \(ms(median(pointStore))) ms, p99 \(ms(percentile(pointStore, 0.99))) ms; "
+                    + "raw median \(ms(median(pointRaw))) ms " + verdict(median(pointStore) <= 0.0002, "target ≤ 0.2 ms"))
+            removeStore(storePath)
+            removeStore(rawPath)
+        }
+    }
+
+    // MARK: Listeners
+
+    func listeners() throws {
+        report("## Listeners (synchronous=FULL: each write waits for its fsync)")
+        let path = file("listen.sqlite")
+        let store = try DocumentStore(path: path)
+        let docs = try CollectionPath("bench/listen/docs")
+        let arrivals = Arrivals()
+        var registrations: [ListenerRegistration] = []
+        for i in 0..<1000 {
+            let p = try docs.document("d\(i)")
+            registrations.append(store.addListener(document: p) { snap in
+                if snap.exists { arrivals.arrive(snap.id) }
+            })
+        }
+        // A query listener over the whole collection as well, as a live admin view would hold.
+        registrations.append(try store.addListener(Query(collection: docs)) { _ in })
+        var g = SplitMixID(seed: 5)
+        var endToEnd: [Double] = []
+        var afterCommit: [Double] = []
+        for n in 0..<listenerWrites {
+            let i = Int(g.next() % 1000)
+            arrivals.expect("d\(i)")
+            let start = DispatchTime.now().uptimeNanoseconds
+            try store.set(try docs.document("d\(i)"), ["n": .integer(Int64(n))])
+            let committed = DispatchTime.now().uptimeNanoseconds
+            guard let arrived = arrivals.wait(timeout: 5) else { throw StoreError(.aborted, "a listener missed a write") }
+            endToEnd.append(Double(arrived - start) / 1e9)
+            afterCommit.append(Double(arrived &- min(arrived, committed)) / 1e9)
+        }
+        report(
+            "in-process, 1,001 listeners registered: write-to-callback median \(ms(median(endToEnd))) ms, "
+                + "p99 \(ms(percentile(endToEnd, 0.99))) ms; commit-to-callback p99 \(ms(percentile(afterCommit, 0.99))) ms "
+                + verdict(percentile(endToEnd, 0.99) <= 0.005, "target p99 ≤ 5 ms"))
+
+        // Another process writes; this one listens.
+        let remote = Arrivals()
+        let remoteDoc = try DocumentPath("bench/remote")
+        let latencies = Samples()
+        let registration = store.addListener(document: remoteDoc) { snap in
+            guard let sent = snap.data?["sentAt"]?.timestampValue else { return }
+            latencies.add(Timestamp.now().seconds - sent.seconds)
+            remote.arrive("x")
+        }
+        _ = remote.wait(timeout: 0.5)
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: binary)
+        writer.arguments = ["bench", "writer", "--store", path, "--document", remoteDoc.description, "--count", "300"]
+        try writer.run()
+        writer.waitUntilExit()
+        Thread.sleep(forTimeInterval: 0.3)
+        registration.cancel()
+        let got = latencies.values
+        report(
+            "cross-process: \(got.count) of 300 writes seen; write-to-callback median \(ms(median(got))) ms, "
+                + "p99 \(ms(percentile(got, 0.99))) ms " + verdict(percentile(got, 0.99) <= 0.1 && got.count >= 290, "target p99 ≤ 100 ms"))
+        registrations.removeAll()
+        removeStore(path)
+    }
+
+    /// The cross-process writer: writes `count` times, 20 ms apart, each time stamping the write.
+    public static func writer(store path: String, document: String, count: Int) throws {
+        let store = try DocumentStore(path: path)
+        let p = try DocumentPath(document)
+        for n in 0..<count {
+            try store.set(p, ["n": .integer(Int64(n)), "sentAt": .timestamp(Timestamp.now())])
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    // MARK: Helpers
+
+    func file(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    func removeStore(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    func time(_ body: () throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    func median(_ xs: [Double]) -> Double { percentile(xs, 0.5) }
+
+    func percentile(_ xs: [Double], _ p: Double) -> Double {
+        guard !xs.isEmpty else { return .nan }
+        let sorted = xs.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+
+    func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
+    func format(_ x: Double) -> String { String(format: "%.2f", x) }
+    func verdict(_ ok: Bool, _ target: String) -> String { "(\(target): \(ok ? "met" : "MISSED"))" }
+}
+
+/// Waits for listener callbacks by document id.
+final class Arrivals: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var expected: String?
+    private var arrivedAt: UInt64?
+
+    func expect(_ id: String) {
+        condition.lock()
+        expected = id
+        arrivedAt = nil
+        condition.unlock()
+    }
+
+    func arrive(_ id: String) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        condition.lock()
+        if expected == nil || expected == id, arrivedAt == nil {
+            arrivedAt = now
+            condition.broadcast()
+        }
+        condition.unlock()
+    }
+
+    func wait(timeout: Double) -> UInt64? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer {
+            expected = nil
+            arrivedAt = nil
+            condition.unlock()
+        }
+        while arrivedAt == nil {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return arrivedAt
+    }
+}
+
+/// Latencies recorded on the listener thread.
+final class Samples: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Double] = []
+
+    func add(_ x: Double) {
+        lock.lock()
+        items.append(x)
+        lock.unlock()
+    }
+
+    var values: [Double] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
+}
+
+/// Deterministic ids and numbers for fixtures.
+struct SplitMixID {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+
+    mutating func id() -> String {
+        String(decoding: (0..<20).map { _ in Self.alphabet[Int(next() % 62)] }, as: UTF8.self)
+    }
+}
