@@ -8,6 +8,8 @@ public struct StoreBenchmark {
     public var rounds = 3
     public var querySizes = [10_000, 1_000_000]
     public var listenerWrites = 500
+    /// fsync at every commit (the store's default) for both sides of the write benchmark.
+    public var synchronous = true
     /// The `tracer` binary, for the cross-process writer.
     public var binary: String
     public var report: (String) -> Void
@@ -64,7 +66,9 @@ public struct StoreBenchmark {
     // MARK: Writes
 
     func writes() throws {
-        report("## Writes: \(writeDocuments) interaction documents, \(Self.parents) beacons, batches of 1,000, synchronous=FULL")
+        report(
+            "## Writes: \(writeDocuments) interaction documents, \(Self.parents) beacons, batches of 1,000, "
+                + "synchronous=\(synchronous ? "FULL" : "NORMAL") on both sides")
         let fixtures = (0..<writeDocuments).map(Self.fixture)
         let meanBytes = fixtures.reduce(0) { $0 + $1.row.json.utf8.count } / fixtures.count
         report("documents: \(meanBytes) bytes of JSON on average")
@@ -72,7 +76,7 @@ public struct StoreBenchmark {
         var store: [Double] = []
         for round in 1...rounds {
             let rawPath = file("writes-raw-\(round).sqlite")
-            let baseline = try SQLiteBaseline(path: rawPath)
+            let baseline = try SQLiteBaseline(path: rawPath, synchronousCommits: synchronous)
             let rawSeconds = try time {
                 for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
                     try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
@@ -80,7 +84,9 @@ public struct StoreBenchmark {
             }
             raw.append(Double(fixtures.count) / rawSeconds)
 
-            let s = try DocumentStore(path: file("writes-store-\(round).sqlite"))
+            var configuration = DocumentStore.Configuration()
+            configuration.synchronousCommits = synchronous
+            let s = try DocumentStore(path: file("writes-store-\(round).sqlite"), configuration: configuration)
             for index in Self.indexes { try s.declareIndex(index) }
             let storeSeconds = try time {
                 for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
@@ -252,6 +258,7 @@ public struct StoreBenchmark {
     func file(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     func removeStore(_ path: String) {
+        if ProcessInfo.processInfo.environment["TRACER_BENCH_KEEP"] != nil { return }  // to inspect the files
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 

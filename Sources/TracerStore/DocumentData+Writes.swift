@@ -15,6 +15,21 @@ enum WriteRules {
         return result
     }
 
+    /// Whether resolving the data needs the stored document (increments and array edits do;
+    /// server timestamps do not).
+    static func dependsOnStoredValues(_ data: DocumentData) -> Bool {
+        data.values.contains(where: dependsOnStoredValues)
+    }
+
+    private static func dependsOnStoredValues(_ value: Value) -> Bool {
+        switch value {
+        case .sentinel(.serverTimestamp): false
+        case .sentinel: true
+        case .map(let m): m.values.contains(where: dependsOnStoredValues)
+        default: false
+        }
+    }
+
     /// A merging `set`: every leaf of the caller's data replaces the old value at its path.
     static func merge(_ data: DocumentData, into old: DocumentData?, now: Timestamp, path: DocumentPath)
         throws(StoreError) -> DocumentData

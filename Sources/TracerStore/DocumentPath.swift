@@ -2,6 +2,8 @@
 public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The segments, alternating collection id and document id; always an even count.
     public let segments: [String]
+    /// The parent collection's path as text, made once: every write and read binds it.
+    let parentText: String
 
     /// Parses and validates a document path.
     public init(_ path: String) throws(StoreError) {
@@ -12,11 +14,21 @@ public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConverti
                 context: path)
         }
         self.segments = segments
+        self.parentText = segments.dropLast().joined(separator: "/")
     }
 
     init(validated segments: [String]) {
         self.segments = segments
+        self.parentText = segments.dropLast().joined(separator: "/")
     }
+
+    init(parentText: String, id: String) {
+        self.segments = parentText.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id]
+        self.parentText = parentText
+    }
+
+    public static func == (lhs: DocumentPath, rhs: DocumentPath) -> Bool { lhs.segments == rhs.segments }
+    public func hash(into hasher: inout Hasher) { hasher.combine(segments) }
 
     /// The document's id, its last segment.
     public var id: String { segments[segments.count - 1] }

@@ -65,16 +65,17 @@ public final class DocumentStore: Sendable {
         try get(DocumentPath(path))
     }
 
+    static let loadSQL = "SELECT data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3"
+
     static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
-        let s = try db.statement(
-            "SELECT data, created, updated, seq FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
+        let s = try db.statement(loadSQL)
         s.bind(1, path.collectionID)
-        s.bind(2, path.parent.description)
+        s.bind(2, path.parentText)
         s.bind(3, path.id)
         defer { s.reset() }
         guard try s.step() else { return nil }
         let data = try decode(s, column: 0, path: path)
-        return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2), seq: s.int64(3))
+        return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2))
     }
 
     static func decode(_ s: SQLiteStatement, column: Int32, path: DocumentPath) throws -> DocumentData {

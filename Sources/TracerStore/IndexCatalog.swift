@@ -14,6 +14,14 @@ final class IndexCatalog: @unchecked Sendable {
         return byCollection[collectionID] ?? []
     }
 
+    /// The indexes covering a collection id as last refreshed: for a writer that refreshed at the
+    /// start of its transaction (no one else can declare one while it holds the write lock).
+    func cached(for collectionID: String) -> [StoredIndex] {
+        lock.lock()
+        defer { lock.unlock() }
+        return byCollection[collectionID] ?? []
+    }
+
     /// Every declared index.
     func all(_ db: SQLiteConnection) throws -> [StoredIndex] {
         try refresh(db)
@@ -66,7 +74,7 @@ extension DocumentStore {
             // Backfill from the documents already there.
             let scan = try db.statement("SELECT parent, id, data FROM documents WHERE collection = ?1")
             scan.bind(1, definition.collectionID)
-            let put = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key, parent, id) VALUES (?1, ?2, ?3, ?4)")
+            let put = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key) VALUES (?1, ?2)")
             var count = 0
             while try scan.step() {
                 let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
@@ -75,8 +83,6 @@ extension DocumentStore {
                 put.reset()
                 put.bind(1, index.id)
                 put.bindBlob(2, key)
-                put.bind(3, path.parent.description)
-                put.bind(4, path.id)
                 try put.run()
                 count += 1
             }

@@ -73,7 +73,7 @@ struct StoredIndex: Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(64)
         if definition.scope == .collection {
-            IndexKey.append(.string(path.parent.description), to: &out)
+            IndexKey.append(.string(path.parentText), to: &out)
         }
         let root = Value.map(data)
         for field in definition.fields {

@@ -15,11 +15,8 @@ struct QueryEngine {
 
         var sql: String {
             if index != nil {
-                return """
-                    SELECT e.parent, e.id, d.data, d.created, d.updated FROM index_entries AS e \
-                    CROSS JOIN documents AS d ON d.collection = ?1 AND d.parent = e.parent AND d.id = e.id \
-                    WHERE e.idx = ?2 AND e.key >= ?3 AND e.key < ?4 ORDER BY e.key\(reverse ? " DESC" : "")
-                    """
+                return "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
+                    + (reverse ? " DESC" : "")
             }
             return lower.isEmpty
                 ? "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1"
@@ -69,9 +66,13 @@ struct QueryEngine {
     func explain(_ query: Query) throws -> QueryExplanation {
         try Self.validate(query)
         let p = try plan(query, orders: Self.effectiveOrders(query))
-        let s = try db.statement("EXPLAIN QUERY PLAN " + p.sql)
         var details: [String] = []
-        while try s.step() { details.append(s.text(3)) }
+        var statements = [p.sql]
+        if p.index != nil { statements.append(DocumentStore.loadSQL) }  // each entry's document
+        for sql in statements {
+            let s = try db.statement("EXPLAIN QUERY PLAN " + sql)
+            while try s.step() { details.append(s.text(3)) }
+        }
         return QueryExplanation(
             index: p.index?.definition, orderedByIndex: p.ordered, sql: p.sql, sqlitePlan: details)
     }
@@ -79,14 +80,31 @@ struct QueryEngine {
     private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
         let s = try db.statement(plan.sql)
         defer { s.reset() }
-        s.bind(1, query.source.collectionID)
         if let index = plan.index {
-            s.bind(2, index.id)
-            s.bindBlob(3, plan.lower)
-            s.bindBlob(4, plan.upper)
-        } else if case .collection(let c) = query.source {
-            s.bind(2, c.description)
+            // Entries in key order; each names its document, read by primary key.
+            s.bind(1, index.id)
+            s.bindBlob(2, plan.lower)
+            s.bindBlob(3, plan.upper)
+            let definition = index.definition
+            let skipped = (definition.scope == .collection ? [false] : []) + definition.fields.map(\.descending)
+            let nameDescending = definition.fields.last?.descending ?? false
+            while try s.step() {
+                guard let name = IndexKey.name(in: s.blob(0), skipping: skipped, nameDescending: nameDescending) else {
+                    throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
+                }
+                let path: DocumentPath
+                if case .collection(let c) = query.source {
+                    path = DocumentPath(validated: c.segments + name)
+                } else {
+                    path = DocumentPath(validated: name)
+                }
+                guard let stored = try DocumentStore.load(path, db) else { continue }
+                if try !body(DocumentSnapshot(path: path, stored: stored)) { break }
+            }
+            return
         }
+        s.bind(1, query.source.collectionID)
+        if case .collection(let c) = query.source { s.bind(2, c.description) }
         while try s.step() {
             let path = DocumentPath(parent: s.text(0), id: s.text(1))
             let data = try DocumentStore.decode(s, column: 2, path: path)
@@ -290,7 +308,7 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
 extension DocumentPath {
     /// A path from a stored parent path and id (both validated when written).
     init(parent: String, id: String) {
-        self.init(validated: parent.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id])
+        self.init(parentText: parent, id: id)
     }
 }
 

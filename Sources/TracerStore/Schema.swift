@@ -11,7 +11,6 @@ enum Schema {
             data TEXT NOT NULL,         -- JSON, with tagged timestamps and bytes
             created INTEGER NOT NULL,   -- microseconds since the epoch
             updated INTEGER NOT NULL,
-            seq INTEGER NOT NULL,       -- the change that last wrote it
             PRIMARY KEY (collection, parent, id)
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS changes (
@@ -30,9 +29,7 @@ enum Schema {
         );
         CREATE TABLE IF NOT EXISTS index_entries (
             idx INTEGER NOT NULL,
-            key BLOB NOT NULL,          -- [parent], field values, document name
-            parent TEXT NOT NULL,
-            id TEXT NOT NULL,
+            key BLOB NOT NULL,          -- [parent path], field values, document name: see IndexKey
             PRIMARY KEY (idx, key)
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -63,7 +60,6 @@ struct StoredDocument {
     var data: DocumentData
     var created: Int64
     var updated: Int64
-    var seq: Int64
 }
 
 enum ChangeOp: Int64 {

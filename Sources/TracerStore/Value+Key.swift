@@ -129,3 +129,79 @@ enum IndexKey {
         out.append(1)
     }
 }
+
+extension IndexKey {
+    /// The document name at the end of an index entry's key. `components` says, for each value
+    /// before the name, whether it is stored inverted (descending); `nameDescending` likewise.
+    static func name(in key: [UInt8], skipping components: [Bool], nameDescending: Bool) -> [String]? {
+        var i = 0
+        for inverted in components {
+            guard let next = skip(key, at: i, inverted: inverted) else { return nil }
+            i = next
+        }
+        func byte(_ j: Int) -> UInt8? { j < key.count ? (nameDescending ? ~key[j] : key[j]) : nil }
+        guard byte(i) == string else { return nil }
+        i += 1
+        var segments: [String] = []
+        // Segments until the final `end` byte, each escaped and closed by 00 01.
+        while i < key.count - 1 {
+            var segment: [UInt8] = []
+            while true {
+                guard let b = byte(i) else { return nil }
+                if b == 0 {
+                    guard let n = byte(i + 1) else { return nil }
+                    i += 2
+                    if n == 1 { break }
+                    segment.append(0)  // 00 FF: an escaped NUL
+                } else {
+                    segment.append(b)
+                    i += 1
+                }
+            }
+            segments.append(String(decoding: segment, as: UTF8.self))
+        }
+        return byte(i) == end ? segments : nil
+    }
+
+    /// The offset just past the encoded value that starts at `i`.
+    static func skip(_ key: [UInt8], at i: Int, inverted: Bool) -> Int? {
+        func byte(_ j: Int) -> UInt8? { j < key.count ? (inverted ? ~key[j] : key[j]) : nil }
+        func skipEscaped(_ start: Int) -> Int? {
+            var j = start
+            while let b = byte(j) {
+                if b == 0 {
+                    guard let n = byte(j + 1) else { return nil }
+                    if n == 1 { return j + 2 }
+                    j += 2
+                } else {
+                    j += 1
+                }
+            }
+            return nil
+        }
+        guard let tag = byte(i) else { return nil }
+        switch tag {
+        case null: return i + 1
+        case bool: return i + 2
+        case number: return byte(i + 1) == 0 ? i + 2 : i + 18
+        case timestamp: return i + 9
+        case string, bytes: return skipEscaped(i + 1)
+        case array:
+            var j = i + 1
+            while let b = byte(j), b != end {
+                guard let next = skip(key, at: j, inverted: inverted) else { return nil }
+                j = next
+            }
+            return j + 1
+        case map:
+            var j = i + 1
+            while let b = byte(j), b != end {
+                guard b == entry, let afterKey = skipEscaped(j + 1), let next = skip(key, at: afterKey, inverted: inverted)
+                else { return nil }
+                j = next
+            }
+            return j + 1
+        default: return nil
+        }
+    }
+}

@@ -87,16 +87,42 @@ final class DocumentWriter {
     let db: SQLiteConnection
     let now: Timestamp
     let catalog: IndexCatalog
+    // Prepared once per transaction: a batch of thousands of writes looks none of them up again.
+    private let insertChange: SQLiteStatement
+    private let insertNew: SQLiteStatement
+    private let upsert: SQLiteStatement
+    private let deleteDocument: SQLiteStatement
+    private let insertEntry: SQLiteStatement
+    private let deleteEntry: SQLiteStatement
 
     init(db: SQLiteConnection, now: Timestamp, catalog: IndexCatalog) throws {
         self.db = db
         self.now = now
         self.catalog = catalog
         try catalog.refresh(db)
+        insertChange = try db.statement("INSERT INTO changes (parent, id, op, ts) VALUES (?1, ?2, ?3, ?4)")
+        insertNew = try db.statement(
+            """
+            INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+            ON CONFLICT (collection, parent, id) DO NOTHING
+            """)
+        upsert = try db.statement(
+            """
+            INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (collection, parent, id) DO UPDATE SET data = excluded.data, updated = excluded.updated
+            """)
+        deleteDocument = try db.statement("DELETE FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
+        insertEntry = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key) VALUES (?1, ?2)")
+        deleteEntry = try db.statement("DELETE FROM index_entries WHERE idx = ?1 AND key = ?2")
     }
 
     func apply(_ op: WriteBatch.Operation) throws {
         switch op {
+        case .set(let path, let data, merge: false) where !WriteRules.dependsOnStoredValues(data):
+            // The common case, a new document with a fresh id: insert first, read only on conflict.
+            let new = try WriteRules.set(data, old: nil, now: now, path: path)
+            if try insertIfAbsent(path, new) { return }
+            try put(path, new, old: try DocumentStore.load(path, db))
         case .set(let path, let data, let merge):
             let old = try DocumentStore.load(path, db)
             let new =
@@ -105,9 +131,10 @@ final class DocumentWriter {
                 : try WriteRules.set(data, old: old?.data, now: now, path: path)
             try put(path, new, old: old)
         case .create(let path, let data):
-            let old = try DocumentStore.load(path, db)
-            if old != nil { throw StoreError(.alreadyExists, "the document already exists", context: path.description) }
-            try put(path, try WriteRules.set(data, old: nil, now: now, path: path), old: nil)
+            let new = try WriteRules.set(data, old: nil, now: now, path: path)
+            if try !insertIfAbsent(path, new) {
+                throw StoreError(.alreadyExists, "the document already exists", context: path.description)
+            }
         case .update(let path, let fields):
             guard let old = try DocumentStore.load(path, db) else {
                 throw StoreError(.notFound, "no document to update", context: path.description)
@@ -119,65 +146,75 @@ final class DocumentWriter {
         }
     }
 
-    private func logChange(_ path: DocumentPath, _ op: ChangeOp) throws -> Int64 {
-        let s = try db.statement("INSERT INTO changes (parent, id, op, ts) VALUES (?1, ?2, ?3, ?4)")
-        s.bind(1, path.parent.description)
+    private func logChange(_ path: DocumentPath, _ op: ChangeOp) throws {
+        let s = insertChange
+        s.reset()
+        s.bind(1, path.parentText)
         s.bind(2, path.id)
         s.bind(3, op.rawValue)
         s.bind(4, now.microseconds)
         try s.run()
-        return db.lastInsertRowID
+    }
+
+    /// Inserts a document that is not there yet; false (and nothing written) if one is.
+    private func insertIfAbsent(_ path: DocumentPath, _ data: DocumentData) throws -> Bool {
+        try WriteRules.checkSize(data, path: path)
+        let s = insertNew
+        s.reset()
+        s.bind(1, path.collectionID)
+        s.bind(2, path.parentText)
+        s.bind(3, path.id)
+        s.bindText(4, JSON.bytes(data))
+        s.bind(5, now.microseconds)
+        try s.run()
+        guard db.changes == 1 else { return false }
+        try logChange(path, .created)
+        try updateIndexes(path, old: nil, new: data)
+        return true
     }
 
     private func put(_ path: DocumentPath, _ data: DocumentData, old: StoredDocument?) throws {
         try WriteRules.checkSize(data, path: path)
-        let seq = try logChange(path, old == nil ? .created : .updated)
-        let s = try db.statement(
-            """
-            INSERT INTO documents (collection, parent, id, data, created, updated, seq)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-            ON CONFLICT (collection, parent, id) DO UPDATE SET data = excluded.data, updated = excluded.updated,
-                seq = excluded.seq
-            """)
+        let s = upsert
+        s.reset()
         s.bind(1, path.collectionID)
-        s.bind(2, path.parent.description)
+        s.bind(2, path.parentText)
         s.bind(3, path.id)
         s.bindText(4, JSON.bytes(data))
         s.bind(5, old?.created ?? now.microseconds)
         s.bind(6, now.microseconds)
-        s.bind(7, seq)
         try s.run()
+        try logChange(path, old == nil ? .created : .updated)
         try updateIndexes(path, old: old?.data, new: data)
     }
 
     private func remove(_ path: DocumentPath, old: StoredDocument) throws {
-        _ = try logChange(path, .deleted)
-        let s = try db.statement("DELETE FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
+        let s = deleteDocument
+        s.reset()
         s.bind(1, path.collectionID)
-        s.bind(2, path.parent.description)
+        s.bind(2, path.parentText)
         s.bind(3, path.id)
         try s.run()
+        try logChange(path, .deleted)
         try updateIndexes(path, old: old.data, new: nil)
     }
 
     private func updateIndexes(_ path: DocumentPath, old: DocumentData?, new: DocumentData?) throws {
-        for index in try catalog.indexes(for: path.collectionID, db) {
+        for index in catalog.cached(for: path.collectionID) {
             let oldKey = old.flatMap { index.key(for: path, data: $0) }
             let newKey = new.flatMap { index.key(for: path, data: $0) }
             if oldKey == newKey { continue }
             if let oldKey {
-                let d = try db.statement("DELETE FROM index_entries WHERE idx = ?1 AND key = ?2")
-                d.bind(1, index.id)
-                d.bindBlob(2, oldKey)
-                try d.run()
+                deleteEntry.reset()
+                deleteEntry.bind(1, index.id)
+                deleteEntry.bindBlob(2, oldKey)
+                try deleteEntry.run()
             }
             if let newKey {
-                let i = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key, parent, id) VALUES (?1, ?2, ?3, ?4)")
-                i.bind(1, index.id)
-                i.bindBlob(2, newKey)
-                i.bind(3, path.parent.description)
-                i.bind(4, path.id)
-                try i.run()
+                insertEntry.reset()
+                insertEntry.bind(1, index.id)
+                insertEntry.bindBlob(2, newKey)
+                try insertEntry.run()
             }
         }
     }

@@ -17,6 +17,7 @@ struct Bench: ParsableCommand {
         @Option(help: "Documents per write round.") var writeDocuments = 200_000
         @Option(help: "Write rounds.") var rounds = 3
         @Option(help: "Store sizes for the query figures.") var sizes: [Int] = [10_000, 1_000_000]
+        @Flag(help: "Write with synchronous=NORMAL on both sides (no fsync per commit).") var normal = false
 
         func run() throws {
             let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
@@ -24,6 +25,7 @@ struct Bench: ParsableCommand {
             bench.writeDocuments = writeDocuments
             bench.rounds = rounds
             bench.querySizes = sizes
+            bench.synchronous = !normal
             try bench.run()
         }
     }

@@ -36,8 +36,8 @@ import TracerTesting
         // SQLite's own plan: a range search on the index entries' primary key, then a primary-key
         // lookup of each document. No scan, no temporary sort.
         let plan = after.sqlitePlan.joined(separator: "\n")
-        #expect(plan.contains("SEARCH e USING PRIMARY KEY (idx=? AND key>? AND key<?)"), "\(plan)")
-        #expect(plan.contains("SEARCH d USING PRIMARY KEY (collection=? AND parent=? AND id=?)"), "\(plan)")
+        #expect(plan.contains("SEARCH index_entries USING PRIMARY KEY (idx=? AND key>? AND key<?)"), "\(plan)")
+        #expect(plan.contains("SEARCH documents USING PRIMARY KEY (collection=? AND parent=? AND id=?)"), "\(plan)")
         #expect(!plan.contains("SCAN") && !plan.contains("TEMP B-TREE"), "\(plan)")
         #expect(try store.getDocuments(q).map(\.path) == expected)
         #expect(expected.count == 30)

@@ -129,3 +129,19 @@ import TracerTesting
         }
     }
 }
+
+@Suite struct IndexKeyNameTests {
+    /// Whatever values come before it, and in whichever direction, the name reads back.
+    @Test func namesReadBackFromRandomKeys() {
+        var g = SplitMix64(seed: 77)
+        for _ in 0..<5_000 {
+            let values = (0..<Int.random(in: 0..<4, using: &g)).map { _ in (RandomValues.value(&g), Bool.random(using: &g)) }
+            let name = (0..<Int.random(in: 1..<5, using: &g)).map { _ in RandomValues.string(&g, minLength: 1) }
+            let nameDescending = Bool.random(using: &g)
+            var key: [UInt8] = []
+            for (v, d) in values { IndexKey.append(v, descending: d, to: &key) }
+            IndexKey.appendName(name, descending: nameDescending, to: &key)
+            #expect(IndexKey.name(in: key, skipping: values.map(\.1), nameDescending: nameDescending) == name)
+        }
+    }
+}
