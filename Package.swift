@@ -31,7 +31,10 @@ let package = Package(
         // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
         .target(
             name: "TracerBenchmarks",
-            dependencies: ["TracerStore"]
+            dependencies: [
+                "TracerStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // The command line: thin commands that parse and delegate.

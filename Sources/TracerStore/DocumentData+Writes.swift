@@ -8,11 +8,24 @@ enum WriteRules {
         -> DocumentData
     {
         try checkInput(.map(data), field: [], path: path, allowDelete: false)
+        if !containsSentinel(data) { return data }
         var result = DocumentData()
         for (key, value) in data {
             result[key] = resolve(value, old: old.flatMap { Value.map($0)[FieldPath(validated: [key])] }, now: now)
         }
         return result
+    }
+
+    static func containsSentinel(_ data: DocumentData) -> Bool {
+        data.values.contains(where: containsSentinel)
+    }
+
+    private static func containsSentinel(_ value: Value) -> Bool {
+        switch value {
+        case .sentinel: true
+        case .map(let m): m.values.contains(where: containsSentinel)
+        default: false
+        }
     }
 
     /// Whether resolving the data needs the stored document (increments and array edits do;

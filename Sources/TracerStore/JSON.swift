@@ -71,7 +71,12 @@ public enum JSON {
                 let name = d.isNaN ? "NaN" : (d > 0 ? "Infinity" : "-Infinity")
                 write(.map(["__double__": .string(name)]), to: &out, indent: indent)
             }
-        case .timestamp(let t): write(.map(["__time__": .string(t.iso8601)]), to: &out, indent: indent)
+        case .timestamp(let t):
+            out.append(contentsOf: #"{"__time__":"#.utf8)
+            if indent != nil { out.append(UInt8(ascii: " ")) }
+            out.append(UInt8(ascii: "\""))
+            t.appendISO8601(to: &out)
+            out.append(contentsOf: #""}"#.utf8)
         case .string(let s): writeString(s, to: &out)
         case .bytes(let b):
             write(.map(["__bytes__": .string(Data(b).base64EncodedString())]), to: &out, indent: indent)
@@ -86,7 +91,7 @@ public enum JSON {
             out.append(UInt8(ascii: "]"))
         case .map(let fields):
             out.append(UInt8(ascii: "{"))
-            for (i, key) in fields.keys.sorted(by: utf8Less).enumerated() {
+            for (i, key) in fields.keys.sorted().enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 newline(indent.map { $0 + 1 }, &out)
                 writeString(key, to: &out)

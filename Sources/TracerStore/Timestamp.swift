@@ -45,18 +45,42 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// RFC 3339 in UTC with microseconds: `2026-11-22T10:00:00.125000Z`.
     public var iso8601: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(27)
+        appendISO8601(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the RFC 3339 form as UTF-8, without building strings (the store writes many).
+    func appendISO8601(to out: inout [UInt8]) {
         let (secs, micros) = microseconds.floorDivided(by: 1_000_000)
         let (days, secOfDay) = secs.floorDivided(by: 86_400)
         let (y, m, d) = Self.civil(fromDays: days)
-        let h = secOfDay / 3600
-        let mi = (secOfDay % 3600) / 60
-        let s = secOfDay % 60
-        var out = ""
-        out.reserveCapacity(27)
-        out += Self.pad(y, 4) + "-" + Self.pad(m, 2) + "-" + Self.pad(d, 2)
-        out += "T" + Self.pad(h, 2) + ":" + Self.pad(mi, 2) + ":" + Self.pad(s, 2)
-        out += "." + Self.pad(micros, 6) + "Z"
-        return out
+        func digits(_ v: Int64, _ width: Int) {
+            if v < 0 || v >= [1, 10, 100, 1000, 10_000, 100_000, 1_000_000][width] {
+                out.append(contentsOf: String(v).utf8)  // years outside 0…9999
+                return
+            }
+            var divisor: Int64 = [1, 1, 10, 100, 1000, 10_000, 100_000][width]
+            while divisor > 0 {
+                out.append(UInt8(48 + (v / divisor) % 10))
+                divisor /= 10
+            }
+        }
+        digits(y, 4)
+        out.append(45)
+        digits(m, 2)
+        out.append(45)
+        digits(d, 2)
+        out.append(84)
+        digits(secOfDay / 3600, 2)
+        out.append(58)
+        digits((secOfDay % 3600) / 60, 2)
+        out.append(58)
+        digits(secOfDay % 60, 2)
+        out.append(46)
+        digits(micros, 6)
+        out.append(90)
     }
 
     /// Parses RFC 3339 (`2026-11-22T10:00:00Z`, fractions up to nanoseconds, `Z` or `±hh:mm`),
@@ -147,10 +171,6 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return era * 146_097 + doe - 719_468
     }
 
-    private static func pad(_ v: Int64, _ width: Int) -> String {
-        let s = String(v)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-    }
 }
 
 extension Int64 {

@@ -122,14 +122,19 @@ final class ChangeObserver: @unchecked Sendable {
                 let db = db!
                 let version = try db.scalar("PRAGMA data_version") ?? 0
                 if version != dataVersion || !newcomers.isEmpty {
-                    dataVersion = version
                     try db.execute("BEGIN")
                     defer {
                         db.resetActiveStatements()
                         try? db.execute("COMMIT")
                     }
                     try deliver(db, after: seen, newcomers: newcomers, seen: &seen)
+                    dataVersion = version  // only once handled: a failed round is tried again
                 }
+            } catch let e as StoreError where e.isBusy {
+                // Another process holds a lock past the busy timeout: try again next round.
+                condition.lock()
+                pending.insert(contentsOf: newcomers, at: 0)
+                condition.unlock()
             } catch {
                 fail(with: error)
             }
