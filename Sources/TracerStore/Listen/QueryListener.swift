@@ -114,15 +114,8 @@ final class QueryListener: Listener {
         known = Dictionary(new.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// The first index whose document sorts at or after `doc`.
     private func insertionIndex(_ doc: DocumentSnapshot) -> Int {
-        var lo = 0
-        var hi = results.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if QueryEngine.compare(results[mid], doc, orders) < 0 { lo = mid + 1 } else { hi = mid }
-        }
-        return lo
+        SnapshotDiff.insertionIndex(of: doc, in: results, orders: orders)
     }
 
     /// Where a document known to be in the results sits (the order is total: names break ties).

@@ -59,15 +59,7 @@ enum SnapshotDiff {
             tracker.remove(at: i)
             out.append(DocumentChange(kind: .removed, document: doc, oldIndex: i, newIndex: -1))
         }
-        func insertionIndex(_ doc: DocumentSnapshot) -> Int {
-            var lo = 0
-            var hi = tracker.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if QueryEngine.compare(tracker[mid], doc, orders) < 0 { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
-        }
+        func insertionIndex(_ doc: DocumentSnapshot) -> Int { Self.insertionIndex(of: doc, in: tracker, orders: orders) }
         for doc in new where oldByPath[doc.path] == nil {
             let i = insertionIndex(doc)
             tracker.insert(doc, at: i)
@@ -82,5 +74,16 @@ enum SnapshotDiff {
             out.append(DocumentChange(kind: .modified, document: doc, oldIndex: oldIndex, newIndex: newIndex))
         }
         return out
+    }
+
+    /// The first index of `sorted` whose document sorts at or after `doc` in the query's order.
+    static func insertionIndex(of doc: DocumentSnapshot, in sorted: [DocumentSnapshot], orders: [Query.Order]) -> Int {
+        var lo = 0
+        var hi = sorted.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if QueryEngine.compare(sorted[mid], doc, orders) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 }
