@@ -27,6 +27,13 @@ public struct Query: Sendable, Hashable {
             case .group(let id): "group \(id)"
             }
         }
+
+        var scannedDescription: String {
+            switch self {
+            case .collection(let c): "collection \(c)"
+            case .group(let id): "every collection named \(id)"
+            }
+        }
     }
 
     /// One sort key.

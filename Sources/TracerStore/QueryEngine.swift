@@ -29,7 +29,9 @@ struct QueryEngine {
         if query.limit == 0 { return [] }
         if query.limitToLast {
             guard !query.orders.isEmpty else {
-                throw StoreError(.invalidQuery, "limit(toLast:) needs at least one order", context: query.source.description)
+                throw StoreError(
+                    .invalidQuery, "a limit to the last documents needs an order (order by at least one field)",
+                    context: query.source.description)
             }
             var flipped = query
             flipped.orders = Self.effectiveOrders(query).map { Query.Order($0.field, descending: !$0.descending) }
@@ -74,7 +76,8 @@ struct QueryEngine {
             while try s.step() { details.append(s.text(3)) }
         }
         return QueryExplanation(
-            index: p.index?.definition, orderedByIndex: p.ordered, sql: p.sql, sqlitePlan: details)
+            index: p.index?.definition, orderedByIndex: p.ordered, sql: p.sql, sqlitePlan: details,
+            scanned: query.source.scannedDescription)
     }
 
     private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
@@ -298,9 +301,11 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
     public var sql: String
     /// SQLite's EXPLAIN QUERY PLAN lines.
     public var sqlitePlan: [String]
+    /// What is read when no index serves the query.
+    var scanned = "the collection"
 
     public var description: String {
-        let using = index.map { "index \($0)" } ?? "no index (scans the collection)"
+        let using = index.map { "index \($0)" } ?? "no index (reads every document of \(scanned))"
         return "uses \(using)\(orderedByIndex ? ", in order" : "")\n" + sqlitePlan.map { "  sqlite: \($0)" }.joined(separator: "\n")
     }
 }

@@ -94,13 +94,13 @@ extension DocumentStore {
                     progress(written)
                 }
             } catch let e as StoreError {
-                throw StoreError(e.code, e.description, context: "\(source):\(number)")
+                throw StoreError(e.code, "\(source):\(number): \(e.description)")
             }
         }
         do {
             try commit(batch)
         } catch let e as StoreError {
-            throw StoreError(e.code, e.description, context: "\(source), lines after document \(written)")
+            throw StoreError(e.code, "\(source), the last \(batch.count) documents: \(e.description)")
         }
         written += batch.count
         progress(written)

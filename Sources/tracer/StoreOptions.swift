@@ -20,7 +20,13 @@ struct StoreOptions: ParsableArguments {
         return (data as NSString).appendingPathComponent("tracer/tracer.sqlite")
     }
 
-    func open() throws -> DocumentStore {
-        try DocumentStore(path: resolvedPath)
+    /// Opens the store; commands that only read refuse to create one, so that a mistyped path
+    /// is an error rather than an empty answer.
+    func open(mustExist: Bool = false) throws -> DocumentStore {
+        let path = resolvedPath
+        if mustExist && !FileManager.default.fileExists(atPath: path) {
+            throw ValidationError("no store at \(path) (give --store PATH or set TRACER_STORE)")
+        }
+        return try DocumentStore(path: path)
     }
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 
 @main
 struct Tracer: AsyncParsableCommand {
@@ -12,6 +14,12 @@ struct Tracer: AsyncParsableCommand {
     /// (ArgumentParser's own default for usage is 64), and a command may exit with its own code
     /// by throwing `ExitCode` (a rejected self-report exits 2).
     static func main() async {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            let level = ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            handler.logLevel = level ?? .warning
+            return handler
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

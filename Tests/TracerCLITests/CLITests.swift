@@ -60,6 +60,7 @@ import TracerTesting
         (["db", "import", "/nonexistent.jsonl"], "cannot read /nonexistent.jsonl"),
     ])
     func badInputGivesOneLineAndExitOne(_ args: [String], _ message: String) throws {
+        _ = try tracer("db", "set", "seed/doc", "{}")  // the store exists: the error is about the input
         let r = try TracerProcess.run(args + ["--store", store])
         #expect(r.status == 1)
         #expect(r.stdout.isEmpty)
@@ -119,6 +120,21 @@ import TracerTesting
         #expect(watcher.nextLine() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
     }
 
+    @Test func readingCommandsRefuseAStoreThatIsNotThere() throws {
+        let r = try TracerProcess.run(["db", "get", "beacons/b1", "--store", dir.file("typo.sqlite")])
+        #expect(r.status == 1 && r.stderr.contains("no store at"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("typo.sqlite")))
+    }
+
+    @Test func watchEndsCleanlyOnSIGTERM() throws {
+        _ = try tracer("db", "set", "a/b", #"{"x": 1}"#)
+        let watcher = try TracerProcess.start(["db", "watch", "a", "--store", store])
+        #expect(watcher.nextLine() != nil)
+        watcher.kill(SIGTERM)
+        #expect(watcher.process.terminationStatus == 0)
+        #expect(watcher.process.terminationReason == .exit)
+    }
+
     @Test func indexExplainAndPurge() throws {
         let r = try tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
         #expect(r.stdout == "index interactions (deviceId asc, start desc) [group]\n", "\(r.stderr)")
@@ -129,5 +145,7 @@ import TracerTesting
         _ = try tracer("db", "set", "b/1/interactions/new", #"{"start": {"__time__": "2099-01-01T00:00:00Z"}}"#)
         let purge = try tracer("db", "purge", "interactions", "--field", "start", "--older-than", "14d")
         #expect(purge.stdout.hasPrefix("deleted 1 document of interactions"), "\(purge.stdout)\(purge.stderr)")
+        #expect(purge.stdout.contains("trimmed "))
+        #expect(purge.stderr.isEmpty, "logs stay quiet by default: \(purge.stderr)")
     }
 }

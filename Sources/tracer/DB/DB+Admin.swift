@@ -34,7 +34,7 @@ extension DB {
     struct PurgeCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "purge",
-            abstract: "Delete a collection group's documents older than a cut-off.",
+            abstract: "Delete a collection group's documents older than a cut-off, and the change log as old.",
             discussion: "Example: tracer db purge interactions --field start --older-than 14d")
 
         @OptionGroup var options: StoreOptions
@@ -58,8 +58,12 @@ extension DB {
             let n = try store.purge(collectionGroup: collection, field: try FieldPath(parsing: field), olderThan: cutoff) {
                 Output.progress("purging", $0, nil)
             }
+            // The change log keeps no longer than the data: listeners resuming from before the
+            // cut-off are told their token has expired.
+            let pruned = try store.pruneChanges(olderThan: cutoff)
             Output.endProgress()
             Output.line("deleted \(n) document\(n == 1 ? "" : "s") of \(collection) older than \(HumanFormat.time(cutoff))")
+            Output.line("trimmed \(pruned) change-log entr\(pruned == 1 ? "y" : "ies") older than that")
         }
 
         static func parseAge(_ text: String) -> Double? {

@@ -71,7 +71,7 @@ extension DB {
 
         func run() throws {
             let query = try buildQuery()
-            let store = try options.open()
+            let store = try options.open(mustExist: true)
             if explain {
                 Output.line(try store.explain(query).description)
                 return

@@ -58,7 +58,7 @@ extension DB {
             }
             var buffer = Data()
             var count = 0
-            try options.open().export(scope) { doc in
+            try options.open(mustExist: true).export(scope) { doc in
                 buffer.append(contentsOf: (doc.jsonLine + "\n").utf8)
                 count += 1
                 if buffer.count > 1 << 16 {

@@ -21,8 +21,12 @@ extension DB {
 
         func run() async throws {
             let store = try options.open()
+            Self.endOnSignals()
             let segments = path.split(separator: "/", omittingEmptySubsequences: true).count
             if !group && segments % 2 == 0 {
+                if since != nil {
+                    throw ValidationError("--since takes a collection or a group; a document's watch starts from its state now")
+                }
                 let docPath = try DocumentPath(path)
                 var previous: DocumentSnapshot?
                 for try await snap in store.snapshots(document: docPath) {
@@ -46,6 +50,19 @@ extension DB {
                 }
             }
         }
+
+        /// Interrupting a watch is how it ends: SIGINT and SIGTERM exit 0 once pending lines are out.
+        private static func endOnSignals() {
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { Foundation.exit(0) }
+                source.resume()
+                signalSources.append(source)
+            }
+        }
+
+        nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
 
         private func emit(_ type: String, _ path: DocumentPath, _ data: DocumentData?, _ token: Int64?) {
             var line: [String: Value] = ["type": .string(type), "path": .string(path.description)]

@@ -28,7 +28,7 @@ extension DB {
 
         func run() throws {
             let path = try DocumentPath(path)
-            let doc = try options.open().get(path)
+            let doc = try options.open(mustExist: true).get(path)
             guard doc.exists else { throw StoreError(.notFound, "no document", context: path.description) }
             Output.line(json ? doc.jsonLine : HumanFormat.document(doc))
         }
