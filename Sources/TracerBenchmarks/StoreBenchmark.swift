@@ -42,13 +42,20 @@ public struct StoreBenchmark {
         let device = "f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:\((i &* 7919) % 5000)"
         let data: DocumentData = [
             "deviceId": .string(device),
-            "beacon": ["uuid": "e2c56db5-dffb-48d2-b060-d0f5a71096e0", "major": 2, "minor": .integer(Int64(i % parents))],
+            "beacon": [
+                "uuid": "e2c56db5-dffb-48d2-b060-d0f5a71096e0", "major": 2, "minor": .integer(Int64(i % parents)),
+            ],
             "proximity": "near", "proximityCode": 2, "distance": .double(1.84), "rssi": .double(-67.5),
             "measuredPower": -59, "start": .timestamp(start), "end": .timestamp(start.adding(seconds: 30)),
             "samples": 24, "testResult": false, "ts": .timestamp(start.adding(seconds: 30.2)),
         ]
         let row = SQLiteBaseline.Row(
-            parent: parent, id: id, json: JSON.string(data), deviceID: device, start: start.microseconds)
+            parent: parent,
+            id: id,
+            json: JSON.string(data),
+            deviceID: device,
+            start: start.microseconds
+        )
         return Fixture(path: try! DocumentPath(parent + "/" + id), data: data, row: row)
     }
 
@@ -69,7 +76,8 @@ public struct StoreBenchmark {
     func writes() throws {
         report(
             "## Writes: \(writeDocuments) interaction documents, \(Self.parents) beacons, batches of 1,000, "
-                + "synchronous=\(synchronous ? "FULL" : "NORMAL") on both sides")
+                + "synchronous=\(synchronous ? "FULL" : "NORMAL") on both sides"
+        )
         let fixtures = (0..<writeDocuments).map(Self.fixture)
         let meanBytes = fixtures.reduce(0) { $0 + $1.row.json.utf8.count } / fixtures.count
         report("documents: \(meanBytes) bytes of JSON on average")
@@ -81,24 +89,26 @@ public struct StoreBenchmark {
             let storePath = file("writes-store-\(round).sqlite")
             func runRaw() throws -> Double {
                 let baseline = try SQLiteBaseline(path: rawPath, synchronousCommits: synchronous)
-                return Double(fixtures.count) / (try time {
-                    for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
-                        try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
-                    }
-                })
+                return Double(fixtures.count)
+                    / (try time {
+                        for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                            try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
+                        }
+                    })
             }
             func runStore() throws -> Double {
                 var configuration = DocumentStore.Configuration()
                 configuration.synchronousCommits = synchronous
                 let s = try DocumentStore(path: storePath, configuration: configuration, logger: quiet)
                 for index in Self.indexes { try s.declareIndex(index) }
-                return Double(fixtures.count) / (try time {
-                    for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
-                        var batch = WriteBatch()
-                        for f in fixtures[chunk..<min(chunk + 1000, fixtures.count)] { batch.set(f.path, f.data) }
-                        try s.commit(batch)
-                    }
-                })
+                return Double(fixtures.count)
+                    / (try time {
+                        for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                            var batch = WriteBatch()
+                            for f in fixtures[chunk..<min(chunk + 1000, fixtures.count)] { batch.set(f.path, f.data) }
+                            try s.commit(batch)
+                        }
+                    })
             }
             // Alternate which goes first, so drift in the machine's speed falls on both sides.
             if round % 2 == 1 {
@@ -111,14 +121,16 @@ public struct StoreBenchmark {
             ratios.append(store.last! / raw.last!)
             report(
                 "round \(round): raw sqlite3 \(Int(raw.last!)) docs/s, store \(Int(store.last!)) docs/s, "
-                    + "ratio \(format(ratios.last!))")
+                    + "ratio \(format(ratios.last!))"
+            )
             removeStore(rawPath)
             removeStore(storePath)
         }
         let ratio = median(ratios)
         report(
             "median: raw \(Int(median(raw))) docs/s, store \(Int(median(store))) docs/s; median of the rounds' "
-                + "store/raw = \(format(ratio)) " + verdict(ratio >= 0.85, "target ≥ 0.85"))
+                + "store/raw = \(format(ratio)) " + verdict(ratio >= 0.85, "target ≥ 0.85")
+        )
     }
 
     // MARK: Queries
@@ -167,7 +179,11 @@ public struct StoreBenchmark {
                     .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: from)))
                     .where("start", .lessThan, .timestamp(Timestamp(seconds: from + 300)))
                 let fromMicros = Timestamp(seconds: from).microseconds
-                rawTimes.append(try time { rawFound += try baseline.window(parent: parent, from: fromMicros, to: fromMicros + 300_000_000) })
+                rawTimes.append(
+                    try time {
+                        rawFound += try baseline.window(parent: parent, from: fromMicros, to: fromMicros + 300_000_000)
+                    }
+                )
                 storeTimes.append(try time { found += try store.getDocuments(q).count })
             }
             precondition(found == rawFound, "the store and SQLite disagree: \(found) vs \(rawFound)")
@@ -178,7 +194,8 @@ public struct StoreBenchmark {
                 "one beacon, 5-minute window (\(format(Double(found) / Double(windows.count))) documents each): "
                     + "store median \(ms(median(storeTimes))) ms, p99 \(ms(percentile(storeTimes, 0.99))) ms; "
                     + "raw median \(ms(median(rawTimes))) ms; store/raw time \(format(median(storeTimes) / median(rawTimes))) "
-                    + verdict(median(storeTimes) <= 0.001, "target ≤ 1 ms median"))
+                    + verdict(median(storeTimes) <= 0.001, "target ≤ 1 ms median")
+            )
 
             var pointStore: [Double] = []
             var pointRaw: [Double] = []
@@ -186,11 +203,15 @@ public struct StoreBenchmark {
                 let (parent, id) = ids[Int(g.next() % UInt64(ids.count))]
                 let path = try DocumentPath(parent + "/" + id)
                 pointRaw.append(try time { _ = try baseline.point(parent: parent, id: id) })
-                pointStore.append(try time { if !(try store.get(path).exists) { throw StoreError(.notFound, "\(path)") } })
+                pointStore.append(
+                    try time { if !(try store.get(path).exists) { throw StoreError(.notFound, "\(path)") } }
+                )
             }
             report(
                 "point read: store median \(ms(median(pointStore))) ms, p99 \(ms(percentile(pointStore, 0.99))) ms; "
-                    + "raw median \(ms(median(pointRaw))) ms " + verdict(median(pointStore) <= 0.0002, "target ≤ 0.2 ms"))
+                    + "raw median \(ms(median(pointRaw))) ms "
+                    + verdict(median(pointStore) <= 0.0002, "target ≤ 0.2 ms")
+            )
             removeStore(storePath)
             removeStore(rawPath)
         }
@@ -207,9 +228,11 @@ public struct StoreBenchmark {
         var registrations: [ListenerRegistration] = []
         for i in 0..<1000 {
             let p = try docs.document("d\(i)")
-            registrations.append(store.addListener(document: p) { snap in
-                if snap.exists { arrivals.arrive(snap.id) }
-            })
+            registrations.append(
+                store.addListener(document: p) { snap in
+                    if snap.exists { arrivals.arrive(snap.id) }
+                }
+            )
         }
         // A query listener over the whole collection as well, as a live admin view would hold.
         registrations.append(try store.addListener(Query(collection: docs)) { _ in })
@@ -222,14 +245,17 @@ public struct StoreBenchmark {
             let start = DispatchTime.now().uptimeNanoseconds
             try store.set(try docs.document("d\(i)"), ["n": .integer(Int64(n))])
             let committed = DispatchTime.now().uptimeNanoseconds
-            guard let arrived = arrivals.wait(timeout: 5) else { throw StoreError(.aborted, "a listener missed a write") }
+            guard let arrived = arrivals.wait(timeout: 5) else {
+                throw StoreError(.aborted, "a listener missed a write")
+            }
             endToEnd.append(Double(arrived - start) / 1e9)
             afterCommit.append(Double(arrived &- min(arrived, committed)) / 1e9)
         }
         report(
             "in-process, 1,001 listeners registered: write-to-callback median \(ms(median(endToEnd))) ms, "
                 + "p99 \(ms(percentile(endToEnd, 0.99))) ms; commit-to-callback p99 \(ms(percentile(afterCommit, 0.99))) ms "
-                + verdict(percentile(endToEnd, 0.99) <= 0.005, "target p99 ≤ 5 ms"))
+                + verdict(percentile(endToEnd, 0.99) <= 0.005, "target p99 ≤ 5 ms")
+        )
 
         // Another process writes; this one listens.
         let remote = Arrivals()
@@ -251,7 +277,9 @@ public struct StoreBenchmark {
         let got = latencies.values
         report(
             "cross-process: \(got.count) of 300 writes seen; write-to-callback median \(ms(median(got))) ms, "
-                + "p99 \(ms(percentile(got, 0.99))) ms " + verdict(percentile(got, 0.99) <= 0.1 && got.count >= 290, "target p99 ≤ 100 ms"))
+                + "p99 \(ms(percentile(got, 0.99))) ms "
+                + verdict(percentile(got, 0.99) <= 0.1 && got.count >= 290, "target p99 ≤ 100 ms")
+        )
         registrations.removeAll()
         removeStore(path)
     }

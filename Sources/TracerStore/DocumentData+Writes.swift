@@ -4,7 +4,12 @@ enum WriteRules {
     static let maxDepth = 20
 
     /// A full `set`: the caller's data, sentinels resolved against the old document.
-    static func set(_ data: DocumentData, old: DocumentData?, now: Timestamp, path: DocumentPath) throws(StoreError)
+    static func set(
+        _ data: DocumentData,
+        old: DocumentData?,
+        now: Timestamp,
+        path: DocumentPath
+    ) throws(StoreError)
         -> DocumentData
     {
         try checkInput(.map(data), field: [], path: path, allowDelete: false)
@@ -44,7 +49,12 @@ enum WriteRules {
     }
 
     /// A merging `set`: every leaf of the caller's data replaces the old value at its path.
-    static func merge(_ data: DocumentData, into old: DocumentData?, now: Timestamp, path: DocumentPath)
+    static func merge(
+        _ data: DocumentData,
+        into old: DocumentData?,
+        now: Timestamp,
+        path: DocumentPath
+    )
         throws(StoreError) -> DocumentData
     {
         try checkInput(.map(data), field: [], path: path, allowDelete: true)
@@ -54,7 +64,11 @@ enum WriteRules {
     }
 
     private static func mergeFields(
-        _ data: DocumentData, into result: inout DocumentData, oldRoot: DocumentData, prefix: [String], now: Timestamp
+        _ data: DocumentData,
+        into result: inout DocumentData,
+        oldRoot: DocumentData,
+        prefix: [String],
+        now: Timestamp
     ) {
         for (key, value) in data {
             let path = prefix + [key]
@@ -68,12 +82,21 @@ enum WriteRules {
     }
 
     /// An `update`: each field path replaced whole, sentinels resolved.
-    static func update(_ fields: [FieldPath: Value], old: DocumentData, now: Timestamp, path: DocumentPath)
+    static func update(
+        _ fields: [FieldPath: Value],
+        old: DocumentData,
+        now: Timestamp,
+        path: DocumentPath
+    )
         throws(StoreError) -> DocumentData
     {
         let paths = fields.keys.sorted { $0.segments.lexicographicallyPrecedes($1.segments) }
         for (a, b) in zip(paths, paths.dropFirst()) where a.isPrefix(of: b) {
-            throw StoreError(.invalidFieldPath, "field paths '\(a)' and '\(b)' overlap in one update", context: path.description)
+            throw StoreError(
+                .invalidFieldPath,
+                "field paths '\(a)' and '\(b)' overlap in one update",
+                context: path.description
+            )
         }
         var result = old
         for fieldPath in paths {
@@ -141,7 +164,13 @@ enum WriteRules {
     }
 
     /// Rejects what Firestore rejects in written data, naming the field.
-    static func checkInput(_ value: Value, field: [String], path: DocumentPath, allowDelete: Bool, inArray: Bool = false)
+    static func checkInput(
+        _ value: Value,
+        field: [String],
+        path: DocumentPath,
+        allowDelete: Bool,
+        inArray: Bool = false
+    )
         throws(StoreError)
     {
         func fail(_ why: String) -> StoreError {
@@ -155,7 +184,13 @@ enum WriteRules {
                 if k.isEmpty { throw fail("a field name is empty") }
                 if PathRules.isReserved(k) { throw fail("field names of the form __x__ are reserved ('\(k)')") }
                 if k.utf8.count > PathRules.maxIDBytes { throw fail("a field name is longer than 1,500 bytes") }
-                try checkInput(v, field: field + [k], path: path, allowDelete: allowDelete && !inArray, inArray: inArray)
+                try checkInput(
+                    v,
+                    field: field + [k],
+                    path: path,
+                    allowDelete: allowDelete && !inArray,
+                    inArray: inArray
+                )
             }
         case .array(let elements):
             for e in elements {
@@ -200,7 +235,11 @@ enum WriteRules {
     static func checkSize(_ data: DocumentData, path: DocumentPath) throws(StoreError) {
         let size = size(of: data, path: path)
         if size > maxDocumentBytes {
-            throw StoreError(.tooLarge, "the document is \(size) bytes, over the 1 MiB limit", context: path.description)
+            throw StoreError(
+                .tooLarge,
+                "the document is \(size) bytes, over the 1 MiB limit",
+                context: path.description
+            )
         }
     }
 }

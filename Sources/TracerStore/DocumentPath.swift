@@ -10,8 +10,10 @@ public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConverti
         let segments = try PathRules.split(path)
         guard segments.count % 2 == 0 else {
             throw StoreError(
-                .invalidPath, "a document path needs an even number of segments, this one names a collection",
-                context: path)
+                .invalidPath,
+                "a document path needs an even number of segments, this one names a collection",
+                context: path
+            )
         }
         self.segments = segments
         self.parentText = segments.dropLast().joined(separator: "/")
@@ -67,8 +69,10 @@ public struct CollectionPath: Sendable, Hashable, CustomStringConvertible {
         let segments = try PathRules.split(path)
         guard segments.count % 2 == 1 else {
             throw StoreError(
-                .invalidPath, "a collection path needs an odd number of segments, this one names a document",
-                context: path)
+                .invalidPath,
+                "a collection path needs an odd number of segments, this one names a document",
+                context: path
+            )
         }
         self.segments = segments
     }
@@ -109,8 +113,10 @@ enum PathRules {
         let segments = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard segments.count <= maxSegments else {
             throw StoreError(
-                .invalidPath, "the path is deeper than 100 collections (\(segments.count) segments)",
-                context: String(path.prefix(80)) + "…")
+                .invalidPath,
+                "the path is deeper than 100 collections (\(segments.count) segments)",
+                context: String(path.prefix(80)) + "…"
+            )
         }
         for s in segments { try check(segment: s, in: path) }
         return segments

@@ -40,13 +40,18 @@ public final class DocumentStore: Sendable {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         self.pool = try ConnectionPool(
-            path: path, readers: configuration.readers,
+            path: path,
+            readers: configuration.readers,
             durability: configuration.synchronousCommits ? .full : .normal,
-            setUp: Schema.setUp)
+            setUp: Schema.setUp
+        )
         let catalog = IndexCatalog()
         self.catalog = catalog
         self.observer = ChangeObserver(
-            path: path, catalog: catalog, pollInterval: configuration.crossProcessPollInterval)
+            path: path,
+            catalog: catalog,
+            pollInterval: configuration.crossProcessPollInterval
+        )
     }
 
     deinit {
@@ -65,7 +70,8 @@ public final class DocumentStore: Sendable {
         try get(DocumentPath(path))
     }
 
-    static let loadSQL = "SELECT data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3"
+    static let loadSQL =
+        "SELECT data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3"
 
     static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
         let s = try db.statement(loadSQL)

@@ -12,7 +12,11 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
     /// A field path from its segments, taken as they are (no quoting).
     public init(_ segments: [String]) throws(StoreError) {
         guard !segments.isEmpty, segments.allSatisfy({ !$0.isEmpty }) else {
-            throw StoreError(.invalidFieldPath, "a field path needs non-empty names", context: segments.joined(separator: "."))
+            throw StoreError(
+                .invalidFieldPath,
+                "a field path needs non-empty names",
+                context: segments.joined(separator: ".")
+            )
         }
         self.segments = segments
     }
@@ -29,7 +33,9 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
         var quoted = false
         var wasQuoted = false
         var chars = text.makeIterator()
-        func fail(_ why: String) -> StoreError { StoreError(.invalidFieldPath, "invalid field path: \(why)", context: text) }
+        func fail(_ why: String) -> StoreError {
+            StoreError(.invalidFieldPath, "invalid field path: \(why)", context: text)
+        }
         while let c = chars.next() {
             if quoted {
                 if c == "\\" {
@@ -74,7 +80,8 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
     /// The canonical text: plain names as they are, others in backticks.
     public var description: String {
         segments.map { s in
-            let plain = s.first.map { !$0.isNumber } == true
+            let plain =
+                s.first.map { !$0.isNumber } == true
                 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
             if plain { return s }
             return "`" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "`", with: "\\`") + "`"

@@ -12,10 +12,22 @@ extension Filter {
         var end = trimmed.endIndex
         for i in trimmed.indices {
             let c = trimmed[i]
-            if escaped { escaped = false; continue }
-            if c == "\\" && inQuotes { escaped = true; continue }
-            if c == "`" { inQuotes.toggle(); continue }
-            if c.isWhitespace && !inQuotes { end = i; break }
+            if escaped {
+                escaped = false
+                continue
+            }
+            if c == "\\" && inQuotes {
+                escaped = true
+                continue
+            }
+            if c == "`" {
+                inQuotes.toggle()
+                continue
+            }
+            if c.isWhitespace && !inQuotes {
+                end = i
+                break
+            }
         }
         let fieldText = String(trimmed[..<end])
         guard !fieldText.isEmpty, end != trimmed.endIndex else { throw fail("expected FIELD OP VALUE") }

@@ -40,8 +40,10 @@ final class IndexCatalog: @unchecked Sendable {
         let s = try db.statement("SELECT id, collection, scope, fields FROM indexes ORDER BY id")
         while try s.step() {
             let definition = IndexDefinition(
-                collectionID: s.text(1), scope: IndexDefinition.Scope(rawValue: s.int64(2)) ?? .collection,
-                fields: try IndexDefinition.parseFields(s.text(3)))
+                collectionID: s.text(1),
+                scope: IndexDefinition.Scope(rawValue: s.int64(2)) ?? .collection,
+                fields: try IndexDefinition.parseFields(s.text(3))
+            )
             loaded[definition.collectionID, default: []].append(StoredIndex(id: s.int64(0), definition: definition))
         }
         lock.lock()
@@ -90,7 +92,9 @@ extension DocumentStore {
         }
         if added > 0 {
             logger.info(
-                "declared index", metadata: ["index": "\(definition)", "index.entries": "\(added - 1)"])
+                "declared index",
+                metadata: ["index": "\(definition)", "index.entries": "\(added - 1)"]
+            )
         }
     }
 

@@ -47,7 +47,9 @@ public struct IndexDefinition: Sendable, Hashable, CustomStringConvertible {
     }
 
     func validate() throws {
-        guard !fields.isEmpty else { throw StoreError(.invalidQuery, "an index needs at least one field", context: description) }
+        guard !fields.isEmpty else {
+            throw StoreError(.invalidQuery, "an index needs at least one field", context: description)
+        }
         try PathRules.check(segment: collectionID, in: collectionID)
         if Set(fields.map(\.path)).count != fields.count {
             throw StoreError(.invalidQuery, "an index names a field twice", context: description)

@@ -214,7 +214,9 @@ public indirect enum Filter: Sendable, Hashable {
     func validate() throws {
         switch self {
         case .and(let filters), .or(let filters):
-            guard !filters.isEmpty else { throw StoreError(.invalidQuery, "an and/or filter needs at least one filter") }
+            guard !filters.isEmpty else {
+                throw StoreError(.invalidQuery, "an and/or filter needs at least one filter")
+            }
             for f in filters { try f.validate() }
         case .field(let path, let op, let value):
             if case .sentinel(let s) = value {
@@ -223,10 +225,18 @@ public indirect enum Filter: Sendable, Hashable {
             switch op {
             case .in, .notIn, .arrayContainsAny:
                 guard case .array(let options) = value, !options.isEmpty else {
-                    throw StoreError(.invalidQuery, "'\(op.rawValue)' needs a non-empty array", context: path.description)
+                    throw StoreError(
+                        .invalidQuery,
+                        "'\(op.rawValue)' needs a non-empty array",
+                        context: path.description
+                    )
                 }
                 guard options.count <= 30 else {
-                    throw StoreError(.invalidQuery, "'\(op.rawValue)' takes at most 30 values", context: path.description)
+                    throw StoreError(
+                        .invalidQuery,
+                        "'\(op.rawValue)' takes at most 30 values",
+                        context: path.description
+                    )
                 }
             default: break
             }

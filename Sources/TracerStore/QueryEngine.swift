@@ -30,8 +30,10 @@ struct QueryEngine {
         if query.limitToLast {
             guard !query.orders.isEmpty else {
                 throw StoreError(
-                    .invalidQuery, "a limit to the last documents needs an order (order by at least one field)",
-                    context: query.source.description)
+                    .invalidQuery,
+                    "a limit to the last documents needs an order (order by at least one field)",
+                    context: query.source.description
+                )
             }
             var flipped = query
             flipped.orders = Self.effectiveOrders(query).map { Query.Order($0.field, descending: !$0.descending) }
@@ -76,8 +78,12 @@ struct QueryEngine {
             while try s.step() { details.append(s.text(3)) }
         }
         return QueryExplanation(
-            index: p.index?.definition, orderedByIndex: p.ordered, sql: p.sql, sqlitePlan: details,
-            scanned: query.source.scannedDescription)
+            index: p.index?.definition,
+            orderedByIndex: p.ordered,
+            sql: p.sql,
+            sqlitePlan: details,
+            scanned: query.source.scannedDescription
+        )
     }
 
     private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
@@ -112,8 +118,11 @@ struct QueryEngine {
             let path = DocumentPath(parent: s.text(0), id: s.text(1))
             let data = try DocumentStore.decode(s, column: 2, path: path)
             let doc = DocumentSnapshot(
-                path: path, data: data, createTime: Timestamp(microseconds: s.int64(3)),
-                updateTime: Timestamp(microseconds: s.int64(4)))
+                path: path,
+                data: data,
+                createTime: Timestamp(microseconds: s.int64(3)),
+                updateTime: Timestamp(microseconds: s.int64(4))
+            )
             if try !body(doc) { break }
         }
     }
@@ -134,7 +143,8 @@ struct QueryEngine {
             wantedScope = .collectionGroup
         }
         var best: (score: Int, plan: Plan)?
-        for index in try catalog.indexes(for: query.source.collectionID, db) where index.definition.scope == wantedScope {
+        for index in try catalog.indexes(for: query.source.collectionID, db) where index.definition.scope == wantedScope
+        {
             let fields = index.definition.fields
             guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
             var prefix: [UInt8] = []
@@ -152,7 +162,8 @@ struct QueryEngine {
             var hasRange = false
             if k < fields.count {
                 let ranges = conjuncts.filter {
-                    $0.0 == fields[k].path && [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains($0.1)
+                    $0.0 == fields[k].path
+                        && [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains($0.1)
                 }
                 if let first = ranges.first {
                     hasRange = true
@@ -161,8 +172,12 @@ struct QueryEngine {
                     let low = lows.max { Value.compare($0, $1) < 0 }
                     let high = highs.min { Value.compare($0, $1) < 0 }
                     (plan.lower, plan.upper) = Self.rangeKeys(
-                        prefix: prefix, low: low, high: high, typeOrder: first.2.typeOrder,
-                        descending: fields[k].descending)
+                        prefix: prefix,
+                        low: low,
+                        high: high,
+                        typeOrder: first.2.typeOrder,
+                        descending: fields[k].descending
+                    )
                 }
             }
             // Does the index give the query's order? Orders on fields fixed by equality do not count.
@@ -191,7 +206,13 @@ struct QueryEngine {
 
     /// Key bounds [lower, upper) for a range on one index field after an equality prefix.
     /// Bounds are inclusive of the end values: exclusive comparisons are left to the filters.
-    static func rangeKeys(prefix: [UInt8], low: Value?, high: Value?, typeOrder: Int, descending: Bool)
+    static func rangeKeys(
+        prefix: [UInt8],
+        low: Value?,
+        high: Value?,
+        typeOrder: Int,
+        descending: Bool
+    )
         -> ([UInt8], [UInt8])
     {
         func encoded(_ v: Value) -> [UInt8] {
@@ -242,7 +263,12 @@ struct QueryEngine {
     }
 
     /// The document against a cursor: negative before it, 0 at it, positive after it.
-    static func position(_ doc: DocumentSnapshot, _ cursor: Query.Cursor, _ orders: [Query.Order], _ source: Query.Source)
+    static func position(
+        _ doc: DocumentSnapshot,
+        _ cursor: Query.Cursor,
+        _ orders: [Query.Order],
+        _ source: Query.Source
+    )
         -> Int
     {
         for (value, o) in zip(cursor.values, orders) {
@@ -259,7 +285,8 @@ struct QueryEngine {
         return 0
     }
 
-    static func isAfterStart(_ doc: DocumentSnapshot, _ c: Query.Cursor, _ o: [Query.Order], _ s: Query.Source) -> Bool {
+    static func isAfterStart(_ doc: DocumentSnapshot, _ c: Query.Cursor, _ o: [Query.Order], _ s: Query.Source) -> Bool
+    {
         let p = position(doc, c, o, s)
         return c.inclusive ? p >= 0 : p > 0
     }
@@ -285,8 +312,10 @@ struct QueryEngine {
         let count = effectiveOrders(query).count
         for cursor in [query.start, query.end].compactMap({ $0 }) where cursor.values.count > count {
             throw StoreError(
-                .invalidQuery, "a cursor has \(cursor.values.count) values but the query orders by \(count) fields",
-                context: query.source.description)
+                .invalidQuery,
+                "a cursor has \(cursor.values.count) values but the query orders by \(count) fields",
+                context: query.source.description
+            )
         }
     }
 }
@@ -306,7 +335,8 @@ public struct QueryExplanation: Sendable, CustomStringConvertible {
 
     public var description: String {
         let using = index.map { "index \($0)" } ?? "no index (reads every document of \(scanned))"
-        return "uses \(using)\(orderedByIndex ? ", in order" : "")\n" + sqlitePlan.map { "  sqlite: \($0)" }.joined(separator: "\n")
+        return "uses \(using)\(orderedByIndex ? ", in order" : "")\n"
+            + sqlitePlan.map { "  sqlite: \($0)" }.joined(separator: "\n")
     }
 }
 

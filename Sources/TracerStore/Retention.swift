@@ -6,7 +6,10 @@ extension DocumentStore {
     /// With a collection-group index on `field`, each batch is one index range read.
     @discardableResult
     public func purge(
-        collectionGroup: String, field: FieldPath, olderThan cutoff: Timestamp, batchSize: Int = 500,
+        collectionGroup: String,
+        field: FieldPath,
+        olderThan cutoff: Timestamp,
+        batchSize: Int = 500,
         progress: ((Int) -> Void)? = nil
     ) throws -> Int {
         let query = Query(collectionGroup: collectionGroup)

@@ -18,7 +18,8 @@
                 PRIMARY KEY (parent, id)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS interactions_parent_start ON interactions (parent, start);
             CREATE INDEX IF NOT EXISTS interactions_device_start ON interactions (device_id, start);
-            """)
+            """
+        )
     }
 
     /// One row: a document already encoded as JSON, and the values its indexes hold.
@@ -41,7 +42,9 @@
     /// Inserts rows in one transaction.
     public func insert(_ rows: [Row]) throws {
         try db.execute("BEGIN IMMEDIATE")
-        let s = try db.statement("INSERT INTO interactions (parent, id, data, device_id, start) VALUES (?1, ?2, ?3, ?4, ?5)")
+        let s = try db.statement(
+            "INSERT INTO interactions (parent, id, data, device_id, start) VALUES (?1, ?2, ?3, ?4, ?5)"
+        )
         for row in rows {
             s.reset()
             s.bind(1, row.parent)
@@ -56,7 +59,9 @@
 
     /// The documents of one parent in a time window; returns how many, having read each one's text.
     public func window(parent: String, from: Int64, to: Int64) throws -> Int {
-        let s = try db.statement("SELECT data FROM interactions WHERE parent = ?1 AND start >= ?2 AND start < ?3 ORDER BY start")
+        let s = try db.statement(
+            "SELECT data FROM interactions WHERE parent = ?1 AND start >= ?2 AND start < ?3 ORDER BY start"
+        )
         defer { s.reset() }
         s.bind(1, parent)
         s.bind(2, from)

@@ -40,8 +40,10 @@ enum Schema {
         let current = try db.scalar("PRAGMA user_version") ?? 0
         if current > version {
             throw StoreError(
-                .sqlite, "the store was written by a newer tracer (schema \(current), this one knows \(version))",
-                context: db.path)
+                .sqlite,
+                "the store was written by a newer tracer (schema \(current), this one knows \(version))",
+                context: db.path
+            )
         }
         try db.execute("BEGIN IMMEDIATE")
         do {

@@ -22,7 +22,8 @@ extension DocumentStore {
                 s = try db.statement("SELECT parent, id, data, created, updated FROM documents ORDER BY parent, id")
             case .group(let id):
                 s = try db.statement(
-                    "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 ORDER BY parent, id")
+                    "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 ORDER BY parent, id"
+                )
                 s.bind(1, id)
             case .collection(let c):
                 // The collection itself, and anything whose parent path starts with "c/".
@@ -30,7 +31,8 @@ extension DocumentStore {
                     """
                     SELECT parent, id, data, created, updated FROM documents
                     WHERE parent = ?1 OR (parent >= ?2 AND parent < ?3) ORDER BY parent, id
-                    """)
+                    """
+                )
                 s.bind(1, c.description)
                 s.bind(2, c.description + "/")
                 s.bind(3, c.description + "0")  // '0' follows '/'
@@ -39,7 +41,8 @@ extension DocumentStore {
                     """
                     SELECT parent, id, data, created, updated FROM documents
                     WHERE (parent = ?1 AND id = ?4) OR (parent >= ?2 AND parent < ?3) ORDER BY parent, id
-                    """)
+                    """
+                )
                 s.bind(1, d.parent.description)
                 s.bind(2, d.description + "/")
                 s.bind(3, d.description + "0")
@@ -51,15 +54,20 @@ extension DocumentStore {
                 let data = try DocumentStore.decode(s, column: 2, path: path)
                 try body(
                     DocumentSnapshot(
-                        path: path, data: data, createTime: Timestamp(microseconds: s.int64(3)),
-                        updateTime: Timestamp(microseconds: s.int64(4))))
+                        path: path,
+                        data: data,
+                        createTime: Timestamp(microseconds: s.int64(3)),
+                        updateTime: Timestamp(microseconds: s.int64(4))
+                    )
+                )
             }
         }
     }
 
     /// One export line: `{"path": ..., "data": {...}}`.
     public static func exportLine(_ doc: DocumentSnapshot) -> String {
-        "{\"path\": " + JSON.string(.string(doc.path.description)) + ", \"data\": " + JSON.string(.map(doc.data ?? [:])) + "}"
+        "{\"path\": " + JSON.string(.string(doc.path.description)) + ", \"data\": " + JSON.string(.map(doc.data ?? [:]))
+            + "}"
     }
 
     /// Parses one import line: `{"path": ..., "data": {...}}`.
@@ -77,7 +85,9 @@ extension DocumentStore {
     /// transaction. On a bad line it stops with an error naming the line; the batches before it
     /// stay written. Returns the number of documents written.
     public func importLines(
-        _ lines: some Sequence<(number: Int, text: String)>, batchSize: Int = 5000, source: String,
+        _ lines: some Sequence<(number: Int, text: String)>,
+        batchSize: Int = 5000,
+        source: String,
         progress: (Int) -> Void = { _ in }
     ) throws -> Int {
         var batch = WriteBatch()
@@ -140,7 +150,9 @@ public struct LineReader: Sequence, IteratorProtocol {
             buffer.removeFirst(position)
             position = 0
             let chunk = handle.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { finished = true } else {
+            if chunk.isEmpty {
+                finished = true
+            } else {
                 bytesRead += chunk.count
                 buffer.append(contentsOf: chunk)
             }

@@ -196,7 +196,8 @@ extension IndexKey {
         case map:
             var j = i + 1
             while let b = byte(j), b != end {
-                guard b == entry, let afterKey = skipEscaped(j + 1), let next = skip(key, at: afterKey, inverted: inverted)
+                guard b == entry, let afterKey = skipEscaped(j + 1),
+                    let next = skip(key, at: afterKey, inverted: inverted)
                 else { return nil }
                 j = next
             }

@@ -105,12 +105,14 @@ final class DocumentWriter {
             """
             INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             ON CONFLICT (collection, parent, id) DO NOTHING
-            """)
+            """
+        )
         upsert = try db.statement(
             """
             INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (collection, parent, id) DO UPDATE SET data = excluded.data, updated = excluded.updated
-            """)
+            """
+        )
         deleteDocument = try db.statement("DELETE FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
         insertEntry = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key) VALUES (?1, ?2)")
         deleteEntry = try db.statement("DELETE FROM index_entries WHERE idx = ?1 AND key = ?2")

@@ -28,7 +28,10 @@ public final class ManualClock: @unchecked Sendable {
 
 extension DocumentStore {
     /// A store in a fresh temporary directory (kept alive by the returned directory).
-    public static func temporary(clock: ManualClock? = nil, pollInterval: Duration = .milliseconds(10)) throws
+    public static func temporary(
+        clock: ManualClock? = nil,
+        pollInterval: Duration = .milliseconds(10)
+    ) throws
         -> (DocumentStore, TemporaryDirectory)
     {
         let dir = TemporaryDirectory("tracer-store")

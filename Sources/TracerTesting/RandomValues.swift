@@ -24,16 +24,30 @@ public enum RandomValues {
         case 1: return .bool(Bool.random(using: &g))
         case 2:
             let edges: [Int64] = [0, 1, -1, Int64.max, Int64.min, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1]
-            return .integer(Bool.random(using: &g) ? edges.randomElement(using: &g)! : Int64.random(in: -1000...1000, using: &g))
+            return .integer(
+                Bool.random(using: &g) ? edges.randomElement(using: &g)! : Int64.random(in: -1000...1000, using: &g)
+            )
         case 3:
-            let edges: [Double] = [0, -0.0, .nan, .infinity, -.infinity, 0.5, -0.5, 9_007_199_254_740_992, 1e300, -1e-300]
-            return .double(Bool.random(using: &g) ? edges.randomElement(using: &g)! : Double.random(in: -1000...1000, using: &g))
-        case 4: return .timestamp(Timestamp(microseconds: Int64.random(in: -10_000_000_000...10_000_000_000_000, using: &g)))
+            let edges: [Double] = [
+                0, -0.0, .nan, .infinity, -.infinity, 0.5, -0.5, 9_007_199_254_740_992, 1e300, -1e-300,
+            ]
+            return .double(
+                Bool.random(using: &g) ? edges.randomElement(using: &g)! : Double.random(in: -1000...1000, using: &g)
+            )
+        case 4:
+            return .timestamp(
+                Timestamp(microseconds: Int64.random(in: -10_000_000_000...10_000_000_000_000, using: &g))
+            )
         case 5: return .string(string(&g))
-        case 6: return .bytes((0..<Int.random(in: 0..<4, using: &g)).map { _ in [0, 1, 255, 128].randomElement(using: &g)! })
+        case 6:
+            return .bytes(
+                (0..<Int.random(in: 0..<4, using: &g)).map { _ in [0, 1, 255, 128].randomElement(using: &g)! }
+            )
         case 7:
             if inArray { return .string(string(&g)) }
-            return .array((0..<Int.random(in: 0..<3, using: &g)).map { _ in value(&g, depth: depth + 1, inArray: true) })
+            return .array(
+                (0..<Int.random(in: 0..<3, using: &g)).map { _ in value(&g, depth: depth + 1, inArray: true) }
+            )
         default:
             var m: [String: Value] = [:]
             for _ in 0..<Int.random(in: 0..<3, using: &g) { m[string(&g, minLength: 1)] = value(&g, depth: depth + 1) }

@@ -6,7 +6,9 @@ public final class TemporaryDirectory: Sendable {
     public let path: String
 
     public init(_ label: String = "tracer") {
-        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
+        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+            "\(label)-\(UUID().uuidString.prefix(8))"
+        )
         try! FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         self.path = base
     }

@@ -12,20 +12,27 @@ public struct TracerProcess {
     /// The `tracer` binary beside the test bundle (or `$TRACER_BIN`).
     public static var binary: String {
         if let env = ProcessInfo.processInfo.environment["TRACER_BIN"] { return env }
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var dir = (exe as NSString).deletingLastPathComponent
         // On Linux the test runner is `<products>/tracerPackageTests.xctest`; elsewhere a bundle inside it.
         while !dir.isEmpty, dir != "/" {
             let candidate = (dir as NSString).appendingPathComponent("tracer")
             var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), !isDir.boolValue { return candidate }
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), !isDir.boolValue {
+                return candidate
+            }
             dir = (dir as NSString).deletingLastPathComponent
         }
         return "tracer"
     }
 
     /// Runs `tracer ARGS…` to completion.
-    public static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Result {
+    public static func run(
+        _ arguments: [String],
+        stdin: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -53,8 +60,10 @@ public struct TracerProcess {
         group.wait()
         process.waitUntilExit()
         return Result(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+            status: process.terminationStatus,
+            stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self)
+        )
     }
 
     /// Starts `tracer ARGS…` in the background; read its output line by line.

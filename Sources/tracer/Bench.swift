@@ -20,7 +20,9 @@ struct Bench: ParsableCommand {
         @Flag(help: "Write with synchronous=NORMAL on both sides (no fsync per commit).") var normal = false
 
         func run() throws {
-            let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+            let binary =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
             var bench = StoreBenchmark(directory: directory, binary: binary) { Output.line($0) }
             bench.writeDocuments = writeDocuments
             bench.rounds = rounds

@@ -20,7 +20,8 @@ enum Output {
         if let total, total > 0 {
             let fraction = min(1, Double(done) / Double(total))
             let filled = Int(fraction * 30)
-            text = "\r\(label) [" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
+            text =
+                "\r\(label) [" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
                 + "] \(Int(fraction * 100))%  \(done)/\(total)"
         }
         FileHandle.standardError.write(Data(text.utf8))

@@ -8,14 +8,17 @@ struct StoreOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "The store file. Default: $TRACER_STORE, else $XDG_DATA_HOME/tracer/tracer.sqlite (~/.local/share/…).",
-            valueName: "PATH"))
+            valueName: "PATH"
+        )
+    )
     var store: String?
 
     var resolvedPath: String {
         if let store { return store }
         let env = ProcessInfo.processInfo.environment
         if let path = env["TRACER_STORE"], !path.isEmpty { return path }
-        let data = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let data =
+            env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() as NSString).appendingPathComponent(".local/share")
         return (data as NSString).appendingPathComponent("tracer/tracer.sqlite")
     }

@@ -24,10 +24,19 @@ import TracerTesting
 
     @Test func mergeAndSentinels() throws {
         _ = try tracer("db", "set", "devices/d1", #"{"status": "clear", "count": 1}"#)
-        let r = try tracer("db", "set", "devices/d1", #"{"count": {"__increment__": 2}, "at": {"__serverTimestamp__": true}}"#, "--merge")
+        let r = try tracer(
+            "db",
+            "set",
+            "devices/d1",
+            #"{"count": {"__increment__": 2}, "at": {"__serverTimestamp__": true}}"#,
+            "--merge"
+        )
         #expect(r.status == 0, "\(r.stderr)")
         let get = try tracer("db", "get", "devices/d1", "--json")
-        #expect(get.stdout.contains(#""count":3"#) && get.stdout.contains(#""status":"clear""#) && get.stdout.contains("__time__"))
+        #expect(
+            get.stdout.contains(#""count":3"#) && get.stdout.contains(#""status":"clear""#)
+                && get.stdout.contains("__time__")
+        )
     }
 
     @Test func queryWithFiltersOrderAndLimit() throws {
@@ -35,8 +44,18 @@ import TracerTesting
             _ = try tracer("db", "set", "beacons/b1/interactions/\(id)", #"{"proximity": "\#(p)", "distance": \#(d)}"#)
         }
         let r = try tracer(
-            "db", "query", "beacons/b1/interactions", "--where", #"proximity in ["near", "immediate"]"#, "--order-by",
-            "distance", "--desc", "--limit", "2", "--json")
+            "db",
+            "query",
+            "beacons/b1/interactions",
+            "--where",
+            #"proximity in ["near", "immediate"]"#,
+            "--order-by",
+            "distance",
+            "--desc",
+            "--limit",
+            "2",
+            "--json"
+        )
         #expect(r.status == 0, "\(r.stderr)")
         let paths = r.stdout.split(separator: "\n").compactMap { line in
             line.range(of: #"beacons/b1/interactions/[a-z]"#, options: .regularExpression).map { String(line[$0]) }
@@ -70,7 +89,12 @@ import TracerTesting
 
     @Test func exportThenImportIntoAnotherStore() throws {
         for i in 0..<25 {
-            _ = try tracer("db", "set", "beacons/b\(i % 3)/interactions/i\(i)", #"{"i": \#(i), "t": {"__time__": "2026-11-22T10:00:00Z"}}"#)
+            _ = try tracer(
+                "db",
+                "set",
+                "beacons/b\(i % 3)/interactions/i\(i)",
+                #"{"i": \#(i), "t": {"__time__": "2026-11-22T10:00:00Z"}}"#
+            )
         }
         _ = try tracer("db", "set", "other/x", #"{"i": -1}"#)
         let export = try tracer("db", "export", "beacons")
@@ -105,7 +129,9 @@ import TracerTesting
         _ = try tracer("db", "set", "beacons/k/interactions/second", #"{"n": 2}"#)
         #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
         _ = try tracer("db", "set", "beacons/k/interactions/first", #"{"n": {"__increment__": 10}}"#, "--merge")
-        #expect(watcher.nextLine() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#)
+        #expect(
+            watcher.nextLine() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#
+        )
         _ = try tracer("db", "delete", "beacons/k/interactions/second")
         #expect(watcher.nextLine() == #"{"type": "removed", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
     }
@@ -139,7 +165,16 @@ import TracerTesting
         let r = try tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
         #expect(r.stdout == "index interactions (deviceId asc, start desc) [group]\n", "\(r.stderr)")
         let explain = try tracer(
-            "db", "query", "interactions", "--group", "--where", #"deviceId == "d""#, "--order-by", "start:desc", "--explain")
+            "db",
+            "query",
+            "interactions",
+            "--group",
+            "--where",
+            #"deviceId == "d""#,
+            "--order-by",
+            "start:desc",
+            "--explain"
+        )
         #expect(explain.stdout.contains("uses index interactions (deviceId asc, start desc) [group], in order"))
         _ = try tracer("db", "set", "b/1/interactions/old", #"{"start": {"__time__": "2020-01-01T00:00:00Z"}}"#)
         _ = try tracer("db", "set", "b/1/interactions/new", #"{"start": {"__time__": "2099-01-01T00:00:00Z"}}"#)

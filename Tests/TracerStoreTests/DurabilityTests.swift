@@ -16,7 +16,8 @@ import TracerTesting
         var acknowledged: [Int: Int] = [:]
         // The writer keeps this index up to date too, so the counts below are index reads.
         try DocumentStore(path: storePath).declareIndex(
-            IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run"))
+            IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run")
+        )
 
         for run in 0..<10 {
             // Interaction-shaped documents for 40 beacons, interleaved as live sightings are.
@@ -27,8 +28,13 @@ import TracerTesting
                     "proximity": "near", "distance": .double(Double(i % 30) / 10), "rssi": -63, "samples": 12,
                     "start": .timestamp(Timestamp(seconds: 1_763_776_800 + Double(i))), "run": .integer(Int64(run)),
                 ]
-                lines += DocumentStore.exportLine(
-                    DocumentSnapshot(path: try DocumentPath("beacons/b\(i % 40)/interactions/r\(run)-\(i)"), data: data)) + "\n"
+                lines +=
+                    DocumentStore.exportLine(
+                        DocumentSnapshot(
+                            path: try DocumentPath("beacons/b\(i % 40)/interactions/r\(run)-\(i)"),
+                            data: data
+                        )
+                    ) + "\n"
             }
             let file = dir.file("run\(run).jsonl")
             try lines.write(toFile: file, atomically: true, encoding: .utf8)
@@ -54,7 +60,9 @@ import TracerTesting
             let store = try DocumentStore(path: storePath)
             #expect(try store.integrityCheck() == "ok", "run \(run)")
             for (r, count) in acknowledged {
-                let present = try store.count(Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r))))
+                let present = try store.count(
+                    Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r)))
+                )
                 #expect(present >= count, "run \(r): \(present) documents, \(count) acknowledged")
                 #expect(present % batchSize == 0, "run \(r): a transaction landed in part (\(present) documents)")
             }

@@ -14,7 +14,8 @@ import TracerTesting
             for i in 0..<50 {
                 batch.set(
                     try DocumentPath("beacons/b\(b)/interactions/i\(i)"),
-                    ["deviceId": .string("d\(i % 7)"), "start": .timestamp(Timestamp(seconds: Double(i * 30)))])
+                    ["deviceId": .string("d\(i % 7)"), "start": .timestamp(Timestamp(seconds: Double(i * 30)))]
+                )
             }
         }
         try store.commit(batch)

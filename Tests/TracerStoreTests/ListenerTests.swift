@@ -93,7 +93,9 @@ import TracerTesting
     @Test func limitQueriesPullInTheNextDocument() throws {
         for (i, d) in [1.0, 2.0, 3.0, 4.0].enumerated() { try store.set(try doc("d\(i)"), ["d": .double(d)]) }
         let got = Collector<QuerySnapshot>()
-        let registration = try store.addListener(Query(collection: interactions).order(by: "d").limit(2)) { got.add($0) }
+        let registration = try store.addListener(Query(collection: interactions).order(by: "d").limit(2)) {
+            got.add($0)
+        }
         defer { registration.cancel() }
         #expect(got.next()?.documents.map(\.id) == ["d0", "d1"])
         try store.delete(try doc("d0"))
@@ -114,7 +116,9 @@ import TracerTesting
             var batch = WriteBatch()
             for _ in 0..<Int.random(in: 1...4, using: &g) {
                 let p = try doc("k\(Int.random(in: 0..<12, using: &g))")
-                if Int.random(in: 0..<4, using: &g) == 0 { batch.delete(p) } else {
+                if Int.random(in: 0..<4, using: &g) == 0 {
+                    batch.delete(p)
+                } else {
                     batch.set(p, ["d": .integer(Int64.random(in: 0..<30, using: &g))])
                 }
             }
@@ -157,12 +161,16 @@ import TracerTesting
         try store.set(try doc("new"), ["n": 1])
         try store.set(try DocumentPath("beacons/b2/interactions/elsewhere"), ["n": 1])
 
-        registration = try store.addListener(Query(collection: interactions), from: .after(token: token)) { got.add($0) }
+        registration = try store.addListener(Query(collection: interactions), from: .after(token: token)) {
+            got.add($0)
+        }
         defer { registration.cancel() }
         let resumed = try #require(got.next())
-        #expect(resumed.changes.map { "\($0.kind.rawValue) \($0.document.id)" }.sorted() == [
-            "added new", "modified change", "removed drop",
-        ])
+        #expect(
+            resumed.changes.map { "\($0.kind.rawValue) \($0.document.id)" }.sorted() == [
+                "added new", "modified change", "removed drop",
+            ]
+        )
         #expect(resumed.documents.map(\.id) == ["change", "keep", "new"])
         #expect(resumed.token > token)
     }
@@ -179,9 +187,12 @@ import TracerTesting
         try store.set(try c.document("c"), ["n": 1])
         #expect(try store.pruneChanges(olderThan: clock.now().adding(seconds: -3600)) == 2)
         let failed = Collector<StoreError>()
-        let registration = try store.addListener(Query(collection: c), from: .after(token: old - 1), onError: { failed.add($0) }) {
-            _ in
-        }
+        let registration = try store.addListener(
+            Query(collection: c),
+            from: .after(token: old - 1),
+            onError: { failed.add($0) },
+            onSnapshot: { _ in }
+        )
         defer { registration.cancel() }
         #expect(failed.next()?.code == .tokenExpired)
     }

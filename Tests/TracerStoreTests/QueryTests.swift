@@ -82,9 +82,11 @@ import TracerTesting
         try store.set(try DocumentPath("sites/s/beacons/b3/interactions/i3"), ["d": 3])
         try store.set(try DocumentPath("interactions/top"), ["d": 4])
         let q = Query(collectionGroup: "interactions").where("d", .greaterThan, 1).order(by: "d", descending: true)
-        #expect(try store.getDocuments(q).map(\.path.description) == [
-            "interactions/top", "sites/s/beacons/b3/interactions/i3", "beacons/b2/interactions/i2",
-        ])
+        #expect(
+            try store.getDocuments(q).map(\.path.description) == [
+                "interactions/top", "sites/s/beacons/b3/interactions/i3", "beacons/b2/interactions/i2",
+            ]
+        )
         #expect(try store.count(Query(collectionGroup: "interactions")) == 4)
     }
 
@@ -95,11 +97,15 @@ import TracerTesting
         }
         #expect(throws: StoreError.self) { try store.getDocuments(Query(collection: things).limit(toLast: 1)) }
         #expect(throws: StoreError.self) { try store.getDocuments(Query(collection: things).start(at: 1, 2)) }
-        #expect(throws: StoreError.self) { try store.getDocuments(Query(collection: things).where("v", .equal, .serverTimestamp)) }
+        #expect(throws: StoreError.self) {
+            try store.getDocuments(Query(collection: things).where("v", .equal, .serverTimestamp))
+        }
     }
 
     @Test func filterTextParses() throws {
-        #expect(try Filter.parse(#"proximity in ["near", "immediate"]"#) == .field("proximity", .in, ["near", "immediate"]))
+        #expect(
+            try Filter.parse(#"proximity in ["near", "immediate"]"#) == .field("proximity", .in, ["near", "immediate"])
+        )
         #expect(try Filter.parse("`odd field` >= 3") == .field(try FieldPath(["odd field"]), .greaterThanOrEqual, 3))
         #expect(throws: StoreError.self) { try Filter.parse("proximity == near") }
         #expect(throws: StoreError.self) { try Filter.parse("a ~ 1") }
@@ -117,7 +123,9 @@ import TracerTesting
         if Int.random(in: 0..<5, using: &g) > 0 { data["a"] = smallValue(&g) }
         if Int.random(in: 0..<5, using: &g) > 0 { data["b"] = .integer(Int64.random(in: 0..<4, using: &g)) }
         if Bool.random(using: &g) { data["m"] = ["x": smallValue(&g)] }
-        if Bool.random(using: &g) { data["tags"] = .array((0..<Int.random(in: 0..<3, using: &g)).map { _ in smallValue(&g) }) }
+        if Bool.random(using: &g) {
+            data["tags"] = .array((0..<Int.random(in: 0..<3, using: &g)).map { _ in smallValue(&g) })
+        }
         return data
     }
 
@@ -132,7 +140,9 @@ import TracerTesting
         case .collection(let c): q = Query(collection: c)
         case .group(let id): q = Query(collectionGroup: id)
         }
-        let ops: [Filter.Operator] = [.equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual, .in, .notIn]
+        let ops: [Filter.Operator] = [
+            .equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual, .in, .notIn,
+        ]
         for _ in 0..<Int.random(in: 0..<3, using: &g) {
             let field = fields.randomElement(using: &g)!
             let op = ops.randomElement(using: &g)!
@@ -161,7 +171,9 @@ import TracerTesting
     /// The answer worked out by brute force, independently of the engine's planner.
     static func oracle(_ docs: [DocumentSnapshot], _ q: Query) -> [String] {
         var orders = q.orders
-        for f in Set(q.filters.flatMap(\.allFields).filter { $0.1.isInequality }.map(\.0)).sorted(by: { $0.description < $1.description })
+        for f in Set(q.filters.flatMap(\.allFields).filter { $0.1.isInequality }.map(\.0)).sorted(by: {
+            $0.description < $1.description
+        })
         where !orders.contains(where: { $0.field == f }) {
             orders.append(Query.Order(f))
         }
@@ -204,8 +216,13 @@ import TracerTesting
                 for descending in [false, true] {
                     try indexed.declareIndex(
                         IndexDefinition(
-                            collectionID: "c", scope: scope,
-                            fields: fields.enumerated().map { i, f in .init(FieldPath(stringLiteral: f), descending: descending && i == fields.count - 1) }))
+                            collectionID: "c",
+                            scope: scope,
+                            fields: fields.enumerated().map { i, f in
+                                .init(FieldPath(stringLiteral: f), descending: descending && i == fields.count - 1)
+                            }
+                        )
+                    )
                 }
             }
         }

@@ -19,11 +19,16 @@ import TracerTesting
                 for n in 0..<10 {
                     batch.set(
                         try DocumentPath("beacons/b\(b)/interactions/d\(day)-\(n)"),
-                        ["start": .timestamp(now.adding(seconds: -Double(day) * 86_400 - Double(n))), "day": .integer(Int64(day))])
+                        [
+                            "start": .timestamp(now.adding(seconds: -Double(day) * 86_400 - Double(n))),
+                            "day": .integer(Int64(day)),
+                        ]
+                    )
                 }
             }
         }
-        batch.set(try DocumentPath("beacons/b0"), ["start": .timestamp(now.adding(seconds: -100 * 86_400))])  // not an interaction
+        // Old, but not an interaction: the purge leaves it.
+        batch.set(try DocumentPath("beacons/b0"), ["start": .timestamp(now.adding(seconds: -100 * 86_400))])
         try store.commit(batch)
 
         let removed = Collector<Int>()

@@ -49,7 +49,9 @@ import TracerTesting
     @Test func compositeKeysOrderComponentByComponent() {
         var g = SplitMix64(seed: 7)
         for _ in 0..<10_000 {
-            let (a1, a2, b1, b2) = (RandomValues.value(&g), RandomValues.value(&g), RandomValues.value(&g), RandomValues.value(&g))
+            let (a1, a2, b1, b2) = (
+                RandomValues.value(&g), RandomValues.value(&g), RandomValues.value(&g), RandomValues.value(&g)
+            )
             var ka: [UInt8] = []
             var kb: [UInt8] = []
             IndexKey.append(a1, to: &ka)
@@ -85,7 +87,10 @@ import TracerTesting
     }
 
     @Test func readsTaggedTypesAndSentinels() throws {
-        #expect(try JSON.parse(#"{"__time__": "2026-11-22T10:00:00.5Z"}"#) == .timestamp(Timestamp(seconds: 1_795_341_600.5)))
+        #expect(
+            try JSON.parse(#"{"__time__": "2026-11-22T10:00:00.5Z"}"#)
+                == .timestamp(Timestamp(seconds: 1_795_341_600.5))
+        )
         #expect(try JSON.parse(#"{"__bytes__": "AAH/"}"#) == .bytes([0, 1, 255]))
         #expect(try JSON.parse(#"{"__increment__": 2}"#, allowSentinels: true) == .increment(Int64(2)))
         #expect(throws: StoreError.self) { try JSON.parse(#"{"__increment__": 2}"#) }
@@ -135,7 +140,9 @@ import TracerTesting
     @Test func namesReadBackFromRandomKeys() {
         var g = SplitMix64(seed: 77)
         for _ in 0..<5_000 {
-            let values = (0..<Int.random(in: 0..<4, using: &g)).map { _ in (RandomValues.value(&g), Bool.random(using: &g)) }
+            let values = (0..<Int.random(in: 0..<4, using: &g)).map { _ in
+                (RandomValues.value(&g), Bool.random(using: &g))
+            }
             let name = (0..<Int.random(in: 1..<5, using: &g)).map { _ in RandomValues.string(&g, minLength: 1) }
             let nameDescending = Bool.random(using: &g)
             var key: [UInt8] = []

@@ -39,7 +39,8 @@ import TracerTesting
         #expect(
             try store.get(p).data == [
                 "meta": ["a": 10, "b": 2], "odd.key": "x", "deep": ["new": ["field": true]],
-            ])
+            ]
+        )
     }
 
     @Test func updateOfMissingDocumentFails() throws {
@@ -64,7 +65,8 @@ import TracerTesting
             [
                 "count": .increment(Int64(2)), "ratio": .increment(0.25), "fresh": .increment(Int64(7)),
                 "tags": .arrayUnion(["b", "c"]), "at": .serverTimestamp, "big": .increment(Int64.max),
-            ])
+            ]
+        )
         try store.update(p, ["big": .increment(Int64(5))])
         let data = try #require(try store.get(p).data)
         #expect(data["count"] == 3)

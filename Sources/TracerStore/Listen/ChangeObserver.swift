@@ -260,7 +260,9 @@ struct ListenContext {
         let oldest = try db.scalar("SELECT min(seq) FROM changes") ?? (self.token + 1)
         if token < oldest - 1, token < self.token {
             throw StoreError(
-                .tokenExpired, "the change log no longer reaches back to token \(token) (oldest kept: \(oldest))")
+                .tokenExpired,
+                "the change log no longer reaches back to token \(token) (oldest kept: \(oldest))"
+            )
         }
     }
 

@@ -13,7 +13,9 @@ final class QueryListener: Listener {
     private let rerun: Bool
 
     init(
-        query: Query, from start: ListenStart, onSnapshot: @escaping @Sendable (QuerySnapshot) -> Void,
+        query: Query,
+        from start: ListenStart,
+        onSnapshot: @escaping @Sendable (QuerySnapshot) -> Void,
         onError: @escaping @Sendable (StoreError) -> Void
     ) {
         self.query = query
@@ -54,10 +56,17 @@ final class QueryListener: Listener {
                 let createdSince = batch.firstOp[path] == .created
                 if let i = position[path] {
                     changes.append(
-                        DocumentChange(kind: createdSince ? .added : .modified, document: results[i], oldIndex: -1, newIndex: i))
+                        DocumentChange(
+                            kind: createdSince ? .added : .modified,
+                            document: results[i],
+                            oldIndex: -1,
+                            newIndex: i
+                        )
+                    )
                 } else if !createdSince {
                     changes.append(
-                        DocumentChange(kind: .removed, document: try context.current(path), oldIndex: -1, newIndex: -1))
+                        DocumentChange(kind: .removed, document: try context.current(path), oldIndex: -1, newIndex: -1)
+                    )
                 }
             }
             onSnapshot(QuerySnapshot(documents: results, changes: changes, token: context.token))
@@ -97,8 +106,12 @@ final class QueryListener: Listener {
                 known[path] = doc
                 changes.append(
                     DocumentChange(
-                        kind: oldIndex == nil ? .added : .modified, document: doc, oldIndex: oldIndex ?? -1,
-                        newIndex: newIndex))
+                        kind: oldIndex == nil ? .added : .modified,
+                        document: doc,
+                        oldIndex: oldIndex ?? -1,
+                        newIndex: newIndex
+                    )
+                )
             }
         }
         if !changes.isEmpty {
@@ -134,7 +147,8 @@ final class DocumentListener: Listener {
     private var last: DocumentSnapshot?
 
     init(
-        path: DocumentPath, onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void,
+        path: DocumentPath,
+        onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void,
         onError: @escaping @Sendable (StoreError) -> Void
     ) {
         self.path = path
@@ -164,7 +178,8 @@ extension DocumentStore {
     /// changes the results, from this process or another. Callbacks run on the store's listener
     /// thread, one at a time. The listener stops when the registration is cancelled or released.
     public func addListener(
-        _ query: Query, from start: ListenStart = .now,
+        _ query: Query,
+        from start: ListenStart = .now,
         onError: @escaping @Sendable (StoreError) -> Void = { _ in },
         onSnapshot: @escaping @Sendable (QuerySnapshot) -> Void
     ) throws -> ListenerRegistration {
@@ -174,19 +189,26 @@ extension DocumentStore {
 
     /// Listens to one document: its current state, then each change.
     public func addListener(
-        document path: DocumentPath, onError: @escaping @Sendable (StoreError) -> Void = { _ in },
+        document path: DocumentPath,
+        onError: @escaping @Sendable (StoreError) -> Void = { _ in },
         onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void
     ) -> ListenerRegistration {
         observer.add(DocumentListener(path: path, onSnapshot: onSnapshot, onError: onError))
     }
 
     /// A query's snapshots as an async sequence; the listener stops when the loop ends.
-    public func snapshots(_ query: Query, from start: ListenStart = .now) -> AsyncThrowingStream<QuerySnapshot, any Error> {
+    public func snapshots(
+        _ query: Query,
+        from start: ListenStart = .now
+    ) -> AsyncThrowingStream<QuerySnapshot, any Error> {
         AsyncThrowingStream { continuation in
             do {
                 let registration = try addListener(
-                    query, from: start, onError: { continuation.finish(throwing: $0) },
-                    onSnapshot: { continuation.yield($0) })
+                    query,
+                    from: start,
+                    onError: { continuation.finish(throwing: $0) },
+                    onSnapshot: { continuation.yield($0) }
+                )
                 continuation.onTermination = { _ in registration.cancel() }
             } catch {
                 continuation.finish(throwing: error)
@@ -198,7 +220,10 @@ extension DocumentStore {
     public func snapshots(document path: DocumentPath) -> AsyncThrowingStream<DocumentSnapshot, any Error> {
         AsyncThrowingStream { continuation in
             let registration = addListener(
-                document: path, onError: { continuation.finish(throwing: $0) }, onSnapshot: { continuation.yield($0) })
+                document: path,
+                onError: { continuation.finish(throwing: $0) },
+                onSnapshot: { continuation.yield($0) }
+            )
             continuation.onTermination = { _ in registration.cancel() }
         }
     }

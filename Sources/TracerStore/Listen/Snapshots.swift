@@ -59,7 +59,9 @@ enum SnapshotDiff {
             tracker.remove(at: i)
             out.append(DocumentChange(kind: .removed, document: doc, oldIndex: i, newIndex: -1))
         }
-        func insertionIndex(_ doc: DocumentSnapshot) -> Int { Self.insertionIndex(of: doc, in: tracker, orders: orders) }
+        func insertionIndex(_ doc: DocumentSnapshot) -> Int {
+            Self.insertionIndex(of: doc, in: tracker, orders: orders)
+        }
         for doc in new where oldByPath[doc.path] == nil {
             let i = insertionIndex(doc)
             tracker.insert(doc, at: i)

@@ -28,7 +28,11 @@ final class ConnectionPool: @unchecked Sendable {
         let mode = try writer.statement("PRAGMA journal_mode = WAL")
         _ = try mode.step()
         guard mode.text(0).lowercased() == "wal" else {
-            throw StoreError(.sqlite, "the store cannot use write-ahead logging (journal mode \(mode.text(0)))", context: path)
+            throw StoreError(
+                .sqlite,
+                "the store cannot use write-ahead logging (journal mode \(mode.text(0)))",
+                context: path
+            )
         }
         mode.reset()
         try writer.execute(
@@ -36,7 +40,8 @@ final class ConnectionPool: @unchecked Sendable {
             PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL");
             PRAGMA cache_size = -65536;
             PRAGMA foreign_keys = OFF;
-            """)
+            """
+        )
         try setUp(writer)
         self.writer = writer
         var readers: [SQLiteConnection] = []

@@ -107,24 +107,37 @@ final class SQLiteStatement {
         value.withUTF8 { buf in
             let base = UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
             _ = sqlite3_bind_text(
-                handle, index, base.assumingMemoryBound(to: CChar.self), Int32(buf.count), CTracerSQLite_TRANSIENT())
+                handle,
+                index,
+                base.assumingMemoryBound(to: CChar.self),
+                Int32(buf.count),
+                CTracerSQLite_TRANSIENT()
+            )
         }
     }
 
     func bindText(_ index: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { buf in
             _ = sqlite3_bind_text(
-                handle, index, UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                handle,
+                index,
+                UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
                     .assumingMemoryBound(to: CChar.self),
-                Int32(buf.count), CTracerSQLite_TRANSIENT())
+                Int32(buf.count),
+                CTracerSQLite_TRANSIENT()
+            )
         }
     }
 
     func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buf in
             _ = sqlite3_bind_blob(
-                handle, index, buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(buf.count),
-                CTracerSQLite_TRANSIENT())
+                handle,
+                index,
+                buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                Int32(buf.count),
+                CTracerSQLite_TRANSIENT()
+            )
         }
     }
 

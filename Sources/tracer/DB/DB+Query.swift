@@ -12,18 +12,21 @@ extension DB {
                   tracer db query beacons/b-101/interactions --where 'proximity in ["near","immediate"]' \
                 --order-by start --desc --limit 10
                   tracer db query interactions --group --where 'deviceId == "f7826da6-…:1:42"' --json
-                """)
+                """
+        )
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "A collection path, or with --group a collection id.") var collection: String
         @Flag(help: "Query every collection with this id, at any depth.") var group = false
         @Option(
             name: .customLong("where"),
-            help: ArgumentHelp("A filter 'FIELD OP VALUE' with VALUE in JSON; repeat to AND them.", valueName: "filter"))
+            help: ArgumentHelp("A filter 'FIELD OP VALUE' with VALUE in JSON; repeat to AND them.", valueName: "filter")
+        )
         var filters: [String] = []
         @Option(
             name: .customLong("order-by"),
-            help: ArgumentHelp("Sort by a field (FIELD or FIELD:desc); repeat for more keys.", valueName: "field"))
+            help: ArgumentHelp("Sort by a field (FIELD or FIELD:desc); repeat for more keys.", valueName: "field")
+        )
         var orderBy: [String] = []
         @Flag(help: "Sort the last --order-by field descending.") var desc = false
         @Option(help: "Keep at most N documents.") var limit: Int?
@@ -37,7 +40,9 @@ extension DB {
         @Flag(help: "Print a JSON array of {\"path\", \"data\"}.") var json = false
 
         func validate() throws {
-            if limit != nil && limitToLast != nil { throw ValidationError("--limit and --limit-to-last exclude each other") }
+            if limit != nil && limitToLast != nil {
+                throw ValidationError("--limit and --limit-to-last exclude each other")
+            }
             if desc && orderBy.isEmpty { throw ValidationError("--desc needs --order-by") }
         }
 
@@ -88,7 +93,8 @@ extension DB {
                 for doc in docs {
                     Output.line(
                         doc.path.description.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                            + HumanFormat.render(.map(doc.data ?? [:])))
+                            + HumanFormat.render(.map(doc.data ?? [:]))
+                    )
                 }
                 Output.line("\(docs.count) document\(docs.count == 1 ? "" : "s")")
             }

@@ -6,7 +6,8 @@ extension DB {
     struct ImportCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            abstract: "Write documents from lines of {\"path\", \"data\"} (each replaces the document).")
+            abstract: "Write documents from lines of {\"path\", \"data\"} (each replaces the document)."
+        )
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "A JSON-lines file, as `tracer db export` writes.") var file: String
@@ -37,7 +38,8 @@ extension DB {
     struct ExportCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "export",
-            abstract: "Print documents as lines of {\"path\", \"data\"}: a collection or document and all beneath it.")
+            abstract: "Print documents as lines of {\"path\", \"data\"}: a collection or document and all beneath it."
+        )
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "A collection or document path; '/' for the whole store; with --group a collection id.")

@@ -12,7 +12,8 @@ extension DB {
                 there (as added), then for each change, from this machine's other processes too, until \
                 interrupted. With --since TOKEN it prints the changes after that token instead of the \
                 current documents, and each line carries the "token" to resume from.
-                """)
+                """
+        )
 
         @OptionGroup var options: StoreOptions
         @Argument(help: "A document path, a collection path, or with --group a collection id.") var path: String
@@ -25,7 +26,9 @@ extension DB {
             let segments = path.split(separator: "/", omittingEmptySubsequences: true).count
             if !group && segments % 2 == 0 {
                 if since != nil {
-                    throw ValidationError("--since takes a collection or a group; a document's watch starts from its state now")
+                    throw ValidationError(
+                        "--since takes a collection or a group; a document's watch starts from its state now"
+                    )
                 }
                 let docPath = try DocumentPath(path)
                 var previous: DocumentSnapshot?
@@ -42,11 +45,17 @@ extension DB {
                 return
             }
             let query =
-                group ? TracerStore.Query(collectionGroup: path) : TracerStore.Query(collection: try CollectionPath(path))
+                group
+                ? TracerStore.Query(collectionGroup: path) : TracerStore.Query(collection: try CollectionPath(path))
             let start: ListenStart = since.map { .after(token: $0) } ?? .now
             for try await snap in store.snapshots(query, from: start) {
                 for change in snap.changes {
-                    emit(change.kind.rawValue, change.document.path, change.document.data, since == nil ? nil : snap.token)
+                    emit(
+                        change.kind.rawValue,
+                        change.document.path,
+                        change.document.data,
+                        since == nil ? nil : snap.token
+                    )
                 }
             }
         }

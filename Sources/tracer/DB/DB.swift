@@ -13,7 +13,8 @@ struct DB: AsyncParsableCommand {
             {"__arrayUnion__": [...]}, {"__arrayRemove__": [...]} and {"__delete__": true}.
             """,
         subcommands: [
-            GetCommand.self, SetCommand.self, DeleteCommand.self, QueryCommand.self, WatchCommand.self, ImportCommand.self,
+            GetCommand.self, SetCommand.self, DeleteCommand.self, QueryCommand.self, WatchCommand.self,
+            ImportCommand.self,
             ExportCommand.self, IndexCommand.self, PurgeCommand.self,
         ]
     )
@@ -36,7 +37,9 @@ extension DB {
 
     struct SetCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "set", abstract: "Write a document (replace it, or merge into it).")
+            commandName: "set",
+            abstract: "Write a document (replace it, or merge into it)."
+        )
         @OptionGroup var options: StoreOptions
         @Argument(help: "A document path.") var path: String
         @Argument(help: "The document as a JSON object.") var json: String
@@ -53,7 +56,10 @@ extension DB {
     }
 
     struct DeleteCommand: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a document (its subcollections stay).")
+        static let configuration = CommandConfiguration(
+            commandName: "delete",
+            abstract: "Delete a document (its subcollections stay)."
+        )
         @OptionGroup var options: StoreOptions
         @Argument(help: "A document path.") var path: String
 
