@@ -12,15 +12,17 @@ struct QueryEngine {
         var reverse = false
         /// Rows arrive in the query's order, so a limit can stop the scan early.
         var ordered = false
+        /// Without an index: read one collection (true) or a whole collection group.
+        var oneCollection = false
 
         var sql: String {
             if index != nil {
                 return "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
                     + (reverse ? " DESC" : "")
             }
-            return lower.isEmpty
-                ? "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1"
-                : "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 ORDER BY id"
+            return oneCollection
+                ? "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 ORDER BY id"
+                : "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1"
         }
     }
 
@@ -135,9 +137,9 @@ struct QueryEngine {
         let wantedScope: IndexDefinition.Scope
         var fallback = Plan()
         switch query.source {
-        case .collection(let c):
+        case .collection:
             wantedScope = .collection
-            fallback.lower = Array(c.description.utf8)  // marks "one collection" for `sql`
+            fallback.oneCollection = true
             fallback.ordered = orders.count == 1 && !orders[0].descending
         case .group:
             wantedScope = .collectionGroup
