@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -28,6 +29,15 @@ let package = Package(
             ]
         ),
 
+        // Ranging, with no I/O: iBeacon frames, RSSI filters, distance, proximity, windows.
+        .target(name: "TracerRanging"),
+
+        // Sites: the BeaconMap files.
+        .target(
+            name: "TracerSite",
+            dependencies: ["TracerRanging", .product(name: "Yams", package: "Yams")]
+        ),
+
         // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
         .target(
             name: "TracerBenchmarks",
@@ -42,6 +52,8 @@ let package = Package(
             name: "tracer",
             dependencies: [
                 "TracerStore",
+                "TracerRanging",
+                "TracerSite",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -60,6 +72,10 @@ let package = Package(
         .testTarget(
             name: "TracerStoreTests",
             dependencies: ["TracerStore", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerRangingTests",
+            dependencies: ["TracerRanging", "TracerSite", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

@@ -184,3 +184,47 @@ import TracerTesting
         #expect(purge.stderr.isEmpty, "logs stay quiet by default: \(purge.stderr)")
     }
 }
+
+@Suite struct DecodeAndMapCommandTests {
+    @Test func decodeJSONIsExactlyTheContract() throws {
+        let r = try TracerProcess.run([
+            "decode", "02 01 06 1A FF 4C 00 02 15 E2 C5 6D B5 DF FB 48 D2 B0 60 D0 F5 A7 10 96 E0 00 02 00 07 C5",
+            "--json",
+        ])
+        #expect(r.status == 0)
+        #expect(
+            r.stdout
+                == #"{"uuid": "e2c56db5-dffb-48d2-b060-d0f5a71096e0", "major": 2, "minor": 7, "measuredPower": -59}"#
+                + "\n"
+        )
+        let colons = try TracerProcess.run([
+            "decode", "02:01:06:1a:ff:4c:00:02:15:e2:c5:6d:b5:df:fb:48:d2:b0:60:d0:f5:a7:10:96:e0:00:02:00:07:c5",
+        ])
+        #expect(colons.stdout.contains("major 2 minor 7"))
+    }
+
+    @Test(arguments: [("0201", "no iBeacon"), ("zz", "is not hex"), ("0201061AFF4C000216", "no iBeacon")])
+    func decodeFailsWithTheReason(_ hex: String, _ reason: String) throws {
+        let r = try TracerProcess.run(["decode", hex])
+        #expect(r.status == 1 && r.stdout.isEmpty && r.stderr.contains(reason), "\(r.stderr)")
+    }
+
+    @Test func mapCheck() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let r = try TracerProcess.run([
+            "map", "check", root.appendingPathComponent("BeaconMap/example-campus.yaml").path,
+        ])
+        #expect(
+            r.status == 0 && r.stdout.contains("12 rooms in 2 buildings") && r.stdout.hasSuffix("ok\n"),
+            "\(r.stdout)\(r.stderr)"
+        )
+        let dir = TemporaryDirectory()
+        try "site: X\ndeviceUUIDs: [nope]\n".write(toFile: dir.file("bad.yaml"), atomically: true, encoding: .utf8)
+        let bad = try TracerProcess.run(["map", "check", dir.file("bad.yaml")])
+        #expect(
+            bad.status == 1 && bad.stderr.contains("bad.yaml:2: a device UUID 'nope' is not a UUID"),
+            "\(bad.stderr)"
+        )
+    }
+}

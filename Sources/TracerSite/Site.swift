@@ -1,0 +1,126 @@
+import TracerRanging
+
+/// A site as its BeaconMap file describes it: who counts as a person, its rooms, its anchors.
+public struct Site: Sendable {
+    /// The site's name.
+    public var name: String
+    /// Proximity UUIDs of the site's personal devices (badges, phones).
+    public var deviceUUIDs: Set<UUIDBytes>
+    public var rooms: [Room]
+    public var anchors: [Anchor]
+    /// The ranging settings (the map's `settings:` section over the defaults).
+    public var ranging: RangingSettings
+    /// The file it came from.
+    public var file: String
+
+    private var anchorsByKey: [String: Int] = [:]
+    private var beaconsByIdentity: [BeaconIdentity: Int] = [:]
+
+    struct BeaconIdentity: Hashable, Sendable {
+        var uuid: UUIDBytes
+        var major: UInt16
+        var minor: UInt16
+    }
+
+    public init(
+        name: String,
+        deviceUUIDs: Set<UUIDBytes>,
+        rooms: [Room],
+        anchors: [Anchor],
+        ranging: RangingSettings,
+        file: String
+    ) {
+        self.name = name
+        self.deviceUUIDs = deviceUUIDs
+        self.rooms = rooms
+        self.anchors = anchors
+        self.ranging = ranging
+        self.file = file
+        for (i, a) in anchors.enumerated() {
+            anchorsByKey[a.key] = i
+            if let id = a.identity {
+                beaconsByIdentity[BeaconIdentity(uuid: id.uuid, major: id.major, minor: id.minor)] = i
+            }
+        }
+    }
+
+    /// The anchor with this key.
+    public func anchor(_ key: String) -> Anchor? {
+        anchorsByKey[key].map { anchors[$0] }
+    }
+
+    /// The fixed beacon of the map that this advert comes from, if any.
+    public func fixedBeacon(for beacon: IBeacon) -> Anchor? {
+        beaconsByIdentity[BeaconIdentity(uuid: beacon.uuid, major: beacon.major, minor: beacon.minor)].map {
+            anchors[$0]
+        }
+    }
+
+    /// Whether an advert comes from one of the site's personal devices.
+    public func isPersonalDevice(_ beacon: IBeacon) -> Bool {
+        deviceUUIDs.contains(beacon.uuid)
+    }
+
+    /// The room with this key.
+    public func room(_ key: String) -> Room? {
+        rooms.first { $0.key == key }
+    }
+}
+
+/// A point on the floor plan, in metres.
+public struct Point: Sendable, Hashable {
+    public var x: Double
+    public var y: Double
+
+    public init(_ x: Double, _ y: Double) {
+        self.x = x
+        self.y = y
+    }
+}
+
+/// A room: its outline on the floor plan.
+public struct Room: Sendable {
+    public var key: String
+    public var name: String
+    public var building: String?
+    public var floor: Int?
+    public var outline: [Point]
+
+    /// Whether a point lies inside the outline or on its edge.
+    public func contains(_ p: Point) -> Bool {
+        var inside = false
+        var j = outline.count - 1
+        for i in 0..<outline.count {
+            let a = outline[i]
+            let b = outline[j]
+            // On an edge counts as inside: a kiosk is often mounted on a wall.
+            let cross = (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
+            if abs(cross) < 1e-9, p.x >= min(a.x, b.x) - 1e-9, p.x <= max(a.x, b.x) + 1e-9,
+                p.y >= min(a.y, b.y) - 1e-9, p.y <= max(a.y, b.y) + 1e-9
+            {
+                return true
+            }
+            if (a.y > p.y) != (b.y > p.y), p.x < (b.x - a.x) * (p.y - a.y) / (b.y - a.y) + a.x {
+                inside.toggle()
+            }
+            j = i
+        }
+        return inside
+    }
+}
+
+/// A kiosk or a fixed beacon at a known position.
+public struct Anchor: Sendable {
+    public enum Kind: String, Sendable {
+        case kiosk, beacon
+    }
+
+    public var key: String
+    public var kind: Kind
+    public var room: String
+    public var position: Point
+    /// For beacons: what they advertise.
+    public var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
+    /// Overrides the advert's measured power (dBm at 1 m).
+    public var measuredPower: Int?
+}

@@ -1,0 +1,279 @@
+import Foundation
+import TracerRanging
+import Yams
+
+/// A BeaconMap file that cannot be used: which file, which line, what is wrong.
+public struct SiteError: Error, Sendable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var message: String
+
+    public var description: String {
+        line.map { "\(file):\($0): \(message)" } ?? "\(file): \(message)"
+    }
+}
+
+extension Site {
+    /// Reads and checks a BeaconMap file.
+    public static func load(file: String) throws -> Site {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw SiteError(file: file, line: nil, message: "cannot read the file")
+        }
+        return try parse(String(decoding: data, as: UTF8.self), file: file)
+    }
+
+    /// Parses and checks BeaconMap YAML; `file` names it in errors.
+    public static func parse(_ text: String, file: String) throws -> Site {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let e as YamlError {
+            throw SiteError(file: file, line: Self.line(of: e), message: "not valid YAML: \(Self.problem(of: e))")
+        }
+        guard let root, let top = root.mapping else {
+            throw SiteError(
+                file: file,
+                line: root?.mark?.line,
+                message: "expected a mapping with site, deviceUUIDs, rooms and anchors"
+            )
+        }
+        var reader = Reader(file: file)
+        return try reader.site(top, mark: root.mark)
+    }
+
+    private static func line(of e: YamlError) -> Int? {
+        switch e {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
+        default: nil
+        }
+    }
+
+    private static func problem(of e: YamlError) -> String {
+        switch e {
+        case .scanner(_, let p, _, _), .parser(_, let p, _, _), .composer(_, let p, _, _): p
+        default: "\(e)".split(separator: "\n").first.map(String.init) ?? "\(e)"
+        }
+    }
+}
+
+/// Walks the YAML nodes, keeping the file for errors.
+private struct Reader {
+    let file: String
+
+    func fail(_ node: Node?, _ message: String) -> SiteError {
+        SiteError(file: file, line: node?.mark?.line, message: message)
+    }
+
+    func fail(_ mark: Mark?, _ message: String) -> SiteError {
+        SiteError(file: file, line: mark?.line, message: message)
+    }
+
+    /// The fields of a mapping by name; unknown names are errors (a typo must not pass silently).
+    func fields(_ node: Node, _ what: String, allowed: Set<String>) throws -> [String: Node] {
+        guard let mapping = node.mapping else { throw fail(node, "\(what) must be a mapping") }
+        var out: [String: Node] = [:]
+        for (k, v) in mapping {
+            guard let key = k.string else { throw fail(k, "\(what): keys must be names") }
+            guard allowed.contains(key) else {
+                throw fail(k, "\(what): unknown field '\(key)' (expected \(allowed.sorted().joined(separator: ", ")))")
+            }
+            out[key] = v
+        }
+        return out
+    }
+
+    func string(_ node: Node?, _ what: String, parent: Mark?) throws -> String {
+        guard let node else { throw fail(parent, "\(what) is missing") }
+        guard let s = node.scalar?.string, !s.isEmpty else { throw fail(node, "\(what) must be text") }
+        return s
+    }
+
+    func number(_ node: Node?, _ what: String, parent: Mark?) throws -> Double {
+        guard let node else { throw fail(parent, "\(what) is missing") }
+        guard let s = node.scalar?.string, let d = Double(s), d.isFinite else {
+            throw fail(node, "\(what) must be a number")
+        }
+        return d
+    }
+
+    func integer(_ node: Node?, _ what: String, in range: ClosedRange<Int>, parent: Mark?) throws -> Int {
+        guard let node else { throw fail(parent, "\(what) is missing") }
+        guard let s = node.scalar?.string, let i = Int(s) else { throw fail(node, "\(what) must be a whole number") }
+        guard range.contains(i) else {
+            throw fail(node, "\(what) must be from \(range.lowerBound) to \(range.upperBound), not \(i)")
+        }
+        return i
+    }
+
+    func uuid(_ node: Node?, _ what: String, parent: Mark?) throws -> UUIDBytes {
+        let text = try string(node, what, parent: parent)
+        guard let u = UUIDBytes(text) else {
+            throw fail(node, "\(what) '\(text)' is not a UUID (like f7826da6-4fa2-4e98-8024-bc5b71e0893e)")
+        }
+        return u
+    }
+
+    func point(_ node: Node?, _ what: String, parent: Mark?) throws -> Point {
+        guard let node else { throw fail(parent, "\(what) is missing") }
+        guard let seq = node.sequence, seq.count == 2 else { throw fail(node, "\(what) must be [x, y] in metres") }
+        return Point(try number(seq[0], what, parent: node.mark), try number(seq[1], what, parent: node.mark))
+    }
+
+    mutating func site(_ top: Node.Mapping, mark: Mark?) throws -> Site {
+        let root = Node.mapping(top)
+        let f = try fields(root, "the map", allowed: ["site", "deviceUUIDs", "rooms", "anchors", "settings"])
+        let name = try string(f["site"], "site", parent: mark)
+
+        guard let uuidNodes = f["deviceUUIDs"]?.sequence, !uuidNodes.isEmpty else {
+            throw fail(f["deviceUUIDs"] ?? nil, "deviceUUIDs must list at least one proximity UUID")
+        }
+        var deviceUUIDs = Set<UUIDBytes>()
+        for n in uuidNodes { deviceUUIDs.insert(try uuid(n, "a device UUID", parent: mark)) }
+
+        guard let roomNodes = f["rooms"]?.sequence, !roomNodes.isEmpty else {
+            throw fail(f["rooms"] ?? nil, "rooms must list at least one room")
+        }
+        var rooms: [Room] = []
+        var roomLines: [String: Int] = [:]
+        for n in roomNodes {
+            let r = try fields(n, "a room", allowed: ["key", "name", "building", "floor", "outline"])
+            let key = try string(r["key"], "a room's key", parent: n.mark)
+            if let first = roomLines[key] {
+                throw fail(r["key"], "duplicate room key '\(key)' (first on line \(first))")
+            }
+            roomLines[key] = n.mark?.line ?? 0
+            guard let outlineNode = r["outline"], let corners = outlineNode.sequence, corners.count >= 3 else {
+                throw fail(r["outline"] ?? n, "room '\(key)': outline must list at least three [x, y] corners")
+            }
+            let outline = try corners.map { try point($0, "room '\(key)': a corner", parent: outlineNode.mark) }
+            rooms.append(
+                Room(
+                    key: key,
+                    name: try r["name"].map { try string($0, "room '\(key)': name", parent: n.mark) } ?? key,
+                    building: r["building"]?.scalar?.string,
+                    floor: try r["floor"].map {
+                        try integer($0, "room '\(key)': floor", in: -20...200, parent: n.mark)
+                    },
+                    outline: outline
+                )
+            )
+        }
+
+        guard let anchorNodes = f["anchors"]?.sequence, !anchorNodes.isEmpty else {
+            throw fail(f["anchors"] ?? nil, "anchors must list at least one kiosk or beacon")
+        }
+        var anchors: [Anchor] = []
+        var anchorLines: [String: Int] = [:]
+        var identities: [String: String] = [:]
+        for n in anchorNodes {
+            let a = try fields(
+                n,
+                "an anchor",
+                allowed: ["key", "kind", "room", "position", "uuid", "major", "minor", "measuredPower"]
+            )
+            let key = try string(a["key"], "an anchor's key", parent: n.mark)
+            if let first = anchorLines[key] {
+                throw fail(a["key"], "duplicate anchor key '\(key)' (first on line \(first))")
+            }
+            anchorLines[key] = n.mark?.line ?? 0
+            let kindText = try string(a["kind"], "anchor '\(key)': kind", parent: n.mark)
+            guard let kind = Anchor.Kind(rawValue: kindText) else {
+                throw fail(a["kind"], "anchor '\(key)': kind must be kiosk or beacon, not '\(kindText)'")
+            }
+            let roomKey = try string(a["room"], "anchor '\(key)': room", parent: n.mark)
+            guard let room = rooms.first(where: { $0.key == roomKey }) else {
+                throw fail(a["room"], "anchor '\(key)': unknown room '\(roomKey)'")
+            }
+            let position = try point(a["position"], "anchor '\(key)': position", parent: n.mark)
+            guard room.contains(position) else {
+                throw fail(
+                    a["position"],
+                    "anchor '\(key)': position [\(position.x), \(position.y)] is outside room '\(roomKey)'"
+                )
+            }
+            var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
+            if kind == .beacon {
+                let u = try uuid(a["uuid"], "beacon '\(key)': uuid", parent: n.mark)
+                let major = try integer(a["major"], "beacon '\(key)': major", in: 0...65535, parent: n.mark)
+                let minor = try integer(a["minor"], "beacon '\(key)': minor", in: 0...65535, parent: n.mark)
+                let text = "\(u):\(major):\(minor)"
+                if let other = identities[text] {
+                    throw fail(n, "beacon '\(key)' advertises the same uuid, major and minor as '\(other)'")
+                }
+                identities[text] = key
+                identity = (u, UInt16(major), UInt16(minor))
+            } else if let stray = a["uuid"] ?? a["major"] ?? a["minor"] {
+                throw fail(stray, "kiosk '\(key)': uuid, major and minor are for beacons")
+            }
+            let power = try a["measuredPower"].map {
+                try integer($0, "anchor '\(key)': measuredPower", in: -127...(-1), parent: n.mark)
+            }
+            anchors.append(
+                Anchor(
+                    key: key,
+                    kind: kind,
+                    room: roomKey,
+                    position: position,
+                    identity: identity,
+                    measuredPower: power
+                )
+            )
+        }
+
+        var ranging = RangingSettings()
+        if let s = f["settings"] { ranging = try settings(s) }
+        return Site(name: name, deviceUUIDs: deviceUUIDs, rooms: rooms, anchors: anchors, ranging: ranging, file: file)
+    }
+
+    func settings(_ node: Node) throws -> RangingSettings {
+        let f = try fields(
+            node,
+            "settings",
+            allowed: [
+                "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
+                "receiverOffset", "immediate", "near", "window", "lostAfter",
+            ]
+        )
+        var r = RangingSettings()
+        if let n = f["filter"] {
+            let text = try string(n, "settings: filter", parent: node.mark)
+            guard let kind = RSSIFilterKind(rawValue: text) else {
+                throw fail(
+                    n,
+                    "settings: filter must be one of \(RSSIFilterKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            r.filter.kind = kind
+        }
+        if let n = f["armaCoefficient"] { r.filter.coefficient = try bounded(n, "armaCoefficient", 0.01...1) }
+        if let n = f["filterWindow"] { r.filter.window = try bounded(n, "filterWindow", 1...300) }
+        if let n = f["outlierClamp"] { r.filter.outlierClamp = try bounded(n, "outlierClamp", 0...100) }
+        var exponent = 2.0
+        if let n = f["pathLossExponent"] { exponent = try bounded(n, "pathLossExponent", 1...6) }
+        r.model = .logDistance(exponent: exponent)
+        if let n = f["distanceModel"] {
+            switch try string(n, "settings: distanceModel", parent: node.mark) {
+            case "log-distance": break
+            case "altbeacon": r.model = .altBeaconCurve
+            case let other: throw fail(n, "settings: distanceModel must be log-distance or altbeacon, not '\(other)'")
+            }
+        }
+        if let n = f["receiverOffset"] { r.receiverOffset = try bounded(n, "receiverOffset", -40...40) }
+        if let n = f["immediate"] { r.thresholds.immediate = try bounded(n, "immediate", 0.01...10) }
+        if let n = f["near"] { r.thresholds.near = try bounded(n, "near", 0.1...50) }
+        guard r.thresholds.immediate < r.thresholds.near else {
+            throw fail(node, "settings: immediate must be less than near")
+        }
+        if let n = f["window"] { r.window = try bounded(n, "window", 1...3600) }
+        if let n = f["lostAfter"] { r.lostAfter = try bounded(n, "lostAfter", 1...3600) }
+        return r
+    }
+
+    func bounded(_ n: Node, _ name: String, _ range: ClosedRange<Double>) throws -> Double {
+        let v = try number(n, "settings: \(name)", parent: n.mark)
+        guard range.contains(v) else {
+            throw fail(n, "settings: \(name) must be from \(range.lowerBound) to \(range.upperBound), not \(v)")
+        }
+        return v
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+@testable import TracerRanging
+@testable import TracerSite
+
+@Suite struct SiteTests {
+    static var examplePath: String {
+        // Tests/TracerRangingTests/SiteTests.swift → the repository root.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return root.appendingPathComponent("BeaconMap/example-campus.yaml").path
+    }
+
+    @Test func theExampleSiteLoads() throws {
+        let site = try Site.load(file: Self.examplePath)
+        #expect(site.name == "Example Campus")
+        #expect(site.rooms.count >= 12 && Set(site.rooms.compactMap(\.building)).count == 2)
+        #expect(site.anchor("kiosk-lab")?.kind == .kiosk)
+        let door = try #require(site.anchor("b-lab-door"))
+        #expect(door.measuredPower == -59 && door.identity?.minor == 7)
+        let advert = IBeacon(
+            uuid: UUIDBytes("e2c56db5-dffb-48d2-b060-d0f5a71096e0")!,
+            major: 2,
+            minor: 7,
+            measuredPower: -60
+        )
+        #expect(site.fixedBeacon(for: advert)?.key == "b-lab-door")
+        #expect(
+            site.isPersonalDevice(
+                IBeacon(
+                    uuid: UUIDBytes("f7826da6-4fa2-4e98-8024-bc5b71e0893e")!,
+                    major: 1,
+                    minor: 1,
+                    measuredPower: -59
+                )
+            )
+        )
+        #expect(!site.isPersonalDevice(advert))
+    }
+
+    static let good = """
+        site: Test
+        deviceUUIDs: [f7826da6-4fa2-4e98-8024-bc5b71e0893e]
+        rooms:
+          - {key: lab, name: Lab, outline: [[0, 0], [10, 0], [10, 10], [0, 10]]}
+        anchors:
+          - {key: kiosk-lab, kind: kiosk, room: lab, position: [5, 5]}
+          - {key: b1, kind: beacon, room: lab, position: [0, 5], uuid: e2c56db5-dffb-48d2-b060-d0f5a71096e0, major: 2, minor: 7}
+        settings: {filter: arma, armaCoefficient: 0.25, pathLossExponent: 2.5, near: 2.5}
+        """
+
+    @Test func settingsApply() throws {
+        let site = try Site.parse(Self.good, file: "t.yaml")
+        #expect(site.ranging.filter.kind == .arma && site.ranging.filter.coefficient == 0.25)
+        #expect(site.ranging.model == .logDistance(exponent: 2.5))
+        #expect(site.ranging.thresholds.near == 2.5)
+    }
+
+    static let broken: [(String, String, String)] = [
+        (
+            "room: lab, position: [5, 5]}", "room: attic, position: [5, 5]}",
+            "t.yaml:6: anchor 'kiosk-lab': unknown room 'attic'"
+        ),
+        ("key: b1,", "key: kiosk-lab,", "t.yaml:7: duplicate anchor key 'kiosk-lab' (first on line 6)"),
+        (
+            "uuid: e2c56db5-dffb", "uuid: e2c56db5-xxxx",
+            "t.yaml:7: beacon 'b1': uuid 'e2c56db5-xxxx-48d2-b060-d0f5a71096e0' is not a UUID"
+        ),
+        (
+            "position: [5, 5]", "position: [15, 5]",
+            "t.yaml:6: anchor 'kiosk-lab': position [15.0, 5.0] is outside room 'lab'"
+        ),
+        ("major: 2,", "major: 70000,", "t.yaml:7: beacon 'b1': major must be from 0 to 65535, not 70000"),
+        ("kind: kiosk", "kind: kiosque", "t.yaml:6: anchor 'kiosk-lab': kind must be kiosk or beacon, not 'kiosque'"),
+        ("filter: arma", "filter: median", "t.yaml:8: settings: filter must be one of trimmed-mean, arma, kalman"),
+        ("name: Lab,", "name: Lab, colour: red,", "t.yaml:4: a room: unknown field 'colour'"),
+        ("rooms:", "rooms: [", "t.yaml:"),
+    ]
+
+    @Test(arguments: broken)
+    func errorsNameTheFileAndLine(_ from: String, _ to: String, _ expected: String) {
+        let text = Self.good.replacingOccurrences(of: from, with: to)
+        #expect {
+            try Site.parse(text, file: "t.yaml")
+        } throws: { error in
+            "\(error)".hasPrefix(expected)
+        }
+    }
+}
