@@ -38,6 +38,15 @@ let package = Package(
             dependencies: ["TracerRanging", .product(name: "Yams", package: "Yams")]
         ),
 
+        // The kiosk daemon: advert sources, attribution, interaction documents into the store.
+        .target(
+            name: "TracerDaemon",
+            dependencies: [
+                "TracerRanging", "TracerSite", "TracerStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
         .target(
             name: "TracerBenchmarks",
@@ -54,6 +63,7 @@ let package = Package(
                 "TracerStore",
                 "TracerRanging",
                 "TracerSite",
+                "TracerDaemon",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,6 +86,12 @@ let package = Package(
         .testTarget(
             name: "TracerRangingTests",
             dependencies: ["TracerRanging", "TracerSite", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerDaemonTests",
+            dependencies: [
+                "TracerDaemon", "TracerTesting", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "TracerCLITests",

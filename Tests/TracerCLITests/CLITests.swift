@@ -228,3 +228,75 @@ import TracerTesting
         )
     }
 }
+
+@Suite struct DaemonCommandTests {
+    let dir = TemporaryDirectory("tracer-daemon")
+    static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
+
+    func replay(seconds: Double) throws -> String {
+        var f = ReplayFixture()
+        f.rate = 10
+        f.badges = (0..<20).map { i in
+            .init(
+                uuid: "f7826da6-4fa2-4e98-8024-bc5b71e0893e",
+                major: 1,
+                minor: UInt16(i),
+                address: "AA:BB:CC:00:00:\(i)",
+                distance: 0.5 + Double(i) / 2,
+                from: 1_795_341_600,
+                to: 1_795_341_600 + seconds
+            )
+        }
+        let path = dir.file("replay-\(Int(seconds)).jsonl")
+        try f.write(to: path)
+        return path
+    }
+
+    @Test func replayRunsToTheEndAndReports() throws {
+        let file = try replay(seconds: 60)
+        let r = try TracerProcess.run([
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(file)", "--store",
+            dir.file("s.sqlite"),
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasPrefix("ranged 12060 adverts (12000 iBeacon, 12000 attributed"), "\(r.stdout)")
+        #expect(r.stdout.contains("wrote 40 interaction documents"), "\(r.stdout)")
+        #expect(r.stderr.contains("skipped 1 of 12061 lines") && r.stderr.contains("replay-60.jsonl:"), "\(r.stderr)")
+        let count = try TracerProcess.run([
+            "db", "query", "beacons/kiosk-lab/interactions", "--count", "--store", dir.file("s.sqlite"),
+        ])
+        #expect(count.stdout == "40\n")
+    }
+
+    @Test(arguments: [
+        (["--anchor", "kiosk-nowhere"], "no anchor 'kiosk-nowhere'"),
+        (["--anchor", "b-lab-door"], "is a beacon, not a kiosk"),
+        (["--anchor", "kiosk-lab", "--device", "x"], "exactly one of --anchor"),
+        (["--anchor", "kiosk-lab", "--source", "replay:/nonexistent.jsonl"], "cannot read the replay file"),
+        (["--anchor", "kiosk-lab", "--source", "carrier-pigeon"], "--source takes bluez or replay:FILE"),
+    ])
+    func badStartsAreOneLine(_ args: [String], _ message: String) throws {
+        let r = try TracerProcess.run(["daemon", "--map", Self.map] + args + ["--store", dir.file("s.sqlite")])
+        #expect(
+            r.status == 1 && r.stderr.contains(message) && r.stderr.split(separator: "\n").count == 1,
+            "\(r.stderr)"
+        )
+    }
+
+    @Test func sigtermWritesWhatIsBufferedAndExitsZero() throws {
+        let file = try replay(seconds: 3600)  // 720,000 adverts: still running when the signal comes
+        let store = dir.file("s.sqlite")
+        let daemon = try TracerProcess.start([
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(file)", "--store", store,
+        ])
+        usleep(1_500_000)
+        daemon.kill(SIGTERM)
+        #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
+        let line = daemon.nextLine(timeout: 2) ?? ""
+        #expect(line.hasPrefix("stopped after"), "\(line)")
+        let written = Int(line.split(separator: " ").dropLast(2).last ?? "") ?? -1
+        let count = try TracerProcess.run(["db", "query", "interactions", "--group", "--count", "--store", store])
+        #expect(written > 0 && count.stdout == "\(written)\n", "\(line) / \(count.stdout)")
+    }
+}

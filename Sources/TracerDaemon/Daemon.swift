@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import TracerRanging
+import TracerSite
+import TracerStore
+
+/// `tracer daemon`: ranges adverts from a source and writes interaction documents.
+public final class Daemon: Sendable {
+    public let site: Site
+    public let mode: DaemonMode
+    public let store: DocumentStore
+    public let source: any AdvertSource
+    let logger: Logger
+    /// Interaction documents per transaction (a shutdown or the end of a replay writes the rest).
+    public let batchSize: Int
+
+    public init(
+        site: Site,
+        mode: DaemonMode,
+        store: DocumentStore,
+        source: any AdvertSource,
+        batchSize: Int = 500,
+        logger: Logger
+    ) {
+        self.site = site
+        self.mode = mode
+        self.store = store
+        self.source = source
+        self.batchSize = batchSize
+        self.logger = logger
+    }
+
+    /// What a run did.
+    public struct Report: Sendable {
+        public var counts: RangingCounts
+        public var written: Int
+        public var seconds: Double
+        public var interrupted: Bool
+    }
+
+    /// The indexes the daemon's and the admins' queries use.
+    public static let indexes = [
+        IndexDefinition(collectionID: "interactions", "start"),
+        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
+        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "start"),
+    ]
+
+    /// Runs until the source ends, or until the task is cancelled (SIGTERM, SIGINT); either way
+    /// every window is closed and written before it returns.
+    public func run() async throws -> Report {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var ranger = try Ranger(site: site, mode: mode)
+        try writeAnchors()
+        for index in Self.indexes { try store.declareIndex(index) }
+        logger.info(
+            "ranging",
+            metadata: ["source": "\(source.name)", "mode": "\(mode)", "site": "\(site.name)"]
+        )
+
+        var pending: [InteractionSummary] = []
+        var written = 0
+        var interrupted = false
+        do {
+            for try await batch in source.batches() {
+                for advert in batch { ranger.add(advert, into: &pending) }
+                if !source.isReplay, let last = batch.last { ranger.expire(now: last.time, into: &pending) }
+                if pending.count >= batchSize {
+                    written += try write(pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                if Task.isCancelled {
+                    interrupted = true
+                    break
+                }
+            }
+        } catch is CancellationError {
+            interrupted = true
+        }
+        if Task.isCancelled { interrupted = true }
+        // What is buffered is flushed on every way out but a failed write.
+        ranger.closeAll(into: &pending)
+        written += try write(pending)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        return Report(counts: ranger.counts, written: written, seconds: seconds, interrupted: interrupted)
+    }
+
+    /// `beacons/{key}` for every anchor of the map, merged so that other fields stay.
+    func writeAnchors() throws {
+        var batch = WriteBatch()
+        for anchor in site.anchors {
+            let room = site.room(anchor.room)
+            var data: DocumentData = [
+                "kind": .string(anchor.kind.rawValue), "room": .string(anchor.room),
+                "name": .string(
+                    anchor.kind == .kiosk ? "\(room?.name ?? anchor.room) kiosk" : "\(room?.name ?? anchor.room) beacon"
+                ),
+                "position": [.double(anchor.position.x), .double(anchor.position.y)],
+                "site": .string(site.name), "ts": .serverTimestamp,
+            ]
+            if let id = anchor.identity {
+                data["uuid"] = .string(id.uuid.description)
+                data["major"] = .integer(Int64(id.major))
+                data["minor"] = .integer(Int64(id.minor))
+            }
+            if let p = anchor.measuredPower { data["measuredPower"] = .integer(Int64(p)) }
+            batch.set(try DocumentPath("beacons/\(anchor.key)"), data, merge: true)
+        }
+        try store.commit(batch)
+    }
+
+    /// Writes summaries as interaction documents in one transaction.
+    func write(_ summaries: [InteractionSummary]) throws -> Int {
+        guard !summaries.isEmpty else { return 0 }
+        var batch = WriteBatch()
+        for s in summaries {
+            let collection = try CollectionPath("beacons/\(s.anchorKey)/interactions")
+            batch.set(collection.newDocument(), Self.document(s))
+        }
+        try store.commit(batch)
+        return summaries.count
+    }
+
+    /// An interaction document: DESIGN.md's fields, plus the least distance and the anchor's key.
+    public static func document(_ s: InteractionSummary) -> DocumentData {
+        [
+            "deviceId": .string(s.deviceID),
+            "anchor": .string(s.anchorKey),
+            "beacon": [
+                "uuid": .string(s.beacon.uuid.description), "major": .integer(Int64(s.beacon.major)),
+                "minor": .integer(Int64(s.beacon.minor)),
+            ],
+            "proximity": .string(s.proximity.rawValue),
+            "proximityCode": .integer(Int64(s.proximity.code)),
+            "distance": s.distance.map { .double(($0 * 100).rounded() / 100) } ?? .null,
+            "minDistance": s.minDistance.map { .double(($0 * 100).rounded() / 100) } ?? .null,
+            "rssi": .double((s.rssi * 10).rounded() / 10),
+            "measuredPower": .integer(Int64(s.measuredPower.rounded())),
+            "start": .timestamp(Timestamp(seconds: s.start)),
+            "end": .timestamp(Timestamp(seconds: s.end)),
+            "samples": .integer(Int64(s.samples)),
+            "testResult": false,
+            "ts": .serverTimestamp,
+        ]
+    }
+}

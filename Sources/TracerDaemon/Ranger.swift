@@ -1,0 +1,110 @@
+import TracerRanging
+import TracerSite
+
+/// Which side of the interaction this host is.
+public enum DaemonMode: Sendable, Equatable {
+    /// A kiosk: it is the anchor; adverts with a personal-device UUID are people.
+    case gateway(anchor: String)
+    /// A person's own host: it is the device; adverts from the map's fixed beacons are anchors.
+    case scanner(device: String)
+}
+
+/// What happened to the adverts, for the daemon's report.
+public struct RangingCounts: Sendable, Equatable {
+    public var adverts = 0
+    public var iBeacons = 0
+    public var attributed = 0
+    /// Fixed beacons heard by a kiosk: calibration references, not interactions.
+    public var references = 0
+    public var interactions = 0
+}
+
+/// Adverts to interaction summaries: parse, attribute by the map, smooth, window. No I/O.
+public struct Ranger: Sendable {
+    public let site: Site
+    public let mode: DaemonMode
+    public private(set) var windows: InteractionWindows
+    public private(set) var counts = RangingCounts()
+
+    public init(site: Site, mode: DaemonMode) throws {
+        switch mode {
+        case .gateway(let key):
+            guard let anchor = site.anchor(key) else {
+                throw DaemonError("no anchor '\(key)' in \(site.file)")
+            }
+            guard anchor.kind == .kiosk else {
+                throw DaemonError("'\(key)' in \(site.file) is a beacon, not a kiosk: use --device on a person's host")
+            }
+        case .scanner(let device):
+            guard !device.isEmpty, !device.contains("/") else {
+                throw DaemonError("--device takes an anonymous device id (like uuid:major:minor), not '\(device)'")
+            }
+        }
+        self.site = site
+        self.mode = mode
+        self.windows = InteractionWindows(settings: site.ranging)
+    }
+
+    /// Ranges one advert; summaries of windows that end are appended to `out`.
+    public mutating func add(_ advert: Advert, into out: inout [InteractionSummary]) {
+        counts.adverts += 1
+        for (company, data) in advert.manufacturerData where company == IBeaconParser.apple {
+            let parsed = data.withUnsafeBytes { IBeaconParser.parse(companyID: company, data: $0) }
+            guard let beacon = parsed else { continue }
+            counts.iBeacons += 1
+            guard let sighting = attribute(beacon, advert) else { continue }
+            counts.attributed += 1
+            let before = out.count
+            windows.add(sighting, into: &out)
+            counts.interactions += out.count - before
+        }
+    }
+
+    /// Closes windows of devices unseen for a while (for live sources, on a timer).
+    public mutating func expire(now: Double, into out: inout [InteractionSummary]) {
+        let before = out.count
+        windows.expire(now: now, into: &out)
+        counts.interactions += out.count - before
+    }
+
+    /// Closes every window (end of input, shutdown).
+    public mutating func closeAll(into out: inout [InteractionSummary]) {
+        let before = out.count
+        windows.closeAll(into: &out)
+        counts.interactions += out.count - before
+    }
+
+    private mutating func attribute(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
+        switch mode {
+        case .gateway(let kiosk):
+            if site.isPersonalDevice(beacon) {
+                return Sighting(
+                    time: advert.time,
+                    deviceID: beacon.deviceID,
+                    anchorKey: kiosk,
+                    beacon: beacon,
+                    rssi: Double(advert.rssi),
+                    measuredPower: Double(beacon.measuredPower)
+                )
+            }
+            if site.fixedBeacon(for: beacon) != nil { counts.references += 1 }
+            return nil
+        case .scanner(let device):
+            guard let anchor = site.fixedBeacon(for: beacon) else { return nil }
+            return Sighting(
+                time: advert.time,
+                deviceID: device,
+                anchorKey: anchor.key,
+                beacon: beacon,
+                rssi: Double(advert.rssi),
+                measuredPower: Double(anchor.measuredPower ?? Int(beacon.measuredPower))
+            )
+        }
+    }
+}
+
+/// A daemon that cannot start or go on: one line saying why.
+public struct DaemonError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

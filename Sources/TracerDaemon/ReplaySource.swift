@@ -1,0 +1,117 @@
+import Foundation
+import TracerRanging
+import TracerStore
+
+/// Adverts from a replay file: DESIGN.md's JSON lines,
+/// `{"t": 1763776800.125, "address": "C3:11:…", "rssi": -63, "manufacturerData": {"76": "0215…"}}`.
+///
+/// Lines that cannot be read are skipped and counted (the first few are kept for the report):
+/// one bad line in a day's capture must not stop the rest.
+public final class ReplaySource: AdvertSource, @unchecked Sendable {
+    public let path: String
+    public var name: String { "replay:\(path)" }
+    public var isReplay: Bool { true }
+    private let lock = NSLock()
+    private var badLines = 0
+    private var firstProblems: [String] = []
+    private var lines = 0
+
+    public init(path: String) throws {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw DaemonError("cannot read the replay file \(path)")
+        }
+        self.path = path
+    }
+
+    /// Lines read, lines skipped, and the first problems, once the stream has ended.
+    public var report: (lines: Int, skipped: Int, problems: [String]) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (lines, badLines, firstProblems)
+    }
+
+    public func batches() -> AsyncThrowingStream<[Advert], any Error> {
+        let (stream, continuation) = AsyncThrowingStream<[Advert], any Error>.makeStream(
+            bufferingPolicy: .bufferingOldest(4)
+        )
+        // Reading and parsing run on their own thread, a stage ahead of the ranging.
+        let thread = Thread { [self] in
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                continuation.finish(throwing: DaemonError("cannot read the replay file \(path)"))
+                return
+            }
+            var batch: [Advert] = []
+            batch.reserveCapacity(1024)
+            for (number, text) in LineReader(handle: handle) {
+                if text.isEmpty { continue }
+                countLine()
+                do {
+                    batch.append(try Self.advert(text))
+                } catch {
+                    skip("\(path):\(number): \(error)")
+                }
+                if batch.count == 1024 {
+                    if !send(batch, continuation) { return }
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.isEmpty, !send(batch, continuation) { return }
+            continuation.finish()
+        }
+        thread.name = "tracer.replay"
+        thread.start()
+        return stream
+    }
+
+    /// Hands a batch over, waiting while the consumer is four batches behind; false once it has gone.
+    private func send(_ batch: [Advert], _ continuation: AsyncThrowingStream<[Advert], any Error>.Continuation) -> Bool
+    {
+        while true {
+            switch continuation.yield(batch) {
+            case .enqueued: return true
+            case .terminated: return false
+            case .dropped: usleep(200)
+            @unknown default: return false
+            }
+        }
+    }
+
+    private func countLine() {
+        lock.lock()
+        lines += 1
+        lock.unlock()
+    }
+
+    private func skip(_ problem: String) {
+        lock.lock()
+        badLines += 1
+        if firstProblems.count < 5 { firstProblems.append(problem) }
+        lock.unlock()
+    }
+
+    /// One line of the replay format.
+    static func advert(_ line: String) throws -> Advert {
+        guard case .map(let f) = try JSON.parse(line) else { throw ReplayError("not a JSON object") }
+        guard let t = f["t"]?.doubleValue, t.isFinite else { throw ReplayError("no time \"t\"") }
+        guard case .integer(let rssi)? = f["rssi"], (-127...20).contains(rssi) else {
+            throw ReplayError("no whole-number \"rssi\" in dBm")
+        }
+        var data: [(company: UInt16, data: [UInt8])] = []
+        if case .map(let m)? = f["manufacturerData"] {
+            for (key, value) in m {
+                guard let company = UInt16(key), case .string(let hex) = value, let bytes = Hex.decode(hex) else {
+                    throw ReplayError("manufacturerData must map decimal company ids to hex")
+                }
+                data.append((company, bytes))
+            }
+        }
+        var txPower: Int?
+        if case .integer(let p)? = f["txPower"] { txPower = Int(p) }
+        return Advert(time: t, rssi: Int(rssi), manufacturerData: data, txPower: txPower)
+    }
+}
+
+struct ReplayError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}

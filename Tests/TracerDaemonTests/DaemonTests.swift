@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import Testing
+import TracerTesting
+
+@testable import TracerDaemon
+@testable import TracerRanging
+@testable import TracerSite
+@testable import TracerStore
+
+@Suite struct DaemonReplayTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let mapPath = root.appendingPathComponent("BeaconMap/example-campus.yaml").path
+    static let badgeUUID = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+    static let t0 = 1_795_341_600.0
+
+    /// Three badges at 0.3 m, 2 m and 8 m from the lab kiosk for two minutes; one leaves early.
+    static func fixture() -> ReplayFixture {
+        var f = ReplayFixture()
+        f.badges = [
+            .init(
+                uuid: badgeUUID,
+                major: 1,
+                minor: 42,
+                address: "C3:11:9A:22:07:5E",
+                distance: 0.3,
+                from: t0,
+                to: t0 + 120
+            ),
+            .init(
+                uuid: badgeUUID,
+                major: 1,
+                minor: 7,
+                address: "D4:22:8B:33:18:6F",
+                distance: 2,
+                from: t0,
+                to: t0 + 120
+            ),
+            .init(
+                uuid: badgeUUID,
+                major: 3,
+                minor: 105,
+                address: "E5:33:7C:44:29:70",
+                distance: 8,
+                from: t0,
+                to: t0 + 45
+            ),
+            // The lab door beacon, heard by the kiosk: a calibration reference, not a person.
+            .init(
+                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
+                major: 2,
+                minor: 7,
+                address: "F6:44:6D:55:3A:81",
+                distance: 6,
+                from: t0,
+                to: t0 + 120
+            ),
+        ]
+        return f
+    }
+
+    func run(mode: DaemonMode, replay: String, store: DocumentStore) async throws -> Daemon.Report {
+        let site = try Site.load(file: Self.mapPath)
+        let daemon = Daemon(
+            site: site,
+            mode: mode,
+            store: store,
+            source: try ReplaySource(path: replay),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        return try await daemon.run()
+    }
+
+    @Test func gatewayModeWritesOneDocumentPerDevicePerWindow() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        let replay = dir.file("lab.jsonl")
+        try Self.fixture().write(to: replay)
+        let report = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: replay, store: store)
+
+        #expect(report.counts.references == 240)
+        #expect(report.counts.attributed == 240 + 240 + 90)
+        let docs = try store.getDocuments(Query(collection: try CollectionPath("beacons/kiosk-lab/interactions")))
+        #expect(docs.count == report.written)
+        func windows(_ minor: Int) -> [DocumentSnapshot] {
+            docs.filter { $0["deviceId"] == .string("\(Self.badgeUUID):\(minor == 105 ? 3 : 1):\(minor)") }
+                .sorted { $0["start"]!.timestampValue! < $1["start"]!.timestampValue! }
+        }
+        // Two minutes are four 30-second windows; the badge that left after 45 s has two.
+        #expect(windows(42).count == 4 && windows(7).count == 4 && windows(105).count == 2)
+        #expect(windows(42).allSatisfy { $0["proximity"] == "immediate" && $0["proximityCode"] == 1 })
+        #expect(windows(7).allSatisfy { $0["proximity"] == "near" })
+        #expect(windows(105).allSatisfy { $0["proximity"] == "far" })
+        let near = try #require(windows(7).last)
+        let d = try #require(near["distance"]?.doubleValue)
+        #expect(abs(d - 2) < 0.6, "distance \(d) m for a badge at 2 m")
+        #expect(near["samples"] == 60 && near["testResult"] == false && near["measuredPower"] == -59)
+        #expect(near["beacon"] == ["uuid": .string(Self.badgeUUID), "major": 1, "minor": 7])
+        #expect(near["start"] == .timestamp(Timestamp(seconds: Self.t0 + 90)))
+        #expect(near["ts"]?.timestampValue != nil)
+        // The kiosk's own document, from the map.
+        #expect(try store.get(try DocumentPath("beacons/kiosk-lab")).data?["room"] == "lab")
+    }
+
+    @Test func scannerModeRangesTheMapsFixedBeacons() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        let replay = dir.file("me.jsonl")
+        try Self.fixture().write(to: replay)
+        let me = "\(Self.badgeUUID):9:9"
+        let report = try await run(mode: .scanner(device: me), replay: replay, store: store)
+        #expect(report.counts.attributed == 240)  // only the door beacon is an anchor here
+        let docs = try store.getDocuments(Query(collectionGroup: "interactions"))
+        #expect(docs.count == 4)
+        #expect(
+            docs.allSatisfy {
+                $0.path.parent.description == "beacons/b-lab-door/interactions" && $0["deviceId"] == .string(me)
+            }
+        )
+        #expect(docs.allSatisfy { $0["proximity"] == "far" })
+    }
+
+    @Test func noBluetoothAddressReachesTheStore() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        let replay = dir.file("lab.jsonl")
+        try Self.fixture().write(to: replay)
+        _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: replay, store: store)
+        let export = try TracerProcess.run(["db", "export", "/", "--store", store.path])
+        #expect(export.stdout.contains("interactions"))
+        for address in ["C3:11:9A:22:07:5E", "D4:22:8B:33:18:6F", "11:22:33:44:55:66"] {
+            #expect(!export.stdout.contains(address))
+        }
+        // Nor anywhere in the database files, WAL included.
+        for suffix in ["", "-wal"] {
+            let bytes = FileManager.default.contents(atPath: store.path + suffix) ?? Data()
+            #expect(bytes.range(of: Data("C3:11:9A".utf8)) == nil)
+        }
+    }
+
+    @Test func badConfigurationIsOneClearError() throws {
+        let site = try Site.load(file: Self.mapPath)
+        #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .gateway(anchor: "kiosk-nowhere")) }
+        #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .gateway(anchor: "b-lab-door")) }
+        #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .scanner(device: "")) }
+    }
+}
