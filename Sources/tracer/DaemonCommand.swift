@@ -58,7 +58,7 @@ struct DaemonCommand: AsyncParsableCommand {
             return s
         }
         let report = try await task.value
-        signals.forEach { $0.cancel() }
+        for s in signals { s.cancel() }
         let c = report.counts
         let rate = report.seconds > 0 ? Int(Double(c.adverts) / report.seconds) : 0
         Output.line(
