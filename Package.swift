@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "TracerBenchmarks",
             dependencies: [
-                "TracerStore",
+                "TracerStore", "TracerRanging", "TracerSite", "TracerDaemon",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

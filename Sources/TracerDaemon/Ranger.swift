@@ -80,7 +80,6 @@ public struct Ranger: Sendable {
             if site.isPersonalDevice(beacon) {
                 return Sighting(
                     time: advert.time,
-                    deviceID: beacon.deviceID,
                     anchorKey: kiosk,
                     beacon: beacon,
                     rssi: Double(advert.rssi),
@@ -93,7 +92,7 @@ public struct Ranger: Sendable {
             guard let anchor = site.fixedBeacon(for: beacon) else { return nil }
             return Sighting(
                 time: advert.time,
-                deviceID: device,
+                deviceName: device,
                 anchorKey: anchor.key,
                 beacon: beacon,
                 rssi: Double(advert.rssi),

@@ -2,8 +2,11 @@
 public struct Sighting: Sendable {
     /// Unix seconds.
     public var time: Double
-    /// The person's anonymous device id.
-    public var deviceID: String
+    /// The person's anonymous device id: `deviceName` when this host is the device (scanner
+    /// mode), else the advertising badge's `uuid:major:minor`, built only when a summary is.
+    public var deviceID: String { deviceName ?? beacon.deviceID }
+    /// The device's id when it is not the advertising beacon (scanner mode).
+    public var deviceName: String?
     /// The anchor's key in the BeaconMap.
     public var anchorKey: String
     /// The beacon whose advert was heard (the badge in gateway mode, the fixed beacon in scanner mode).
@@ -13,10 +16,16 @@ public struct Sighting: Sendable {
     /// The measured power at 1 m to range against (the advert's, or the map's override).
     public var measuredPower: Double
 
-    public init(time: Double, deviceID: String, anchorKey: String, beacon: IBeacon, rssi: Double, measuredPower: Double)
-    {
+    public init(
+        time: Double,
+        deviceName: String? = nil,
+        anchorKey: String,
+        beacon: IBeacon,
+        rssi: Double,
+        measuredPower: Double
+    ) {
         self.time = time
-        self.deviceID = deviceID
+        self.deviceName = deviceName
         self.anchorKey = anchorKey
         self.beacon = beacon
         self.rssi = rssi
@@ -65,9 +74,21 @@ public struct InteractionWindows: Sendable {
     private var open: [Pair: Window] = [:]
     private var lastExpiry: Double = -.infinity
 
+    /// A (device, anchor) pair in fixed-size form: the advertising beacon's identity and the
+    /// anchor. In gateway mode the beacon is the person's badge; in scanner mode it is the
+    /// anchor's beacon and the device is this host's, one per process.
     struct Pair: Hashable, Sendable {
-        var device: String
+        var high: UInt64
+        var low: UInt64
+        var majorMinor: UInt32
         var anchor: String
+
+        init(_ s: Sighting) {
+            high = s.beacon.uuid.high
+            low = s.beacon.uuid.low
+            majorMinor = UInt32(s.beacon.major) << 16 | UInt32(s.beacon.minor)
+            anchor = s.anchorKey
+        }
     }
 
     struct Window: Sendable {
@@ -82,7 +103,34 @@ public struct InteractionWindows: Sendable {
         var rssiSum = 0.0
         var closest = Proximity.unknown
         var beacon: IBeacon
+        var deviceName: String?
+        var anchorKey: String
         var measuredPower: Double
+
+        init(_ s: Sighting, slot: Double, filter: RSSIFilter) {
+            self.anchorKey = s.anchorKey
+            self.filter = filter
+            self.slot = slot
+            self.start = s.time
+            self.end = s.time
+            self.beacon = s.beacon
+            self.deviceName = s.deviceName
+            self.measuredPower = s.measuredPower
+        }
+
+        /// Starts the next window in place, keeping the filter unless the device was lost.
+        mutating func restart(_ s: Sighting, slot: Double, freshFilter: RSSIFilter?) {
+            if let freshFilter { filter = freshFilter }
+            self.slot = slot
+            start = s.time
+            end = s.time
+            samples = 0
+            distanceSum = 0
+            distanceCount = 0
+            minDistance = nil
+            rssiSum = 0
+            closest = .unknown
+        }
     }
 
     public init(settings: RangingSettings) {
@@ -92,36 +140,31 @@ public struct InteractionWindows: Sendable {
     /// How many (device, anchor) pairs are being tracked.
     public var openCount: Int { open.count }
 
-    /// Adds a sighting; returns the summaries of windows it ends (its own pair's previous
+    /// Adds a sighting; appends the summaries of windows it ends (its own pair's previous
     /// window, and, at most once a second, pairs unseen for `lostAfter`).
     public mutating func add(_ s: Sighting, into out: inout [InteractionSummary]) {
-        let pair = Pair(device: s.deviceID, anchor: s.anchorKey)
+        let pair = Pair(s)
         let slot = (s.time / settings.window).rounded(.down) * settings.window
-        var window: Window
-        if var existing = open[pair] {
-            if slot != existing.slot || s.time - existing.end > settings.lostAfter {
-                out.append(summary(pair, existing))
-                let lost = s.time - existing.end > settings.lostAfter
-                existing = Window(
-                    filter: lost ? RSSIFilter(settings.filter) : existing.filter,
-                    slot: slot,
-                    start: s.time,
-                    end: s.time,
-                    beacon: s.beacon,
-                    measuredPower: s.measuredPower
-                )
+        let index: Dictionary<Pair, Window>.Index
+        if let i = open.index(forKey: pair) {
+            index = i
+            // Mutated in place: a copy out of the dictionary would copy the filter's buffers too.
+            let lost = s.time - open.values[i].end > settings.lostAfter
+            if slot != open.values[i].slot || lost {
+                out.append(summary(open.values[i]))
+                open.values[i].restart(s, slot: slot, freshFilter: lost ? RSSIFilter(settings.filter) : nil)
             }
-            window = existing
         } else {
-            window = Window(
-                filter: RSSIFilter(settings.filter),
-                slot: slot,
-                start: s.time,
-                end: s.time,
-                beacon: s.beacon,
-                measuredPower: s.measuredPower
-            )
+            open[pair] = Window(s, slot: slot, filter: RSSIFilter(settings.filter))
+            index = open.index(forKey: pair)!
         }
+        // A static function: calling a method of `self` here would copy `self`, and with it the
+        // dictionary, on every sighting (it is borrowed in place just now).
+        Self.update(&open.values[index], s, settings)
+        if s.time - lastExpiry >= 1 { expire(now: s.time, into: &out) }
+    }
+
+    private static func update(_ window: inout Window, _ s: Sighting, _ settings: RangingSettings) {
         let smoothed = window.filter.add(s.rssi, at: s.time)
         let d = settings.model.distance(
             rssi: smoothed,
@@ -138,31 +181,31 @@ public struct InteractionWindows: Sendable {
             window.minDistance = min(window.minDistance ?? d, d)
         }
         window.closest = min(window.closest, settings.thresholds.classify(d))
-        open[pair] = window
-        if s.time - lastExpiry >= 1 { expire(now: s.time, into: &out) }
     }
 
     /// Closes the windows of pairs unseen for `lostAfter` seconds at `now`, forgetting them.
     public mutating func expire(now: Double, into out: inout [InteractionSummary]) {
         lastExpiry = now
-        for (pair, window) in open where now - window.end > settings.lostAfter {
-            out.append(summary(pair, window))
+        let lostAfter = settings.lostAfter
+        guard open.values.contains(where: { now - $0.end > lostAfter }) else { return }
+        for (pair, window) in open where now - window.end > lostAfter {
+            out.append(summary(window))
             open[pair] = nil
         }
     }
 
     /// Closes every open window (end of input, shutdown).
     public mutating func closeAll(into out: inout [InteractionSummary]) {
-        for (pair, window) in open.sorted(by: { $0.value.start < $1.value.start }) {
-            out.append(summary(pair, window))
+        for window in open.values.sorted(by: { $0.start < $1.start }) {
+            out.append(summary(window))
         }
         open.removeAll()
     }
 
-    private func summary(_ pair: Pair, _ w: Window) -> InteractionSummary {
+    private func summary(_ w: Window) -> InteractionSummary {
         InteractionSummary(
-            deviceID: pair.device,
-            anchorKey: pair.anchor,
+            deviceID: w.deviceName ?? w.beacon.deviceID,
+            anchorKey: w.anchorKey,
             beacon: w.beacon,
             start: w.start,
             end: w.end,

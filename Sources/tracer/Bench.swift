@@ -8,7 +8,7 @@ struct Bench: ParsableCommand {
         commandName: "bench",
         abstract: "Benchmarks (run them through Tools/bench-*).",
         shouldDisplay: false,
-        subcommands: [Store.self, Writer.self]
+        subcommands: [Store.self, Ranging.self, Writer.self]
     )
 
     struct Store: ParsableCommand {
@@ -29,6 +29,16 @@ struct Bench: ParsableCommand {
             bench.querySizes = sizes
             bench.synchronous = !normal
             try bench.run()
+        }
+    }
+
+    struct Ranging: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Adverts through ranging, and the replay daemon.")
+        @Option(help: "A scratch directory (about 150 MB).") var directory: String
+        @Option(help: "The BeaconMap to range against.") var map: String
+
+        func run() async throws {
+            try await RangingBenchmark(directory: directory, map: map) { Output.line($0) }.run()
         }
     }
 

@@ -84,8 +84,11 @@ import TracerTesting
         measuredPower: -59
     )
 
-    func sighting(_ t: Double, _ rssi: Double, device: String = "d1", anchor: String = "kiosk-lab") -> Sighting {
-        Sighting(time: t, deviceID: device, anchorKey: anchor, beacon: Self.badge, rssi: rssi, measuredPower: -59)
+    /// A sighting of badge `minor` (its device id ends in `:minor`).
+    func sighting(_ t: Double, _ rssi: Double, device: Int = 1, anchor: String = "kiosk-lab") -> Sighting {
+        var badge = Self.badge
+        badge.minor = UInt16(device)
+        return Sighting(time: t, anchorKey: anchor, beacon: badge, rssi: rssi, measuredPower: -59)
     }
 
     @Test func summarisesThirtySecondWindows() {
@@ -104,8 +107,8 @@ import TracerTesting
         var out: [InteractionSummary] = []
         w.add(sighting(1_795_341_600, -50), into: &out)
         w.add(sighting(1_795_341_602, -50), into: &out)
-        w.add(sighting(1_795_341_615, -80, device: "d2"), into: &out)  // time moves on; d1 is lost
-        #expect(out.map(\.deviceID) == ["d1"])
+        w.add(sighting(1_795_341_615, -80, device: 2), into: &out)  // time moves on; badge 1 is lost
+        #expect(out.map(\.deviceID) == ["f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:1"])
         #expect(out[0].end == 1_795_341_602 && out[0].proximity == .immediate)
         #expect(w.openCount == 1)
     }
@@ -128,7 +131,7 @@ import TracerTesting
     @Test func tenThousandDevicesAreForgottenOnceGone() {
         var w = InteractionWindows(settings: RangingSettings())
         var out: [InteractionSummary] = []
-        for d in 0..<10_000 { w.add(sighting(1_795_341_600 + Double(d) / 1000, -70, device: "d\(d)"), into: &out) }
+        for d in 0..<10_000 { w.add(sighting(1_795_341_600 + Double(d) / 1000, -70, device: d), into: &out) }
         #expect(w.openCount == 10_000)
         w.expire(now: 1_795_341_700, into: &out)
         #expect(w.openCount == 0 && out.count == 10_000)
