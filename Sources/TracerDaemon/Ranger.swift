@@ -74,6 +74,20 @@ public struct Ranger: Sendable {
         counts.interactions += out.count - before
     }
 
+    /// The sightings an advert gives, without ranging them (for calibration).
+    public func sightings(_ advert: Advert) -> [Sighting] {
+        var copy = self
+        var out: [Sighting] = []
+        for (company, data) in advert.manufacturerData where company == IBeaconParser.apple {
+            if let beacon = data.withUnsafeBytes({ IBeaconParser.parse(companyID: company, data: $0) }),
+                let s = copy.attribute(beacon, advert)
+            {
+                out.append(s)
+            }
+        }
+        return out
+    }
+
     private mutating func attribute(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
         switch mode {
         case .gateway(let kiosk):

@@ -41,6 +41,8 @@ public struct ReplayFixture {
     /// Gaussian RSSI noise σ (dB).
     public var noise: Double = 2
     public var pathLossExponent: Double = 2
+    /// Added to every reading: a receiver that hears weaker (negative) or stronger than adverts claim.
+    public var receiverBias: Double = 0
     public var seed: UInt64 = 1
     /// Extra lines: another company's advert every second, and one line that is not JSON.
     public var clutter = true
@@ -65,7 +67,9 @@ public struct ReplayFixture {
                 let u1 = max(Double(g.next() % 1_000_000) / 1_000_000, 1e-9)
                 let u2 = Double(g.next() % 1_000_000) / 1_000_000
                 let n = noise * sqrt(-2 * log(u1)) * cos(2 * .pi * u2)
-                let rssi = Int((Double(b.measuredPower) - 10 * pathLossExponent * log10(b.distance) + n).rounded())
+                let rssi = Int(
+                    (Double(b.measuredPower) + receiverBias - 10 * pathLossExponent * log10(b.distance) + n).rounded()
+                )
                 events.append(
                     (
                         t,

@@ -300,3 +300,54 @@ import TracerTesting
         #expect(written > 0 && count.stdout == "\(written)\n", "\(line) / \(count.stdout)")
     }
 }
+
+@Suite struct CalibrateCommandTests {
+    /// Badges at 1, 3 and 6 m under n = 2.7, heard 5 dB weak: the fit finds both, and the
+    /// windowed distances get closer to the truth.
+    @Test func fitsAGeneratedCaptureAndWritesTheSite() throws {
+        let dir = TemporaryDirectory("tracer-calibrate")
+        var f = ReplayFixture()
+        f.pathLossExponent = 2.7
+        f.noise = 3
+        f.clutter = false
+        f.receiverBias = -5  // this receiver hears 5 dB less than the adverts' measured power claims
+        let t0 = 1_795_341_600.0
+        f.badges = [1.0, 3.0, 6.0].enumerated().map { i, d in
+            ReplayFixture.Badge(
+                uuid: "f7826da6-4fa2-4e98-8024-bc5b71e0893e",
+                major: 1,
+                minor: UInt16(i),
+                address: "AA:00:00:00:00:0\(i)",
+                distance: d,
+                from: t0,
+                to: t0 + 300
+            )
+        }
+        try f.write(to: dir.file("cap.jsonl"))
+        let truth = f.badges.map {
+            #"{"from": \#($0.from), "to": \#($0.to), "deviceId": "\#($0.deviceID)", "distance": \#($0.distance)}"#
+        }.joined(separator: "\n")
+        try truth.write(toFile: dir.file("truth.jsonl"), atomically: true, encoding: .utf8)
+        let map = dir.file("site.yaml")
+        try String(contentsOfFile: DaemonCommandTests.map, encoding: .utf8).write(
+            toFile: map,
+            atomically: true,
+            encoding: .utf8
+        )
+
+        let r = try TracerProcess.run([
+            "calibrate", "--map", map, "--replay", dir.file("cap.jsonl"), "--truth", dir.file("truth.jsonl"),
+            "--anchor",
+            "kiosk-lab", "--write",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("path-loss exponent n = 2.7"), "\(r.stdout)")
+        let offset = r.stdout.range(of: #"receiver offset [+-][0-9.]+"#, options: .regularExpression)
+            .flatMap { Double(r.stdout[$0].dropFirst("receiver offset ".count)) }
+        #expect(offset.map { abs($0 - 5) < 0.3 } == true, "\(r.stdout)")
+        for d in ["1", "3", "6"] { #expect(r.stdout.contains("  at \(d) m: "), "\(r.stdout)") }
+        let check = try TracerProcess.run(["map", "check", map])
+        #expect(check.status == 0)
+        #expect(try String(contentsOfFile: map, encoding: .utf8).contains("pathLossExponent: 2.7"))
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import TracerRanging
+import TracerSite
+import TracerStore
+
+/// One span of the truth file: a device's true distance from the anchor between two times.
+public struct TruthSpan: Sendable {
+    public var from: Double
+    public var to: Double
+    public var deviceID: String
+    public var distance: Double
+
+    /// Reads DESIGN.md's truth format, one JSON object a line; errors name the line.
+    public static func load(file: String) throws -> [TruthSpan] {
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            throw DaemonError("cannot read the truth file \(file)")
+        }
+        var spans: [TruthSpan] = []
+        for (number, text) in LineReader(handle: handle) where !text.isEmpty {
+            guard case .map(let f)? = try? JSON.parse(text), let from = f["from"]?.doubleValue,
+                let to = f["to"]?.doubleValue, case .string(let device)? = f["deviceId"],
+                let d = f["distance"]?.doubleValue, to >= from, d >= 0
+            else {
+                throw DaemonError(
+                    "\(file):\(number): expected {\"from\", \"to\", \"deviceId\", \"distance\"} with to ≥ from"
+                )
+            }
+            spans.append(TruthSpan(from: from, to: to, deviceID: device, distance: d))
+        }
+        guard !spans.isEmpty else { throw DaemonError("\(file): no truth spans") }
+        return spans.sorted { $0.from < $1.from }
+    }
+}
+
+/// `tracer calibrate`: fits the path-loss model to a capture at known distances and measures the
+/// error of the whole pipeline with the fit.
+public struct Calibrator {
+    public let site: Site
+    public let mode: DaemonMode
+
+    public init(site: Site, mode: DaemonMode) {
+        self.site = site
+        self.mode = mode
+    }
+
+    public struct Result: Sendable {
+        public var fit: PathLossFit
+        /// The pipeline's windowed distances with the site's current settings, and with the fit.
+        public var before: DistanceErrors
+        public var after: DistanceErrors
+        public var adverts: Int
+    }
+
+    /// Reads the replay, fits the model to the readings the truth covers, then ranges the
+    /// capture again with the fit and compares each window's distance with the truth.
+    public func run(replay: ReplaySource, truth: [TruthSpan]) async throws -> Result {
+        var adverts: [Advert] = []
+        for try await batch in replay.batches() { adverts += batch }
+        var readings: [(distance: Double, rssi: Double, measuredPower: Double)] = []
+        let ranger = try Ranger(site: site, mode: mode)
+        for a in adverts {
+            for s in ranger.sightings(a) {
+                if let d = Self.truth(for: s.deviceID, at: s.time, in: truth) {
+                    readings.append((d, s.rssi, s.measuredPower))
+                }
+            }
+        }
+        guard let fit = PathLossFit.fit(readings) else {
+            throw DaemonError(
+                "cannot fit: \(readings.count) readings matched the truth; it needs readings at two or more distances"
+            )
+        }
+        var fitted = site
+        fitted.ranging.model = .logDistance(exponent: fit.exponent)
+        fitted.ranging.receiverOffset = fit.receiverOffset
+        return Result(
+            fit: fit,
+            before: try evaluate(site, adverts, truth),
+            after: try evaluate(fitted, adverts, truth),
+            adverts: adverts.count
+        )
+    }
+
+    func evaluate(_ site: Site, _ adverts: [Advert], _ truth: [TruthSpan]) throws -> DistanceErrors {
+        var ranger = try Ranger(site: site, mode: mode)
+        var out: [InteractionSummary] = []
+        for a in adverts { ranger.add(a, into: &out) }
+        ranger.closeAll(into: &out)
+        var errors = DistanceErrors()
+        for s in out {
+            // A window counts when the truth holds one distance over all of it.
+            guard let d = s.distance, let t0 = Self.truth(for: s.deviceID, at: s.start, in: truth),
+                let t1 = Self.truth(for: s.deviceID, at: s.end, in: truth), t0 == t1
+            else { continue }
+            errors.pairs.append((t0, d))
+        }
+        return errors
+    }
+
+    static func truth(for device: String, at time: Double, in spans: [TruthSpan]) -> Double? {
+        spans.last { $0.deviceID == device && $0.from <= time && time <= $0.to }?.distance
+    }
+}
