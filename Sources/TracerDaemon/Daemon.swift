@@ -13,6 +13,8 @@ public final class Daemon: Sendable {
     let logger: Logger
     /// Interaction documents per transaction (a shutdown or the end of a replay writes the rest).
     public let batchSize: Int
+    /// Herald-style CSV logs, when asked for.
+    public let csvLog: CSVLog?
 
     public init(
         site: Site,
@@ -20,6 +22,7 @@ public final class Daemon: Sendable {
         store: DocumentStore,
         source: any AdvertSource,
         batchSize: Int = 500,
+        csvLog: CSVLog? = nil,
         logger: Logger
     ) {
         self.site = site
@@ -27,6 +30,7 @@ public final class Daemon: Sendable {
         self.store = store
         self.source = source
         self.batchSize = batchSize
+        self.csvLog = csvLog
         self.logger = logger
     }
 
@@ -50,6 +54,7 @@ public final class Daemon: Sendable {
     public func run() async throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
         var ranger = try Ranger(site: site, mode: mode)
+        if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
         try writeAnchors()
         for index in Self.indexes { try store.declareIndex(index) }
         logger.info(
@@ -80,6 +85,7 @@ public final class Daemon: Sendable {
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
         written += try write(pending)
+        try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return Report(counts: ranger.counts, written: written, seconds: seconds, interrupted: interrupted)
     }

@@ -45,6 +45,9 @@ public struct Ranger: Sendable {
         self.windows = InteractionWindows(settings: site.ranging)
     }
 
+    /// Receives each attributed reading, smoothed and ranged (the CSV logs).
+    public var onReading: (@Sendable (Sighting, Double, Double?) -> Void)?
+
     /// Ranges one advert; summaries of windows that end are appended to `out`.
     public mutating func add(_ advert: Advert, into out: inout [InteractionSummary]) {
         counts.adverts += 1
@@ -55,8 +58,9 @@ public struct Ranger: Sendable {
             guard let sighting = attribute(beacon, advert) else { continue }
             counts.attributed += 1
             let before = out.count
-            windows.add(sighting, into: &out)
+            let reading = windows.add(sighting, into: &out)
             counts.interactions += out.count - before
+            onReading?(sighting, reading.rssi, reading.distance)
         }
     }
 

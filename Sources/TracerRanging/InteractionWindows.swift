@@ -142,7 +142,9 @@ public struct InteractionWindows: Sendable {
 
     /// Adds a sighting; appends the summaries of windows it ends (its own pair's previous
     /// window, and, at most once a second, pairs unseen for `lostAfter`).
-    public mutating func add(_ s: Sighting, into out: inout [InteractionSummary]) {
+    /// Returns the reading's smoothed RSSI and distance (nil without a usable reading).
+    @discardableResult
+    public mutating func add(_ s: Sighting, into out: inout [InteractionSummary]) -> (rssi: Double, distance: Double?) {
         let pair = Pair(s)
         let slot = (s.time / settings.window).rounded(.down) * settings.window
         let index: Dictionary<Pair, Window>.Index
@@ -160,11 +162,18 @@ public struct InteractionWindows: Sendable {
         }
         // A static function: calling a method of `self` here would copy `self`, and with it the
         // dictionary, on every sighting (it is borrowed in place just now).
-        Self.update(&open.values[index], s, settings)
+        let reading = Self.update(&open.values[index], s, settings)
         if s.time - lastExpiry >= 1 { expire(now: s.time, into: &out) }
+        return reading
     }
 
-    private static func update(_ window: inout Window, _ s: Sighting, _ settings: RangingSettings) {
+    private static func update(
+        _ window: inout Window,
+        _ s: Sighting,
+        _ settings: RangingSettings
+    ) -> (
+        rssi: Double, distance: Double?
+    ) {
         let smoothed = window.filter.add(s.rssi, at: s.time)
         let d = settings.model.distance(
             rssi: smoothed,
@@ -181,6 +190,7 @@ public struct InteractionWindows: Sendable {
             window.minDistance = min(window.minDistance ?? d, d)
         }
         window.closest = min(window.closest, settings.thresholds.classify(d))
+        return (smoothed, d)
     }
 
     /// Closes the windows of pairs unseen for `lostAfter` seconds at `now`, forgetting them.

@@ -23,6 +23,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Scanner mode: this host's anonymous device id.") var device: String?
     @Option(help: "bluez, or replay:FILE.") var source = "bluez"
     @Option(help: "The Bluetooth adapter (bluez source).") var adapter = "hci0"
+    @Option(help: "Also write Herald-style contacts.csv and detection.csv here.") var logDir: String?
 
     func validate() throws {
         if (anchor == nil) == (device == nil) {
@@ -47,6 +48,7 @@ struct DaemonCommand: AsyncParsableCommand {
             mode: mode,
             store: try options.open(),
             source: advertSource,
+            csvLog: try logDir.map { try CSVLog(directory: $0) },
             logger: Logger(label: "tracer.daemon")
         )
         let task = Task { try await daemon.run() }

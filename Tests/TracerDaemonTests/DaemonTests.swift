@@ -136,6 +136,31 @@ import TracerTesting
         }
     }
 
+    @Test func csvLogsHaveOneRowPerReadingAndPerPair() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        let replay = dir.file("lab.jsonl")
+        try Self.fixture().write(to: replay)
+        let logs = dir.file("logs")
+        let daemon = Daemon(
+            site: try Site.load(file: Self.mapPath),
+            mode: .gateway(anchor: "kiosk-lab"),
+            store: store,
+            source: try ReplaySource(path: replay),
+            csvLog: try CSVLog(directory: logs),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        let report = try await daemon.run()
+        let contacts = try String(contentsOfFile: dir.file("logs/contacts.csv"), encoding: .utf8)
+            .split(separator: "\n")
+        let detection = try String(contentsOfFile: dir.file("logs/detection.csv"), encoding: .utf8)
+            .split(separator: "\n")
+        #expect(contacts.first == "time,device,anchor,rssi,smoothedRSSI,distance")
+        #expect(contacts.count - 1 == report.counts.attributed)
+        #expect(detection.count - 1 == 3)
+        #expect(detection.contains { $0.hasPrefix("\(Self.badgeUUID):3:105,kiosk-lab,") && $0.hasSuffix(",90") })
+        #expect(!contacts.contains { $0.contains("C3:11:9A") })
+    }
+
     @Test func badConfigurationIsOneClearError() throws {
         let site = try Site.load(file: Self.mapPath)
         #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .gateway(anchor: "kiosk-nowhere")) }

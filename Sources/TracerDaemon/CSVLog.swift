@@ -1,0 +1,80 @@
+import Foundation
+import TracerRanging
+import TracerStore
+
+/// Herald-style CSV logs for analysis outside tracer: `contacts.csv`, one row per reading, and
+/// `detection.csv`, one row per (device, anchor), written when the daemon stops. No Bluetooth
+/// address is in either: tracer never has one past the source.
+public final class CSVLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private let contacts: FileHandle
+    private var buffer = Data()
+    private var detections: [String: (device: String, anchor: String, first: Double, last: Double, count: Int)] = [:]
+    private let directory: String
+
+    public init(directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        let path = (directory as NSString).appendingPathComponent("contacts.csv")
+        let fresh = !FileManager.default.fileExists(atPath: path)
+        if fresh,
+            !FileManager.default.createFile(
+                atPath: path,
+                contents: Data("time,device,anchor,rssi,smoothedRSSI,distance\n".utf8)
+            )
+        {
+            throw DaemonError("cannot write \(path)")
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw DaemonError("cannot write \(path)") }
+        handle.seekToEndOfFile()
+        contacts = handle
+    }
+
+    /// Adds one reading.
+    public func reading(_ s: Sighting, smoothed: Double, distance: Double?) {
+        let row =
+            "\(Self.time(s.time)),\(s.deviceID),\(s.anchorKey),\(Int(s.rssi)),\(String(format: "%.1f", smoothed)),"
+            + (distance.map { String(format: "%.2f", $0) } ?? "") + "\n"
+        lock.lock()
+        buffer.append(contentsOf: row.utf8)
+        let key = s.deviceID + "\u{1}" + s.anchorKey
+        if var d = detections[key] {
+            d.last = s.time
+            d.count += 1
+            detections[key] = d
+        } else {
+            detections[key] = (s.deviceID, s.anchorKey, s.time, s.time, 1)
+        }
+        let full = buffer.count > 1 << 16
+        lock.unlock()
+        if full { flush() }
+    }
+
+    /// Writes what is buffered to contacts.csv.
+    public func flush() {
+        lock.lock()
+        let data = buffer
+        buffer.removeAll(keepingCapacity: true)
+        lock.unlock()
+        if !data.isEmpty { contacts.write(data) }
+    }
+
+    /// Flushes contacts.csv and writes detection.csv.
+    public func close() throws {
+        flush()
+        try contacts.close()
+        var text = "device,anchor,firstSeen,lastSeen,readings\n"
+        lock.lock()
+        for d in detections.values.sorted(by: { ($0.first, $0.device) < ($1.first, $1.device) }) {
+            text += "\(d.device),\(d.anchor),\(Self.time(d.first)),\(Self.time(d.last)),\(d.count)\n"
+        }
+        lock.unlock()
+        try text.write(
+            toFile: (directory as NSString).appendingPathComponent("detection.csv"),
+            atomically: true,
+            encoding: .utf8
+        )
+    }
+
+    static func time(_ t: Double) -> String { Timestamp(seconds: t).iso8601 }
+}
