@@ -51,6 +51,64 @@ public struct Calibrator {
         public var adverts: Int
     }
 
+    /// Calibrates a kiosk from the map's fixed beacons it hears: their true distances are the
+    /// plan distances from the kiosk, so no truth file is needed.
+    public func runWithFixedBeacons(replay: ReplaySource) async throws -> Result {
+        guard case .gateway(let kioskKey) = mode, let kiosk = site.anchor(kioskKey) else {
+            throw DaemonError("calibrating from fixed beacons needs --anchor KIOSK: a kiosk at a known position")
+        }
+        var adverts: [Advert] = []
+        for try await batch in replay.batches() { adverts += batch }
+        // Each fixed beacon heard becomes a "device" at its plan distance from the kiosk.
+        var sightings: [(sighting: Sighting, truth: Double)] = []
+        for a in adverts {
+            for (company, data) in a.manufacturerData where company == IBeaconParser.apple {
+                guard let beacon = data.withUnsafeBytes({ IBeaconParser.parse(companyID: company, data: $0) }),
+                    let anchor = site.fixedBeacon(for: beacon)
+                else { continue }
+                let d =
+                    ((anchor.position.x - kiosk.position.x) * (anchor.position.x - kiosk.position.x)
+                    + (anchor.position.y - kiosk.position.y) * (anchor.position.y - kiosk.position.y)).squareRoot()
+                let s = Sighting(
+                    time: a.time,
+                    deviceName: anchor.key,
+                    anchorKey: kiosk.key,
+                    beacon: beacon,
+                    rssi: Double(a.rssi),
+                    measuredPower: Double(anchor.measuredPower ?? Int(beacon.measuredPower))
+                )
+                sightings.append((s, d))
+            }
+        }
+        guard let fit = PathLossFit.fit(sightings.map { ($0.truth, $0.sighting.rssi, $0.sighting.measuredPower) })
+        else {
+            let heard = Set(sightings.map(\.sighting.deviceID)).sorted()
+            throw DaemonError(
+                "cannot fit: the kiosk heard \(heard.isEmpty ? "no fixed beacon of the map" : heard.joined(separator: ", ")); "
+                    + "it needs fixed beacons at two or more distances"
+            )
+        }
+        var fitted = site.ranging
+        fitted.model = .logDistance(exponent: fit.exponent)
+        fitted.receiverOffset = fit.receiverOffset
+        let truthByBeacon = Dictionary(
+            sightings.map { ($0.sighting.deviceID, $0.truth) },
+            uniquingKeysWith: { a, _ in a }
+        )
+        func evaluate(_ settings: RangingSettings) -> DistanceErrors {
+            var windows = InteractionWindows(settings: settings)
+            var out: [InteractionSummary] = []
+            for (s, _) in sightings { windows.add(s, into: &out) }
+            windows.closeAll(into: &out)
+            var errors = DistanceErrors()
+            for w in out {
+                if let d = w.distance, let truth = truthByBeacon[w.deviceID] { errors.pairs.append((truth, d)) }
+            }
+            return errors
+        }
+        return Result(fit: fit, before: evaluate(site.ranging), after: evaluate(fitted), adverts: adverts.count)
+    }
+
     /// Reads the replay, fits the model to the readings the truth covers, then ranges the
     /// capture again with the fit and compares each window's distance with the truth.
     public func run(replay: ReplaySource, truth: [TruthSpan]) async throws -> Result {

@@ -9,7 +9,8 @@ struct Calibrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Fit the path-loss exponent and receiver offset to a capture at known distances.",
         discussion: """
-            The truth file has one JSON object a line: {"from": T0, "to": T1, "deviceId": ID, "distance": METRES}. \
+            Without --truth, a kiosk (--anchor) is calibrated from the map's fixed beacons it hears: their true \
+            distances are their plan distances from the kiosk. The truth file has one JSON object a line: {"from": T0, "to": T1, "deviceId": ID, "distance": METRES}. \
             Readings the truth covers are fitted to rssi − P = offset − 10·n·log10(d); then the capture is ranged \
             again through the whole pipeline (filter, 30 s windows) and each window's distance is compared with the \
             truth, before and after the fit. --write stores n and the offset in the map's settings.
@@ -18,7 +19,8 @@ struct Calibrate: AsyncParsableCommand {
 
     @Option(help: "The site's BeaconMap file.") var map: String
     @Option(help: "The capture, in the replay format.") var replay: String
-    @Option(help: "The true distances, JSON lines.") var truth: String
+    @Option(help: "The true distances, JSON lines (without it: the map's fixed beacons the kiosk hears).")
+    var truth: String?
     @Option(help: "Gateway mode: the receiving kiosk's anchor key.") var anchor: String?
     @Option(help: "Scanner mode: the receiving host's device id.") var device: String?
     @Flag(help: "Write the fit into the map's settings.") var write = false
@@ -32,11 +34,14 @@ struct Calibrate: AsyncParsableCommand {
     func run() async throws {
         let site = try Site.load(file: map)
         let mode: DaemonMode = anchor.map { .gateway(anchor: $0) } ?? .scanner(device: device!)
-        let spans = try TruthSpan.load(file: truth)
-        let result = try await Calibrator(site: site, mode: mode).run(
-            replay: try ReplaySource(path: replay),
-            truth: spans
-        )
+        let calibrator = Calibrator(site: site, mode: mode)
+        let source = try ReplaySource(path: replay)
+        let result =
+            if let truth {
+                try await calibrator.run(replay: source, truth: try TruthSpan.load(file: truth))
+            } else {
+                try await calibrator.runWithFixedBeacons(replay: source)
+            }
         let f = result.fit
         Output.line(
             String(

@@ -351,3 +351,51 @@ import TracerTesting
         #expect(try String(contentsOfFile: map, encoding: .utf8).contains("pathLossExponent: 2.7"))
     }
 }
+
+extension CalibrateCommandTests {
+    /// A kiosk hears the map's fixed beacons at their plan distances (7.5, 7.5 and 2.5 m from
+    /// kiosk-lab): calibration needs no truth file.
+    @Test func calibratesAKioskFromTheMapsFixedBeacons() throws {
+        let dir = TemporaryDirectory("tracer-calibrate")
+        var f = ReplayFixture()
+        f.pathLossExponent = 2.5
+        f.receiverBias = -6
+        f.noise = 3
+        f.clutter = false
+        let t0 = 1_795_341_600.0
+        f.badges = [(7, 7.5), (8, 7.5), (13, 2.5)].map { minor, d in
+            ReplayFixture.Badge(
+                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
+                major: 2,
+                minor: UInt16(minor),
+                address: "BB:00:00:00:00:\(minor)",
+                distance: d,
+                from: t0,
+                to: t0 + 600
+            )
+        }
+        try f.write(to: dir.file("kiosk.jsonl"))
+        let r = try TracerProcess.run([
+            "calibrate", "--map", DaemonCommandTests.map, "--replay", dir.file("kiosk.jsonl"), "--anchor", "kiosk-lab",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let n = r.stdout.range(of: #"n = [0-9.]+"#, options: .regularExpression).flatMap {
+            Double(r.stdout[$0].dropFirst(4))
+        }
+        #expect(n.map { abs($0 - 2.5) < 0.15 } == true, "\(r.stdout)")
+        let offset = r.stdout.range(of: #"receiver offset [+-][0-9.]+"#, options: .regularExpression)
+            .flatMap { Double(r.stdout[$0].dropFirst("receiver offset ".count)) }
+        #expect(offset.map { abs($0 - 6) < 0.5 } == true, "\(r.stdout)")
+
+        // One fixed beacon is one distance: nothing to fit, said plainly.
+        f.badges = [f.badges[0]]
+        try f.write(to: dir.file("one.jsonl"))
+        let one = try TracerProcess.run([
+            "calibrate", "--map", DaemonCommandTests.map, "--replay", dir.file("one.jsonl"), "--anchor", "kiosk-lab",
+        ])
+        #expect(
+            one.status == 1 && one.stderr.contains("two or more distances") && one.stderr.contains("b-lab-door"),
+            "\(one.stderr)"
+        )
+    }
+}
