@@ -18,22 +18,15 @@ struct Calibrate: AsyncParsableCommand {
     )
 
     @Option(help: "The site's BeaconMap file.") var map: String
+    @OptionGroup var modeOptions: ModeOptions
     @Option(help: "The capture, in the replay format.") var replay: String
     @Option(help: "The true distances, JSON lines (without it: the map's fixed beacons the kiosk hears).")
     var truth: String?
-    @Option(help: "Gateway mode: the receiving kiosk's anchor key.") var anchor: String?
-    @Option(help: "Scanner mode: the receiving host's device id.") var device: String?
     @Flag(help: "Write the fit into the map's settings.") var write = false
-
-    func validate() throws {
-        if (anchor == nil) == (device == nil) {
-            throw ValidationError("give exactly one of --anchor KEY and --device ID")
-        }
-    }
 
     func run() async throws {
         let site = try Site.load(file: map)
-        let mode: DaemonMode = anchor.map { .gateway(anchor: $0) } ?? .scanner(device: device!)
+        let mode = modeOptions.mode
         let calibrator = Calibrator(site: site, mode: mode)
         let source = try ReplaySource(path: replay)
         let result =

@@ -19,21 +19,14 @@ struct DaemonCommand: AsyncParsableCommand {
 
     @OptionGroup var options: StoreOptions
     @Option(help: "The site's BeaconMap file.") var map: String
-    @Option(help: "Gateway mode: this kiosk's anchor key.") var anchor: String?
-    @Option(help: "Scanner mode: this host's anonymous device id.") var device: String?
+    @OptionGroup var modeOptions: ModeOptions
     @Option(help: "bluez, or replay:FILE.") var source = "bluez"
     @Option(help: "The Bluetooth adapter (bluez source).") var adapter = "hci0"
     @Option(help: "Also write Herald-style contacts.csv and detection.csv here.") var logDir: String?
 
-    func validate() throws {
-        if (anchor == nil) == (device == nil) {
-            throw ValidationError("give exactly one of --anchor KEY and --device ID")
-        }
-    }
-
     func run() async throws {
         let site = try Site.load(file: map)
-        let mode: DaemonMode = anchor.map { .gateway(anchor: $0) } ?? .scanner(device: device!)
+        let mode = modeOptions.mode
         _ = try Ranger(site: site, mode: mode)  // the map and the mode first: their errors are the useful ones
         let advertSource: any AdvertSource
         if source.hasPrefix("replay:") {
