@@ -20,6 +20,15 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CTracerDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+
+        // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
+        .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
+
         // The Firestore-like document store on SQLite.
         .target(
             name: "TracerStore",
@@ -74,7 +83,7 @@ let package = Package(
         .target(
             name: "TracerTesting",
             dependencies: [
-                "TracerStore",
+                "TracerStore", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -92,6 +101,10 @@ let package = Package(
             dependencies: [
                 "TracerDaemon", "TracerTesting", .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "TracerDBusTests",
+            dependencies: ["TracerDBus", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

@@ -7,7 +7,9 @@ struct ModeOptions: ParsableArguments {
     @Option(help: "Scanner mode: this host's anonymous device id.") var device: String?
 
     func validate() throws {
-        if (anchor == nil) == (device == nil) { throw ValidationError("give exactly one of --anchor KEY and --device ID") }
+        if (anchor == nil) == (device == nil) {
+            throw ValidationError("give exactly one of --anchor KEY and --device ID")
+        }
     }
 
     var mode: DaemonMode {

@@ -1,0 +1,114 @@
+import CTracerDBus
+import Foundation
+
+/// A D-Bus failure: the D-Bus error name, its message, and the call it came from.
+public struct DBusError: Error, Sendable, CustomStringConvertible {
+    /// The D-Bus error name, e.g. `org.freedesktop.DBus.Error.ServiceUnknown`.
+    public var name: String
+    public var message: String
+    /// `destination path interface.method`, when a call failed.
+    public var call: String?
+
+    public init(name: String, message: String, call: String? = nil) {
+        self.name = name
+        self.message = message
+        self.call = call
+    }
+
+    public var description: String {
+        "\(name): \(message)" + (call.map { " (calling \($0))" } ?? "")
+    }
+}
+
+/// A private connection to a message bus, owned by this object (closed when it is released).
+///
+/// libdbus is made thread-safe before the first connection, so calls may come from any thread.
+public final class DBusConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    private static let threadsReady: Bool = dbus_threads_init_default() != 0
+
+    /// Connects to the bus at `address` (`unix:path=…`) and registers on it.
+    public init(address: String) throws {
+        _ = Self.threadsReady
+        var error = CTracerDBus.DBusError()
+        dbus_error_init(&error)
+        guard let connection = dbus_connection_open_private(address, &error) else {
+            throw Self.take(&error, call: "connect \(address)")
+        }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        guard dbus_bus_register(connection, &error) != 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw Self.take(&error, call: "register on \(address)")
+        }
+        handle = connection
+    }
+
+    /// The system bus (libdbus honours `DBUS_SYSTEM_BUS_ADDRESS`).
+    public static func system() throws -> DBusConnection {
+        if let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty {
+            return try DBusConnection(address: address)
+        }
+        return try DBusConnection(address: "unix:path=/run/dbus/system_bus_socket")
+    }
+
+    deinit {
+        dbus_connection_close(handle)
+        dbus_connection_unref(handle)
+    }
+
+    /// This connection's unique name on the bus (`:1.42`).
+    public var uniqueName: String {
+        dbus_bus_get_unique_name(handle).map { String(cString: $0) } ?? ""
+    }
+
+    /// Whether the connection is still up.
+    public var isConnected: Bool { dbus_connection_get_is_connected(handle) != 0 }
+
+    /// Calls a method and waits for its reply (at most `timeout`); returns the reply's values.
+    public func call(
+        destination: String,
+        path: String,
+        interface: String,
+        method: String,
+        _ arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(5)
+    ) throws -> [DBusValue] {
+        let what = "\(destination) \(path) \(interface).\(method)"
+        guard dbus_validate_path(path, nil) != 0 else {
+            throw DBusError(
+                name: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "'\(path)' is not an object path",
+                call: what
+            )
+        }
+        guard let message = dbus_message_new_method_call(destination, path, interface, method) else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "cannot make the message", call: what)
+        }
+        defer { dbus_message_unref(message) }
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(message, &iterator)
+        for argument in arguments { try Marshal.append(argument, to: &iterator, call: what) }
+        var error = CTracerDBus.DBusError()
+        dbus_error_init(&error)
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        guard let reply = dbus_connection_send_with_reply_and_block(handle, message, milliseconds, &error) else {
+            throw Self.take(&error, call: what)
+        }
+        defer { dbus_message_unref(reply) }
+        return Marshal.values(of: reply)
+    }
+
+    static func take(_ error: inout CTracerDBus.DBusError, call: String) -> DBusError {
+        defer { dbus_error_free(&error) }
+        guard dbus_error_is_set(&error) != 0 else {
+            return DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "failed", call: call)
+        }
+        return DBusError(
+            name: error.name.map { String(cString: $0) } ?? "",
+            message: error.message.map { String(cString: $0) } ?? "",
+            call: call
+        )
+    }
+}
