@@ -1,3 +1,5 @@
+import TracerRanging
+
 /// One advert as BlueZ reports it. The sender's Bluetooth address is deliberately absent: it is
 /// dropped where adverts are read and never reaches the ranging or the store.
 public struct Advert: Sendable {
@@ -15,6 +17,18 @@ public struct Advert: Sendable {
         self.rssi = rssi
         self.manufacturerData = manufacturerData
         self.txPower = txPower
+    }
+}
+
+extension Advert {
+    /// Calls `body` with each iBeacon in the advert's manufacturer data (parsed in place).
+    @inlinable
+    public func forEachIBeacon(_ body: (IBeacon) throws -> Void) rethrows {
+        for (company, data) in manufacturerData where company == IBeaconParser.apple {
+            if let beacon = data.withUnsafeBytes({ IBeaconParser.parse(companyID: company, data: $0) }) {
+                try body(beacon)
+            }
+        }
     }
 }
 

@@ -62,10 +62,8 @@ public struct Calibrator {
         // Each fixed beacon heard becomes a "device" at its plan distance from the kiosk.
         var sightings: [(sighting: Sighting, truth: Double)] = []
         for a in adverts {
-            for (company, data) in a.manufacturerData where company == IBeaconParser.apple {
-                guard let beacon = data.withUnsafeBytes({ IBeaconParser.parse(companyID: company, data: $0) }),
-                    let anchor = site.fixedBeacon(for: beacon)
-                else { continue }
+            a.forEachIBeacon { beacon in
+                guard let anchor = site.fixedBeacon(for: beacon) else { return }
                 let d =
                     ((anchor.position.x - kiosk.position.x) * (anchor.position.x - kiosk.position.x)
                     + (anchor.position.y - kiosk.position.y) * (anchor.position.y - kiosk.position.y)).squareRoot()

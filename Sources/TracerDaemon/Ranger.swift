@@ -51,11 +51,12 @@ public struct Ranger: Sendable {
     /// Ranges one advert; summaries of windows that end are appended to `out`.
     public mutating func add(_ advert: Advert, into out: inout [InteractionSummary]) {
         counts.adverts += 1
-        for (company, data) in advert.manufacturerData where company == IBeaconParser.apple {
-            let parsed = data.withUnsafeBytes { IBeaconParser.parse(companyID: company, data: $0) }
-            guard let beacon = parsed else { continue }
+        advert.forEachIBeacon { beacon in
             counts.iBeacons += 1
-            guard let sighting = attribute(beacon, advert) else { continue }
+            guard let sighting = attribute(beacon, advert) else {
+                if case .gateway = mode, site.fixedBeacon(for: beacon) != nil { counts.references += 1 }
+                return
+            }
             counts.attributed += 1
             let before = out.count
             let reading = windows.add(sighting, into: &out)
@@ -80,19 +81,15 @@ public struct Ranger: Sendable {
 
     /// The sightings an advert gives, without ranging them (for calibration).
     public func sightings(_ advert: Advert) -> [Sighting] {
-        var copy = self
         var out: [Sighting] = []
-        for (company, data) in advert.manufacturerData where company == IBeaconParser.apple {
-            if let beacon = data.withUnsafeBytes({ IBeaconParser.parse(companyID: company, data: $0) }),
-                let s = copy.attribute(beacon, advert)
-            {
-                out.append(s)
-            }
+        advert.forEachIBeacon { beacon in
+            if let s = attribute(beacon, advert) { out.append(s) }
         }
         return out
     }
 
-    private mutating func attribute(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
+    /// Who and where an iBeacon advert stands for in this mode; nil when it is not an interaction.
+    private func attribute(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
         switch mode {
         case .gateway(let kiosk):
             if site.isPersonalDevice(beacon) {
@@ -104,7 +101,6 @@ public struct Ranger: Sendable {
                     measuredPower: Double(beacon.measuredPower)
                 )
             }
-            if site.fixedBeacon(for: beacon) != nil { counts.references += 1 }
             return nil
         case .scanner(let device):
             guard let anchor = site.fixedBeacon(for: beacon) else { return nil }

@@ -99,13 +99,6 @@ final class ConnectionPool: @unchecked Sendable {
         }
         return try body(reader)
     }
-
-    /// Runs `body` on the writer outside any transaction (schema set-up, checkpoints).
-    func withWriter<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        return try body(writer)
-    }
 }
 
 extension StoreError {
