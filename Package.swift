@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "TracerDaemon",
             dependencies: [
-                "TracerRanging", "TracerSite", "TracerStore",
+                "TracerRanging", "TracerSite", "TracerStore", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(
             name: "TracerDaemonTests",
             dependencies: [
-                "TracerDaemon", "TracerTesting", .product(name: "Logging", package: "swift-log"),
+                "TracerDaemon", "TracerDBus", "TracerTesting", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -108,7 +108,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerCLITests",
-            dependencies: ["tracer", "TracerTesting"]
+            dependencies: ["tracer", "TracerDBus", "TracerTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

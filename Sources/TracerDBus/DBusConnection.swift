@@ -25,6 +25,8 @@ public struct DBusError: Error, Sendable, CustomStringConvertible {
 /// libdbus is made thread-safe before the first connection, so calls may come from any thread.
 public final class DBusConnection: @unchecked Sendable {
     let handle: OpaquePointer
+    /// Signals the filter took while dispatching, for `receive`.
+    let inbox = Inbox()
     private static let threadsReady: Bool = dbus_threads_init_default() != 0
 
     /// Connects to the bus at `address` (`unix:path=…`) and registers on it.
@@ -42,6 +44,9 @@ public final class DBusConnection: @unchecked Sendable {
             throw Self.take(&error, call: "register on \(address)")
         }
         handle = connection
+        // Every incoming message passes the filter when it is dispatched: replies to calls
+        // are matched to their callers first, so signals are all that reach it.
+        _ = dbus_connection_add_filter(connection, inboxFilter, Unmanaged.passUnretained(inbox).toOpaque(), nil)
     }
 
     /// The system bus (libdbus honours `DBUS_SYSTEM_BUS_ADDRESS`).
@@ -53,6 +58,7 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     deinit {
+        dbus_connection_remove_filter(handle, inboxFilter, Unmanaged.passUnretained(inbox).toOpaque())
         dbus_connection_close(handle)
         dbus_connection_unref(handle)
     }

@@ -41,4 +41,10 @@ public protocol AdvertSource: Sendable {
     func batches() -> AsyncThrowingStream<[Advert], any Error>
     /// Whether adverts carry their own times (replay): then the file's clock is the daemon's.
     var isReplay: Bool { get }
+    /// Ends the stream and releases what the source holds (a live source stops scanning).
+    func stop(timeout: Duration)
+}
+
+extension AdvertSource {
+    public func stop(timeout: Duration) {}
 }

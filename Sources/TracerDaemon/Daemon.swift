@@ -15,6 +15,11 @@ public final class Daemon: Sendable {
     public let batchSize: Int
     /// Herald-style CSV logs, when asked for.
     public let csvLog: CSVLog?
+    /// Live sources: what has ended is written at least this often (seconds), so listeners and
+    /// the exposure engine see it promptly.
+    public let flushInterval: Double
+    /// Live counters, for the status line and the metrics.
+    public let progress = DaemonProgress()
 
     public init(
         site: Site,
@@ -23,8 +28,10 @@ public final class Daemon: Sendable {
         source: any AdvertSource,
         batchSize: Int = 500,
         csvLog: CSVLog? = nil,
+        flushInterval: Double = 2,
         logger: Logger
     ) {
+        self.flushInterval = flushInterval
         self.site = site
         self.mode = mode
         self.store = store
@@ -65,14 +72,19 @@ public final class Daemon: Sendable {
         var pending: [InteractionSummary] = []
         var written = 0
         var interrupted = false
+        var lastWrite = Date().timeIntervalSince1970
+        let live = !source.isReplay
         do {
             for try await batch in source.batches() {
                 for advert in batch { ranger.add(advert, into: &pending) }
-                if !source.isReplay, let last = batch.last { ranger.expire(now: last.time, into: &pending) }
-                if pending.count >= batchSize {
+                let now = live ? Date().timeIntervalSince1970 : 0
+                if live { ranger.expire(now: now, into: &pending) }
+                if pending.count >= batchSize || (live && !pending.isEmpty && now - lastWrite >= flushInterval) {
                     written += try write(pending)
                     pending.removeAll(keepingCapacity: true)
+                    lastWrite = now
                 }
+                progress.update(ranger, written: written, wroteAt: live ? lastWrite : nil)
                 if Task.isCancelled {
                     interrupted = true
                     break
@@ -82,9 +94,11 @@ public final class Daemon: Sendable {
             interrupted = true
         }
         if Task.isCancelled { interrupted = true }
+        source.stop(timeout: .seconds(1))
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
         written += try write(pending)
+        progress.update(ranger, written: written, wroteAt: Date().timeIntervalSince1970)
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return Report(counts: ranger.counts, written: written, seconds: seconds, interrupted: interrupted)
@@ -147,5 +161,37 @@ public final class Daemon: Sendable {
             "testResult": false,
             "ts": .serverTimestamp,
         ]
+    }
+}
+
+/// The daemon's counters as it runs, readable from other threads.
+public final class DaemonProgress: @unchecked Sendable {
+    public struct Snapshot: Sendable {
+        public var counts = RangingCounts()
+        /// (device, anchor) pairs with an open window.
+        public var inRange = 0
+        public var written = 0
+        /// Unix seconds of the last write, once there has been one.
+        public var lastWrite: Double?
+    }
+
+    private let lock = NSLock()
+    private var current = Snapshot()
+
+    public var snapshot: Snapshot {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func update(_ ranger: Ranger, written: Int, wroteAt: Double?) {
+        lock.lock()
+        current.counts = ranger.counts
+        current.inRange = ranger.windows.openCount
+        if written != current.written || current.lastWrite == nil, let wroteAt, written > 0 {
+            current.lastWrite = wroteAt
+        }
+        current.written = written
+        lock.unlock()
     }
 }

@@ -67,8 +67,8 @@ public struct TracerProcess {
     }
 
     /// Starts `tracer ARGS…` in the background; read its output line by line.
-    public static func start(_ arguments: [String]) throws -> Background {
-        try Background(arguments)
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Background {
+        try Background(arguments, environment: environment)
     }
 
     /// A running `tracer` process whose standard output is read line by line.
@@ -80,9 +80,12 @@ public struct TracerProcess {
         private var partial = Data()
         private var closed = false
 
-        init(_ arguments: [String]) throws {
+        init(_ arguments: [String], environment: [String: String]) throws {
             process.executableURL = URL(fileURLWithPath: TracerProcess.binary)
             process.arguments = arguments
+            var env = ProcessInfo.processInfo.environment
+            env.merge(environment) { _, new in new }
+            process.environment = env
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice

@@ -17,7 +17,7 @@ struct Tracer: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             let level = ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
-            handler.logLevel = level ?? .warning
+            handler.logLevel = level ?? .notice
             return handler
         }
         do {

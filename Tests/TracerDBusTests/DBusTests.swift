@@ -136,4 +136,41 @@ import TracerTesting
             )
         }
     }
+
+    /// Signals arrive on the connection's own thread and come out as an AsyncStream, while calls
+    /// from other threads on the same connection still get their replies.
+    @Test func signalsAreHandedToSwiftConcurrency() async throws {
+        let bus = try PrivateBus()
+        let connection = try bus.connect()
+        let signals = try connection.signals(matching: [
+            "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.tracer.Probe'"
+        ])
+        let other = try bus.connect()
+        _ = try other.call(
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            method: "RequestName",
+            [.string("org.tracer.Probe"), .uint32(0)]
+        )
+        // A call on the receiving connection, from this task's thread, while its thread reads.
+        for _ in 0..<20 {
+            let reply = try connection.call(
+                destination: "org.freedesktop.DBus",
+                path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus",
+                method: "NameHasOwner",
+                [.string("org.tracer.Probe")]
+            )
+            #expect(reply == [.bool(true)])
+        }
+        // The bus also sends this connection its own NameAcquired, directed to it: skipped.
+        var iterator = signals.makeAsyncIterator()
+        var next = await iterator.next()
+        while let s = next, s.member == "NameAcquired" { next = await iterator.next() }
+        let signal = try #require(next)
+        #expect(signal.member == "NameOwnerChanged" && signal.interface == "org.freedesktop.DBus")
+        #expect(signal.arguments.first == .string("org.tracer.Probe"))
+        #expect(signal.arguments.last == .string(other.uniqueName))
+    }
 }

@@ -1,0 +1,211 @@
+'''tracer's BlueZ stand-in: python3-dbusmock's bluez5 template, corrected and extended.
+
+Run it on a private bus, never the machine's own:
+
+    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/bus /usr/bin/python3 -m dbusmock --system \
+        --template Tools/bluez-standin.py
+
+It fixes what bluez5 gets wrong for tracer (ManufacturerData is a{qv}, as BlueZ sends it, not
+aa{qv}; StartDiscovery works before SetDiscoveryFilter) and adds, on org.bluez.Mock:
+
+- AddBeacon(adapter, address, uuid, major, minor, power, rssi) -> path: an iBeacon device, with
+  InterfacesAdded as BlueZ emits it for a new device;
+- Stream(paths, hz, seconds): PropertiesChanged {RSSI} for each device hz times a second, from
+  inside the mock, only while its adapter is powered and discovering and not stalled, as BlueZ
+  reports adverts; Emitted() counts what was sent;
+- SetPowered(adapter, on): the adapter powered off (discovery ends) or on;
+- Stall(adapter): discovery silently stops delivering while Discovering stays true (bluez#1126),
+  until the next StartDiscovery.
+'''
+
+import struct
+import time
+import uuid as uuidlib
+
+import dbus
+import dbus.lowlevel
+from gi.repository import GLib
+
+from dbusmock import OBJECT_MANAGER_IFACE, mockobject
+from dbusmock.templates import bluez5
+from dbusmock.templates.bluez5 import (  # noqa: F401  (dbusmock registers these by name)
+    AddAdapter as _bluez5_add_adapter, RemoveAdapter, RemoveAdapterWithDevices, AddDevice,
+    PairDevice, BlockDevice, ConnectDevice, DisconnectDevice,
+    ADAPTER_IFACE, BLUEZ_MOCK_IFACE, DEVICE_IFACE)
+
+BUS_NAME = 'org.bluez'
+MAIN_OBJ = '/'
+SYSTEM_BUS = True
+IS_OBJECT_MANAGER = True
+
+PROPERTIES_IFACE = 'org.freedesktop.DBus.Properties'
+
+# Streaming state, module-wide: one stand-in per process.
+_emitted = 0
+_stalled = set()   # adapter paths whose discovery is stuck
+_streams = []      # GLib source ids
+
+
+def load(mock, parameters):
+    bluez5.load(mock, parameters)
+
+
+def _emit(path, interface, name, signature, args):
+    '''Sends a signal straight onto the bus: dbusmock's EmitSignal logs every one, too slow to
+    stream thousands a second.'''
+    message = dbus.lowlevel.SignalMessage(path, interface, name)
+    message.append(*args, signature=signature)
+    for location in mockobject.objects['/'].locations:
+        location[0].send_message(message)
+
+
+def _properties_changed(path, interface, changed, invalidated=()):
+    _emit(path, PROPERTIES_IFACE, 'PropertiesChanged', 'sa{sv}as',
+          [interface, dbus.Dictionary(changed, signature='sv'), dbus.Array(invalidated, signature='s')])
+
+
+def _start_discovery(adapter):
+    props = adapter.props[ADAPTER_IFACE]
+    if not props['Powered']:
+        raise dbus.exceptions.DBusException('Resource Not Ready', name='org.bluez.Error.NotReady')
+    _stalled.discard(adapter.path)
+    props['Discovering'] = dbus.Boolean(True, variant_level=1)
+    _properties_changed(adapter.path, ADAPTER_IFACE, {'Discovering': dbus.Boolean(True, variant_level=1)})
+
+
+def _stop_discovery(adapter):
+    props = adapter.props[ADAPTER_IFACE]
+    if not props['Discovering']:
+        raise dbus.exceptions.DBusException('No discovery started', name='org.bluez.Error.Failed')
+    props['Discovering'] = dbus.Boolean(False, variant_level=1)
+    _properties_changed(adapter.path, ADAPTER_IFACE, {'Discovering': dbus.Boolean(False, variant_level=1)})
+
+
+def _set_discovery_filter(adapter, discovery_filter):
+    adapter.props[ADAPTER_IFACE]['DiscoveryFilter'] = discovery_filter
+
+
+def _remove_device(adapter, path):
+    if path not in mockobject.objects:
+        raise dbus.exceptions.DBusException('Does Not Exist', name='org.bluez.Error.DoesNotExist')
+    adapter.RemoveObject(path)
+    _emit('/', OBJECT_MANAGER_IFACE, 'InterfacesRemoved', 'oas', [dbus.ObjectPath(path), [DEVICE_IFACE]])
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='ss', out_signature='s')
+def AddAdapter(self, device_name, system_name):
+    path = _bluez5_add_adapter(self, device_name, system_name)
+    adapter = mockobject.objects[path]
+    # bluez5's own methods assume SetDiscoveryFilter ran and never refuse: replaced.
+    adapter.AddMethods(ADAPTER_IFACE, [
+        ('StartDiscovery', '', '', _start_discovery),
+        ('StopDiscovery', '', '', _stop_discovery),
+        ('SetDiscoveryFilter', 'a{sv}', '', _set_discovery_filter),
+        ('RemoveDevice', 'o', '', _remove_device),
+    ])
+    return path
+
+
+def _ibeacon(uuid_text, major, minor, power):
+    return bytes([0x02, 0x15]) + uuidlib.UUID(uuid_text).bytes + struct.pack('>HHb', major, minor, power)
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='sssqqnn', out_signature='s')
+def AddBeacon(self, adapter_name, address, uuid_text, major, minor, power, rssi):
+    adapter_path = '/org/bluez/' + adapter_name
+    if adapter_path not in mockobject.objects:
+        raise dbus.exceptions.DBusException(f'Adapter {adapter_name} does not exist.',
+                                            name=BLUEZ_MOCK_IFACE + '.NoSuchAdapter')
+    path = adapter_path + '/dev_' + address.replace(':', '_').upper()
+    manufacturer = dbus.Dictionary(
+        {dbus.UInt16(0x004C): dbus.Array(_ibeacon(uuid_text, major, minor, power), signature='y', variant_level=1)},
+        signature='qv', variant_level=1)
+    properties = {
+        'Address': dbus.String(address, variant_level=1),
+        'AddressType': dbus.String('random', variant_level=1),
+        'Alias': dbus.String(address.replace(':', '-'), variant_level=1),
+        'Paired': dbus.Boolean(False, variant_level=1),
+        'Connected': dbus.Boolean(False, variant_level=1),
+        'Trusted': dbus.Boolean(False, variant_level=1),
+        'Blocked': dbus.Boolean(False, variant_level=1),
+        'Adapter': dbus.ObjectPath(adapter_path, variant_level=1),
+        'UUIDs': dbus.Array([], signature='s', variant_level=1),
+        'RSSI': dbus.Int16(rssi, variant_level=1),
+        'ManufacturerData': manufacturer,
+    }
+    self.AddObject(path, DEVICE_IFACE, properties, [])
+    device = mockobject.objects[path]
+    device.rssi = int(rssi)
+    device.tick = 0
+    _emit('/', OBJECT_MANAGER_IFACE, 'InterfacesAdded', 'oa{sa{sv}}',
+          [dbus.ObjectPath(path), dbus.Dictionary({DEVICE_IFACE: properties}, signature='sa{sv}')])
+    return path
+
+
+def _scanning(adapter_path):
+    adapter = mockobject.objects.get(adapter_path)
+    if adapter is None or adapter_path in _stalled:
+        return False
+    props = adapter.props[ADAPTER_IFACE]
+    return bool(props['Powered']) and bool(props['Discovering'])
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='asdd', out_signature='')
+def Stream(self, paths, hz, seconds):
+    '''RSSI adverts for each device, hz a second for seconds (0: until the mock ends). BlueZ only
+    reports an RSSI that changed, so the value steps by a decibel each time.'''
+    interval_ms = 10
+    per_tick = hz * interval_ms / 1000.0
+    state = {'credit': 0.0, 'end': time.monotonic() + seconds if seconds > 0 else None}
+    paths = [str(p) for p in paths]
+
+    def tick():
+        global _emitted
+        if state['end'] is not None and time.monotonic() >= state['end']:
+            return False
+        state['credit'] += per_tick
+        rounds = int(state['credit'])
+        state['credit'] -= rounds
+        for _ in range(rounds):
+            for path in paths:
+                device = mockobject.objects.get(path)
+                if device is None:
+                    continue
+                adapter_path = path.rsplit('/', 1)[0]
+                if not _scanning(adapter_path):
+                    continue
+                device.tick += 1
+                value = device.rssi + (1 if device.tick % 2 else 0)
+                _properties_changed(path, DEVICE_IFACE, {'RSSI': dbus.Int16(value, variant_level=1)})
+                _emitted += 1
+        return True
+
+    _streams.append(GLib.timeout_add(interval_ms, tick))
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='', out_signature='')
+def StopStreams(self):
+    while _streams:
+        GLib.source_remove(_streams.pop())
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='', out_signature='t')
+def Emitted(self):
+    return dbus.UInt64(_emitted)
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='sb', out_signature='')
+def SetPowered(self, adapter_name, on):
+    path = '/org/bluez/' + adapter_name
+    props = mockobject.objects[path].props[ADAPTER_IFACE]
+    changed = {'Powered': dbus.Boolean(on, variant_level=1)}
+    props['Powered'] = dbus.Boolean(on, variant_level=1)
+    if not on and props['Discovering']:
+        props['Discovering'] = dbus.Boolean(False, variant_level=1)
+        changed['Discovering'] = dbus.Boolean(False, variant_level=1)
+    _properties_changed(path, ADAPTER_IFACE, changed)
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='s', out_signature='')
+def Stall(self, adapter_name):
+    _stalled.add('/org/bluez/' + adapter_name)
