@@ -20,6 +20,9 @@ public final class Daemon: Sendable {
     public let flushInterval: Double
     /// Live counters, for the status line and the metrics.
     public let progress = DaemonProgress()
+    /// Live sources: interactions older than this many seconds are purged at start and hourly
+    /// (nil: never). A replay is never purged: its times are its recording's.
+    public let retention: Double?
 
     public init(
         site: Site,
@@ -29,9 +32,11 @@ public final class Daemon: Sendable {
         batchSize: Int = 500,
         csvLog: CSVLog? = nil,
         flushInterval: Double = 2,
+        retention: Double? = 14 * 86_400,
         logger: Logger
     ) {
         self.flushInterval = flushInterval
+        self.retention = retention
         self.site = site
         self.mode = mode
         self.store = store
@@ -74,6 +79,7 @@ public final class Daemon: Sendable {
         var interrupted = false
         var lastWrite = Date().timeIntervalSince1970
         let live = !source.isReplay
+        var nextPurge = 0.0
         do {
             for try await batch in source.batches() {
                 for advert in batch { ranger.add(advert, into: &pending) }
@@ -83,6 +89,10 @@ public final class Daemon: Sendable {
                     written += try write(pending)
                     pending.removeAll(keepingCapacity: true)
                     lastWrite = now
+                }
+                if live, let retention, now >= nextPurge {
+                    nextPurge = now + 3600
+                    purge(olderThan: now - retention)
                 }
                 progress.update(ranger, written: written, wroteAt: live ? lastWrite : nil)
                 if Task.isCancelled {
@@ -102,6 +112,22 @@ public final class Daemon: Sendable {
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return Report(counts: ranger.counts, written: written, seconds: seconds, interrupted: interrupted)
+    }
+
+    /// Deletes interactions that started before `cutoff`, and the change log as old. A failure
+    /// is logged, not fatal: ranging goes on and the next hour tries again.
+    func purge(olderThan cutoff: Double) {
+        do {
+            let n = try store.purge(
+                collectionGroup: "interactions",
+                field: FieldPath("start"),
+                olderThan: Timestamp(seconds: cutoff)
+            )
+            try store.pruneChanges(olderThan: Timestamp(seconds: cutoff))
+            if n > 0 { logger.notice("purged interactions past the retention period", metadata: ["count": "\(n)"]) }
+        } catch {
+            logger.error("purge failed; retrying in an hour", metadata: ["error": "\(error)"])
+        }
     }
 
     /// `beacons/{key}` for every anchor of the map, merged so that other fields stay.

@@ -33,6 +33,8 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Print a status line every this many seconds (live sources; 0: never).") var statusInterval: Double =
         60
     @Option(help: "Serve counters in Prometheus's text format on HOST:PORT.") var metrics: String?
+    @Option(help: "Purge interactions older than this many days, at start and hourly (live sources; 0: never).")
+    var retentionDays: Double = 14
     @Option(help: "Also write Herald-style contacts.csv and detection.csv here.") var logDir: String?
 
     func validate() throws {
@@ -64,6 +66,7 @@ struct DaemonCommand: AsyncParsableCommand {
             store: try options.open(),
             source: advertSource,
             csvLog: try logDir.map { try CSVLog(directory: $0) },
+            retention: retentionDays > 0 ? retentionDays * 86_400 : nil,
             logger: Logger(label: "tracer.daemon")
         )
         let bluez = advertSource as? BlueZSource

@@ -16,6 +16,16 @@ import TracerTesting
         let bluez = try BlueZMock(bus: PrivateBus(), template: .standIn)
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
         let store = dir.file("s.sqlite")
+        // One interaction past the 14-day retention and one inside it: the daemon purges the first.
+        let old = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: -15 * 86_400))
+        let recent = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: -13 * 86_400))
+        for (id, time) in [("old", old), ("recent", recent)] {
+            let set = try TracerProcess.run([
+                "db", "set", "beacons/kiosk-lab/interactions/\(id)", #"{"start": {"__time__": "\#(time)"}}"#,
+                "--store", store,
+            ])
+            try #require(set.status == 0, "\(set.stderr)")
+        }
         let daemon = try TracerProcess.start(
             [
                 "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--store", store, "--status-interval", "0.5",
@@ -58,22 +68,26 @@ import TracerTesting
 
         let export = try TracerProcess.run(["db", "export", "--store", store])
         #expect(export.status == 0)
+        #expect(!export.stdout.contains("interactions/old") && export.stdout.contains("interactions/recent"))
         #expect(export.stdout.contains("\(Self.badge):1:3"))
         #expect(!export.stdout.uppercased().contains("C3:11:9A") && !export.stdout.contains("C3_11_9A"))
     }
 
     /// No bluetoothd on the bus: the daemon says so, keeps running, and starts scanning when it
-    /// appears.
+    /// appears. Under systemd (`Type=notify`) it reports READY, its status, and STOPPING.
     @Test func waitsForBluetoothdInsteadOfExiting() throws {
         let bus = try PrivateBus()
+        let notify = try NotifySocket()
         let daemon = try TracerProcess.start(
             [
                 "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--store", dir.file("s.sqlite"),
                 "--status-interval", "0.3",
             ],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path]
         )
+        #expect(notify.receive() == "READY=1")
         #expect(daemon.nextLine()?.hasPrefix("status: waiting for bluetoothd") == true)
+        #expect(notify.receive()?.hasPrefix("STATUS=waiting for bluetoothd") == true)
         #expect(daemon.process.isRunning)
         let bluez = try BlueZMock(bus: bus, template: .standIn)
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
@@ -87,5 +101,8 @@ import TracerTesting
         #expect(scanning)
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0)
+        var messages: [String] = []
+        while let message = notify.receive(timeout: 1) { messages.append(message) }
+        #expect(messages.contains("STOPPING=1"), "\(messages)")
     }
 }
