@@ -26,6 +26,22 @@ let package = Package(
             providers: [.apt(["libdbus-1-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CTracerTesseract",
+            pkgConfig: "tesseract",
+            providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]
+        ),
+
+        // The verification policy for photographed test results, with no I/O.
+        .target(name: "TracerVerification"),
+
+        // Tesseract OCR: images checked before decoding, words with confidences and boxes.
+        .target(name: "TracerOCR", dependencies: ["CTracerTesseract", "TracerVerification"]),
+
+        // Self-reports: the accepted report stored (never the image), the device marked, and
+        // the seam to the exposure engine.
+        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerVerification"]),
+
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
@@ -73,6 +89,9 @@ let package = Package(
                 "TracerRanging",
                 "TracerSite",
                 "TracerDaemon",
+                "TracerVerification",
+                "TracerOCR",
+                "TracerReports",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -105,6 +124,10 @@ let package = Package(
         .testTarget(
             name: "TracerDBusTests",
             dependencies: ["TracerDBus", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerVerificationTests",
+            dependencies: ["TracerVerification", "TracerOCR", "TracerReports", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

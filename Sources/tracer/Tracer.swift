@@ -7,7 +7,10 @@ struct Tracer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tracer",
         abstract: "Institutional contact tracing: iBeacon ranging, exposure flagging, and its document store.",
-        subcommands: [DaemonCommand.self, Calibrate.self, DB.self, Decode.self, Map.self, Bench.self]
+        subcommands: [
+            DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, Calibrate.self, DB.self, Decode.self,
+            Map.self, Bench.self,
+        ]
     )
 
     /// Runs the command; every failure is one line on stderr. Usage and input errors exit 1

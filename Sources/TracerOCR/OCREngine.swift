@@ -1,0 +1,151 @@
+import CTracerTesseract
+import Foundation
+import TracerVerification
+
+/// Why an image was refused or could not be read: one line, naming the file.
+public struct OCRError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Limits on what is decoded at all: checked from the file's header, before any decoding.
+public struct ImageLimits: Sendable {
+    public var maxBytes = 20 * 1024 * 1024
+    public var maxPixels = 40_000_000
+    public init() {}
+}
+
+/// Tesseract (English, LSTM) through its C API. One engine is made once and reused: its
+/// initialisation costs about 0.2 s, a page about 0.6 s on one core. Not re-entrant: pages are
+/// read one at a time (a lock serialises callers).
+public final class OCREngine: @unchecked Sendable {
+    private let api: OpaquePointer
+    private let lock = NSLock()
+    public let limits: ImageLimits
+    /// Each page must be read within this long.
+    public let deadline: Duration
+
+    /// Starts Tesseract with the English model (from `TESSDATA_PREFIX`, else Debian's place).
+    public init(limits: ImageLimits = ImageLimits(), deadline: Duration = .seconds(20)) throws {
+        Self.quietOnce
+        guard let api = TessBaseAPICreate() else { throw OCRError("cannot create a Tesseract engine") }
+        // Tesseract's own chatter ("Estimating resolution as …") goes nowhere.
+        _ = TessBaseAPISetVariable(api, "debug_file", "/dev/null")
+        let status = TessBaseAPIInit3(api, nil, "eng")
+        guard status == 0 else {
+            TessBaseAPIDelete(api)
+            throw OCRError(
+                "cannot load Tesseract's English model (install tesseract-ocr-eng, or set TESSDATA_PREFIX)"
+            )
+        }
+        // Sauvola's local thresholding recovers phone photos with uneven light, at no cost on
+        // clean pages; a single column of text is not assumed (SMS screenshots, certificates).
+        _ = TessBaseAPISetVariable(api, "thresholding_method", "2")
+        _ = TessBaseAPISetVariable(api, "user_defined_dpi", "300")
+        self.api = api
+        self.limits = limits
+        self.deadline = deadline
+    }
+
+    deinit {
+        TessBaseAPIEnd(api)
+        TessBaseAPIDelete(api)
+    }
+
+    /// Process-wide settings made once before the first engine: one OpenMP thread, and no
+    /// Leptonica messages on stderr.
+    private static let quietOnce: Void = {
+        omp_set_max_active_levels(0)
+        _ = setMsgSeverity(CTracerTesseract_SEVERITY_NONE)
+    }()
+
+    /// Reads an image file: checks it (size, type, dimensions, completeness) from its bytes and
+    /// header before decoding, scales it so body text is about 20–30 px high, and recognises it.
+    public func read(file path: String) throws -> OCRPage {
+        let data = try ImageCheck.load(path, limits: limits)
+        return try read(data: data, name: path)
+    }
+
+    /// An image file's bytes, refused before reading when it is over the size limit.
+    public func load(file path: String) throws -> Data { try ImageCheck.load(path, limits: limits) }
+
+    /// Reads an image already in memory (an upload); `name` is used in errors.
+    public func read(data: Data, name: String) throws -> OCRPage {
+        let format = try ImageCheck.check(data, name: name, limits: limits)
+        var pix: UnsafeMutablePointer<PIX>? = data.withUnsafeBytes { raw in
+            pixReadMem(raw.bindMemory(to: l_uint8.self).baseAddress, raw.count)
+        }
+        guard pix != nil else { throw OCRError("\(name): the \(format) image is corrupt and cannot be decoded") }
+        defer { pixDestroy(&pix) }
+        var page = try recognise(pix!)
+        page.width = Int(pixGetWidth(pix))
+        page.height = Int(pixGetHeight(pix))
+        return page
+    }
+
+    /// The long side read: text on a phone photo or a scanned page is then about 20–30 px high.
+    static let targetLongSide: Double = 1600
+
+    private func recognise(_ original: UnsafeMutablePointer<PIX>) throws -> OCRPage {
+        // Grey first (Tesseract binarises itself), then scaled towards the target size: large
+        // photos down (faster, same text), small screenshots up (small print survives).
+        var grey: UnsafeMutablePointer<PIX>? = pixConvertTo8(original, 0)
+        guard grey != nil else { throw OCRError("cannot convert the image to grey") }
+        defer { pixDestroy(&grey) }
+        let long = Double(max(pixGetWidth(grey), pixGetHeight(grey)))
+        var scale = 1.0
+        if long > 2000 { scale = Self.targetLongSide / long }
+        if long < 1000 { scale = min(3, Self.targetLongSide / long) }
+        var scaled: UnsafeMutablePointer<PIX>? =
+            scale == 1 ? pixClone(grey) : pixScale(grey, Float(scale), Float(scale))
+        guard scaled != nil else { throw OCRError("cannot scale the image") }
+        defer { pixDestroy(&scaled) }
+
+        lock.lock()
+        defer {
+            TessBaseAPIClear(api)
+            lock.unlock()
+        }
+        TessBaseAPISetImage2(api, scaled)
+        guard let monitor = TessMonitorCreate() else { throw OCRError("cannot create a Tesseract monitor") }
+        defer { TessMonitorDelete(monitor) }
+        let (seconds, attoseconds) = deadline.components
+        TessMonitorSetDeadlineMSecs(monitor, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        guard TessBaseAPIRecognize(api, monitor) == 0 else {
+            throw OCRError("the page could not be read within \(deadline)")
+        }
+        guard let iterator = TessBaseAPIGetIterator(api) else { return OCRPage(words: []) }
+        defer { TessResultIteratorDelete(iterator) }
+        let pageIterator = TessResultIteratorGetPageIterator(iterator)
+        var words: [OCRWord] = []
+        var line = -1
+        let back = 1 / scale
+        repeat {
+            if TessPageIteratorIsAtBeginningOf(pageIterator, RIL_TEXTLINE) != 0 { line += 1 }
+            guard let cText = TessResultIteratorGetUTF8Text(iterator, RIL_WORD) else { continue }
+            let text = String(cString: cText)
+            TessDeleteText(cText)
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty { continue }
+            var left: Int32 = 0
+            var top: Int32 = 0
+            var right: Int32 = 0
+            var bottom: Int32 = 0
+            _ = TessPageIteratorBoundingBox(pageIterator, RIL_WORD, &left, &top, &right, &bottom)
+            words.append(
+                OCRWord(
+                    text: trimmed,
+                    confidence: Double(TessResultIteratorConfidence(iterator, RIL_WORD)),
+                    line: max(line, 0),
+                    box: .init(
+                        x: Int(Double(left) * back),
+                        y: Int(Double(top) * back),
+                        width: Int(Double(right - left) * back),
+                        height: Int(Double(bottom - top) * back)
+                    )
+                )
+            )
+        } while TessResultIteratorNext(iterator, RIL_WORD) != 0
+        return OCRPage(words: words)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import TracerStore
+import TracerVerification
+
+/// What happens after a report is accepted: flagging the people who were near the reporter.
+/// The self-report command calls it once the report is stored; the exposure engine (its own
+/// piece of work) implements it.
+public protocol ExposureFlagging: Sendable {
+    /// Flags exposures for an accepted report; returns a line for the person reporting.
+    func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String
+}
+
+/// The flagging step before the exposure engine exists: nothing is flagged, and it says so.
+public struct NoExposureEngine: ExposureFlagging {
+    public init() {}
+    public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
+        "exposures: not flagged (this build has no exposure engine yet)"
+    }
+}
+
+/// A report as stored in `reports/{id}`.
+public struct RecordedReport: Sendable, Equatable {
+    public var id: String
+    public var deviceID: String
+    public var collectedAt: Date?
+    public var imageSHA256: String
+    /// False when the same image had already been reported for the same device.
+    public var created: Bool
+}
+
+/// Records accepted self-reports: `reports/{id}` (never the image: its SHA-256), and the
+/// reporter's device marked positive.
+public enum SelfReport {
+    /// The report's id: the same image for the same device is the same report.
+    public static func reportID(deviceID: String, imageSHA256: String) -> String {
+        String(SHA256.hex(Array("\(deviceID)\n\(imageSHA256)".utf8)).prefix(20))
+    }
+
+    /// Stores the report and marks the device positive, in one transaction; an existing report
+    /// for the same image and device is returned as it is.
+    public static func record(
+        deviceID: String,
+        imageSHA256: String,
+        verification: Verification,
+        answers: [String: Bool] = [:],
+        store: DocumentStore
+    ) throws -> RecordedReport {
+        let id = reportID(deviceID: deviceID, imageSHA256: imageSHA256)
+        let reportPath = try DocumentPath("reports/\(id)")
+        let devicePath = try DocumentPath("devices/\(deviceID)")
+        let created = try store.runTransaction { t -> Bool in
+            if try t.get(reportPath).exists { return false }
+            var data: DocumentData = [
+                "deviceId": .string(deviceID),
+                "status": "accepted",
+                "imageSHA256": .string(imageSHA256),
+                "evidence": .array(verification.rules.map(Self.evidence)),
+                "createdAt": .serverTimestamp,
+            ]
+            data["collectedAt"] =
+                verification.collectedAt.map { .timestamp(Timestamp(seconds: $0.timeIntervalSince1970)) } ?? .null
+            if !answers.isEmpty { data["answers"] = .map(answers.mapValues { .bool($0) }) }
+            t.create(reportPath, data)
+            t.set(devicePath, ["status": "positive", "updatedAt": .serverTimestamp], merge: true)
+            return true
+        }
+        return RecordedReport(
+            id: id,
+            deviceID: deviceID,
+            collectedAt: verification.collectedAt,
+            imageSHA256: imageSHA256,
+            created: created
+        )
+    }
+
+    static func evidence(_ rule: VerificationRule) -> Value {
+        .map([
+            "rule": .string(rule.name),
+            "passed": .bool(rule.passed),
+            "detail": .string(rule.detail),
+            "words": .array(
+                rule.evidence.map {
+                    .map(["text": .string($0.text), "confidence": .double(($0.confidence * 10).rounded() / 10)])
+                }
+            ),
+        ])
+    }
+
+    /// The device a kiosk sees at immediate range now: the interactions at `anchor` that ended
+    /// within `within` seconds and were immediate. Exactly one device, or the candidates.
+    public static func immediateDevices(
+        at anchor: String,
+        now: Date = Date(),
+        within: Double = 30,
+        store: DocumentStore
+    ) throws -> [String] {
+        // Windows last 30 s: one that ended within `within` started within `within + 30`.
+        let since = Timestamp(seconds: now.timeIntervalSince1970 - within - 30)
+        let query = Query(collection: try CollectionPath("beacons/\(anchor)/interactions"))
+            .where("start", .greaterThanOrEqual, .timestamp(since))
+        let horizon = Timestamp(seconds: now.timeIntervalSince1970 - within)
+        var devices: Set<String> = []
+        for doc in try store.getDocuments(query) {
+            guard doc["proximity"] == .string("immediate"), let end = doc["end"]?.timestampValue, end >= horizon,
+                case .string(let device)? = doc["deviceId"]
+            else { continue }
+            devices.insert(device)
+        }
+        return devices.sorted()
+    }
+}

@@ -1,0 +1,323 @@
+import Foundation
+
+/// What a site asks of a photographed test result before it is accepted. Defaults are the
+/// careful ones: a false accept flags people who were never exposed.
+public struct VerificationPolicy: Sendable, Equatable, Codable {
+    /// The words that decide (the result, the disease, the date's digits) must be read with at
+    /// least this confidence (Tesseract's 0–100).
+    public var minConfidence: Double = 70
+    /// The collection date may be at most this many days ago…
+    public var maxAgeDays: Int = 14
+    /// …and at most this many days ahead (time zones, clocks).
+    public var maxFutureDays: Int = 1
+
+    public init() {}
+}
+
+/// One rule of the decision: whether it passed, why, and the words it rests on.
+public struct VerificationRule: Sendable, Equatable, Codable {
+    /// `covid`, `testKind`, `result`, `date`, `confidence`.
+    public var name: String
+    public var passed: Bool
+    public var detail: String
+    public var evidence: [Evidence]
+
+    public struct Evidence: Sendable, Equatable, Codable {
+        /// The words that matched.
+        public var text: String
+        /// Their lowest confidence.
+        public var confidence: Double
+        /// The whole line (or sentence) they were read in.
+        public var context: String
+    }
+}
+
+/// The decision on one page.
+public struct Verification: Sendable, Equatable, Codable {
+    public var accepted: Bool
+    public var rules: [VerificationRule]
+    /// The sample's collection date, when one was found (start of that day, or the time read).
+    public var collectedAt: Date?
+
+    public var failed: [VerificationRule] { rules.filter { !$0.passed } }
+}
+
+/// The verification policy, applied to what OCR read. Pure: no I/O, the clock passed in.
+///
+/// Real reports say "negative" and "positive" in many places that are not the result:
+/// reference ranges, controls, disclaimers ("a negative result does not rule out infection").
+/// Only *result statements* decide: a labelled result (`Result: POSITIVE`), a results-table row
+/// naming the virus (`SARS-CoV-2 RNA   DETECTED`), or a sentence about this test (`your test
+/// taken on … is positive`). Every result statement must say positive; any that says negative,
+/// not detected, inconclusive or invalid rejects the page.
+public enum Verifier {
+    public static func verify(
+        _ page: OCRPage,
+        policy: VerificationPolicy = VerificationPolicy(),
+        now: Date,
+        timeZone: TimeZone = .current
+    ) -> Verification {
+        let statements = Statement.split(page)
+        var deciding: [Statement.Match] = []
+        var rules: [VerificationRule] = []
+
+        // The disease.
+        let covid = statements.compactMap { $0.first(Patterns.covid) }
+        rules.append(
+            VerificationRule(
+                name: "covid",
+                passed: !covid.isEmpty,
+                detail: covid.isEmpty
+                    ? "no mention of COVID-19 or SARS-CoV-2" : "a COVID-19 / SARS-CoV-2 test",
+                evidence: covid.prefix(3).map(\.evidence)
+            )
+        )
+        // The disease is established by its best-read mention.
+        if let best = covid.max(by: { $0.confidence < $1.confidence }) { deciding.append(best) }
+
+        // The kind of test.
+        let kinds = statements.compactMap { $0.first(Patterns.testKind) }
+        rules.append(
+            VerificationRule(
+                name: "testKind",
+                passed: !kinds.isEmpty,
+                detail: kinds.isEmpty
+                    ? "no test kind (PCR, RT-PCR, NAAT, antigen, lateral flow, rapid)"
+                    : "test kind: \(kinds[0].text)",
+                evidence: kinds.prefix(3).map(\.evidence)
+            )
+        )
+
+        // The result.
+        var results: [(Outcome, Statement.Match)] = []
+        for s in statements where s.isResultStatement {
+            if let m = s.first(Patterns.negative) {
+                results.append((.negative, m))
+            } else if let m = s.first(Patterns.inconclusive) {
+                results.append((.inconclusive, m))
+            } else if let m = s.first(Patterns.positive) {
+                results.append((.positive, m))
+            }
+        }
+        let outcomes = Set(results.map(\.0))
+        let resultRule: VerificationRule
+        if results.isEmpty {
+            resultRule = VerificationRule(
+                name: "result",
+                passed: false,
+                detail: "no result statement found (such as \"Result: Positive\")",
+                evidence: []
+            )
+        } else if outcomes == [.positive] {
+            resultRule = VerificationRule(
+                name: "result",
+                passed: true,
+                detail: "the result is positive",
+                evidence: results.map(\.1.evidence)
+            )
+            deciding += results.map(\.1)
+        } else {
+            let bad = results.filter { $0.0 != .positive }
+            let said = bad.map { "\($0.0.rawValue) (\"\($0.1.text)\")" }
+            resultRule = VerificationRule(
+                name: "result",
+                passed: false,
+                detail: outcomes.contains(.positive)
+                    ? "the result statements contradict each other: " + said.joined(separator: ", ")
+                    : "the result is " + said.joined(separator: ", "),
+                evidence: results.map(\.1.evidence)
+            )
+        }
+        rules.append(resultRule)
+
+        // The date.
+        let date = DateFinder.collectionDate(page, timeZone: timeZone)
+        var dateRule: VerificationRule
+        var collectedAt: Date?
+        if let found = date {
+            let lowest = found.digitConfidence
+            collectedAt = found.date
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            let days =
+                calendar.dateComponents(
+                    [.day],
+                    from: calendar.startOfDay(for: found.date),
+                    to: calendar.startOfDay(for: now)
+                ).day ?? 0
+            let shown = found.evidence
+            if lowest < policy.minConfidence {
+                dateRule = VerificationRule(
+                    name: "date",
+                    passed: false,
+                    detail: "the date \"\(found.text)\" is doubtful: its digits were read with "
+                        + "\(Int(lowest))% confidence (at least \(Int(policy.minConfidence))% needed)",
+                    evidence: [shown]
+                )
+            } else if days > policy.maxAgeDays {
+                dateRule = VerificationRule(
+                    name: "date",
+                    passed: false,
+                    detail:
+                        "collected \(days) days ago (\(found.text)); at most \(policy.maxAgeDays) days are accepted",
+                    evidence: [shown]
+                )
+            } else if -days > policy.maxFutureDays {
+                dateRule = VerificationRule(
+                    name: "date",
+                    passed: false,
+                    detail: "the collection date \(found.text) is \(-days) days in the future",
+                    evidence: [shown]
+                )
+            } else {
+                dateRule = VerificationRule(
+                    name: "date",
+                    passed: true,
+                    detail: (found.labelled ? "collected " : "dated (no collection label) ")
+                        + "\(found.text), \(days == 0 ? "today" : days == 1 ? "1 day ago" : days < 0 ? "tomorrow" : "\(days) days ago")",
+                    evidence: [shown]
+                )
+            }
+        } else {
+            dateRule = VerificationRule(
+                name: "date",
+                passed: false,
+                detail: "no sample or collection date found",
+                evidence: []
+            )
+        }
+        rules.append(dateRule)
+
+        // The deciding words' confidence.
+        let weak = deciding.filter { $0.confidence < policy.minConfidence }
+        rules.append(
+            VerificationRule(
+                name: "confidence",
+                passed: weak.isEmpty && !deciding.isEmpty,
+                detail: deciding.isEmpty
+                    ? "nothing decisive was read"
+                    : weak.isEmpty
+                        ? "the deciding words were read with at least \(Int(policy.minConfidence))% confidence"
+                        : "read with low confidence: "
+                            + weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", "),
+                evidence: (weak.isEmpty ? deciding : weak).map(\.evidence)
+            )
+        )
+        return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
+    }
+
+    enum Outcome: String, Hashable {
+        case positive, negative, inconclusive
+    }
+}
+
+/// Patterns over lower-cased text; OCR's usual confusions (0/o, 1/l/i) are allowed where they do
+/// no harm.
+enum Patterns {
+    static func regex(_ pattern: String) -> NSRegularExpression {
+        // The patterns are constants: a bad one is a programming error caught by the tests.
+        try! NSRegularExpression(pattern: pattern, options: [.caseInsensitive])
+    }
+
+    static let covid = regex(#"\bc[o0]v[i1l|]d(?:[\s\-–]*[1l]9)?\b|\bsars[\s\-–]*c[o0]v[\s\-–]*2\b|\bcoronavirus\b"#)
+    static let testKind = regex(
+        #"\b(?:rt[\s\-–]*pcr|pcr|naat|antigen|lateral[\s\-–]*flow|rapid|lamp|lft|molecular)\b"#
+    )
+    static let negative = regex(
+        #"\bnot[\s\-–]+detected\b|\bundetected\b|\bnegative\b|\bnon[\s\-–]*reactive\b|\bnot[\s\-–]+positive\b"#
+    )
+    static let inconclusive = regex(
+        #"\binconclusive\b|\binvalid\b|\bindeterminate\b|\bequivocal\b|\brepeat\b|\bre[\s\-–]*test\b|\bvoid\b|\bunclear\b"#
+    )
+    static let positive = regex(#"\bpositive\b|\bdetected\b|\breactive\b"#)
+    /// A statement that is about the result of this test.
+    static let resultCue = regex(#"\bresults?\b|\boutcome\b|\btested\b|\btest\b|\brna\b|\bantigen\b|\bpcr\b"#)
+    /// Statements that mention results without being one: they never decide.
+    static let context = regex(
+        #"\breference\b|\bcontrol\b|\branges?\b|\brule[sd]?\s+out\b|\bdoes\s+not\b|\bdo\s+not\b|\bif\s+(?:you|your|the)\b|\ba\s+(?:positive|negative)\s+(?:result|test)\b|\bmeans?\b|\bindicates?\b|\bpredictive\b|\bfalse\b|\bmay\b|\bshould\b|\binterpret|\bsensitivity\b|\bspecificity\b|\blimit\s+of\b|\bcut[\s\-]*off\b|\bexpected\b|\bnormal\b"#
+    )
+}
+
+/// A line, or a sentence across wrapped lines, with its words' places in its text.
+struct Statement {
+    var words: [OCRWord]
+    var text: String
+    /// UTF-16 ranges of each word in `text`.
+    var ranges: [NSRange]
+
+    init(_ words: [OCRWord]) {
+        self.words = words
+        var text = ""
+        var ranges: [NSRange] = []
+        for w in words {
+            if !text.isEmpty { text += " " }
+            let start = text.utf16.count
+            text += w.text
+            ranges.append(NSRange(location: start, length: w.text.utf16.count))
+        }
+        self.text = text
+        self.ranges = ranges
+    }
+
+    struct Match {
+        var text: String
+        var confidence: Double
+        var context: String
+
+        var evidence: VerificationRule.Evidence {
+            VerificationRule.Evidence(text: text, confidence: confidence, context: context)
+        }
+    }
+
+    /// The first match of `pattern`, with the lowest confidence of the words it touches.
+    func first(_ pattern: NSRegularExpression) -> Match? {
+        let ns = text as NSString
+        guard let m = pattern.firstMatch(in: text, range: NSRange(location: 0, length: ns.length)) else { return nil }
+        let touched = zip(words, ranges).filter { NSIntersectionRange($0.1, m.range).length > 0 }
+        return Match(
+            text: ns.substring(with: m.range),
+            confidence: touched.map(\.0.confidence).min() ?? 0,
+            context: text
+        )
+    }
+
+    func matches(_ pattern: NSRegularExpression) -> Bool {
+        pattern.firstMatch(in: text, range: NSRange(location: 0, length: (text as NSString).length)) != nil
+    }
+
+    /// About this test's result, and not a reference range, control or disclaimer.
+    var isResultStatement: Bool {
+        !matches(Patterns.context) && (matches(Patterns.resultCue) || matches(Patterns.covid))
+    }
+
+    /// Lines joined where a sentence wraps (the next line goes on in lower case), then split
+    /// into sentences.
+    static func split(_ page: OCRPage) -> [Statement] {
+        var joined: [[OCRWord]] = []
+        for line in page.lines {
+            if let last = joined.last?.last, let next = line.first,
+                !(last.text.last.map { ".:!?".contains($0) } ?? true),
+                next.text.first?.isLowercase == true
+            {
+                joined[joined.count - 1] += line
+            } else {
+                joined.append(line)
+            }
+        }
+        var out: [Statement] = []
+        for words in joined {
+            var sentence: [OCRWord] = []
+            for (i, w) in words.enumerated() {
+                sentence.append(w)
+                let ends = w.text.hasSuffix(".") || w.text.hasSuffix("!") || w.text.hasSuffix("?")
+                let nextStartsUpper = i + 1 < words.count && words[i + 1].text.first?.isUppercase == true
+                if ends && nextStartsUpper {
+                    out.append(Statement(sentence))
+                    sentence = []
+                }
+            }
+            if !sentence.isEmpty { out.append(Statement(sentence)) }
+        }
+        return out
+    }
+}
