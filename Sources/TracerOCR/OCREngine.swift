@@ -86,12 +86,35 @@ public final class OCREngine: @unchecked Sendable {
     /// The long side read: text on a phone photo or a scanned page is then about 20–30 px high.
     static let targetLongSide: Double = 1600
 
+    /// The mean of a grid of samples, 0 (black) to 255.
+    static func meanGrey(_ pix: UnsafeMutablePointer<PIX>) -> Double {
+        let width = pixGetWidth(pix)
+        let height = pixGetHeight(pix)
+        var sum = 0.0
+        var count = 0.0
+        for gy in 0..<48 {
+            for gx in 0..<48 {
+                var value: l_uint32 = 0
+                let x = Int32(Double(width) * (Double(gx) + 0.5) / 48)
+                let y = Int32(Double(height) * (Double(gy) + 0.5) / 48)
+                if pixGetPixel(pix, x, y, &value) == 0 {
+                    sum += Double(value)
+                    count += 1
+                }
+            }
+        }
+        return count > 0 ? sum / count : 255
+    }
+
     private func recognise(_ original: UnsafeMutablePointer<PIX>) throws -> OCRPage {
         // Grey first (Tesseract binarises itself), then scaled towards the target size: large
         // photos down (faster, same text), small screenshots up (small print survives).
         var grey: UnsafeMutablePointer<PIX>? = pixConvertTo8(original, 0)
         guard grey != nil else { throw OCRError("cannot convert the image to grey") }
         defer { pixDestroy(&grey) }
+        // Light text on a dark ground (a phone's dark mode): inverted, since local thresholding
+        // expects dark text and would keep only fragments.
+        if Self.meanGrey(grey!) < 110 { _ = pixInvert(grey, grey) }
         let long = Double(max(pixGetWidth(grey), pixGetHeight(grey)))
         var scale = 1.0
         if long > 2000 { scale = Self.targetLongSide / long }

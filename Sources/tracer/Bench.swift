@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import TracerBenchmarks
+import TracerOCR
+import TracerVerification
 
 /// `tracer bench …`: benchmarks for Tools/bench-*, hidden from help.
 struct Bench: ParsableCommand {
@@ -8,7 +10,7 @@ struct Bench: ParsableCommand {
         commandName: "bench",
         abstract: "Benchmarks (run them through Tools/bench-*).",
         shouldDisplay: false,
-        subcommands: [Store.self, Ranging.self, Writer.self]
+        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self]
     )
 
     struct Store: ParsableCommand {
@@ -50,6 +52,43 @@ struct Bench: ParsableCommand {
 
         func run() throws {
             try StoreBenchmark.writer(store: store, document: document, count: count)
+        }
+    }
+
+    /// One engine reused over a batch of pages: pages per second and peak memory.
+    struct OCR: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "OCR and verification of a batch with one engine.")
+        @Argument var images: [String]
+
+        func run() throws {
+            let started = ContinuousClock.now
+            let engine = try OCREngine()
+            let ready = ContinuousClock.now
+            var accepted = 0
+            for (i, image) in images.enumerated() {
+                let page = try engine.read(data: try engine.load(file: image), name: image)
+                if Verifier.verify(page, now: Date()).accepted { accepted += 1 }
+                Output.progress("pages", i + 1, images.count)
+            }
+            Output.endProgress()
+            let done = ContinuousClock.now
+            let pages = Double(images.count)
+            let reading = (done - ready) / .seconds(1)
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            Output.line(
+                String(
+                    format:
+                        "engine start %.2f s; %d pages in %.2f s: %.2f pages/s, %.3f s a page; %d accepted; peak RSS %d MiB",
+                    (ready - started) / .seconds(1),
+                    images.count,
+                    reading,
+                    pages / reading,
+                    reading / pages,
+                    accepted,
+                    usage.ru_maxrss / 1024
+                )
+            )
         }
     }
 }

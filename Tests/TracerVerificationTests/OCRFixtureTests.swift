@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TracerTesting
+
+@testable import TracerOCR
+@testable import TracerVerification
+
+/// Real Tesseract on rendered test results (Tools/make-fixtures, dated relative to today): each
+/// decision, each failed rule, and each refusal of bad input.
+@Suite struct OCRFixtureTests {
+    struct Entry: Decodable, Sendable {
+        var file: String
+        var expect: String
+        var failed: [String]
+        var collected: String?
+        var about: String
+    }
+
+    static let utc = TimeZone(identifier: "UTC")!
+
+    /// The fixtures, rendered once per test run.
+    static let fixtures: (directory: TemporaryDirectory, entries: [Entry]) = {
+        let directory = TemporaryDirectory("tracer-fixtures")
+        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tools)
+        process.arguments = [directory.path, "--today", formatter.string(from: Date())]
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+        let data = (try? Data(contentsOf: URL(fileURLWithPath: directory.file("manifest.json")))) ?? Data()
+        return (directory, (try? JSONDecoder().decode([Entry].self, from: data)) ?? [])
+    }()
+
+    static let engine = Result { try OCREngine() }
+
+    func verify(_ entry: Entry) throws -> Verification {
+        let engine = try Self.engine.get()
+        let path = Self.fixtures.directory.file(entry.file)
+        let page = try engine.read(data: try engine.load(file: path), name: path)
+        return Verifier.verify(page, now: Date(), timeZone: Self.utc)
+    }
+
+    @Test func theFixturesWereRendered() {
+        #expect(Self.fixtures.entries.count >= 20, "Tools/make-fixtures wrote no manifest: is ImageMagick installed?")
+    }
+
+    @Test func acceptsWhatIsARecentPositiveTest() throws {
+        let accepts = Self.fixtures.entries.filter { $0.expect == "accept" }
+        #expect(accepts.count >= 6)
+        for entry in accepts {
+            let v = try verify(entry)
+            #expect(v.accepted, "\(entry.file) (\(entry.about)): \(v.failed.map { "\($0.name): \($0.detail)" })")
+            let day = v.collectedAt.map {
+                let f = ISO8601DateFormatter()
+                f.formatOptions = [.withFullDate]
+                return f.string(from: $0)
+            }
+            #expect(day == entry.collected, "\(entry.file)")
+        }
+    }
+
+    /// No false accept; the rules named in the manifest are among those that fail (a blurred
+    /// low-resolution page may fail more).
+    @Test func rejectsEverythingElseForTheRightReasons() throws {
+        let rejects = Self.fixtures.entries.filter { $0.expect == "reject" }
+        #expect(rejects.count >= 10)
+        for entry in rejects {
+            let v = try verify(entry)
+            #expect(!v.accepted, "\(entry.file) (\(entry.about)) was accepted")
+            let failed = Set(v.failed.map(\.name))
+            if entry.file.hasPrefix("lowres") { continue }
+            #expect(
+                Set(entry.failed).isSubset(of: failed),
+                "\(entry.file) (\(entry.about)): expected \(entry.failed) to fail, failed \(failed.sorted())"
+            )
+            #expect(
+                failed.subtracting(entry.failed).subtracting(["date", "confidence"]).isEmpty,
+                "\(entry.file): also failed \(failed.subtracting(entry.failed).sorted())"
+            )
+        }
+    }
+
+    @Test func refusesBadInputBeforeDecodingWithOneLine() throws {
+        let engine = try Self.engine.get()
+        let errors = Self.fixtures.entries.filter { $0.expect == "error" }
+        #expect(errors.count >= 6)
+        let expected = [
+            "truncated.png": "truncated or corrupt", "not-an-image.png": "not a PNG, JPEG, TIFF or WebP image",
+            "empty.png": "empty", "bomb.png": "megapixel limit", "huge.png": "limit for an image",
+            "wrong-extension.png": "not a PNG, JPEG, TIFF or WebP image",
+        ]
+        for entry in errors {
+            let path = Self.fixtures.directory.file(entry.file)
+            do {
+                _ = try engine.read(data: try engine.load(file: path), name: path)
+                Issue.record("\(entry.file) was read")
+            } catch let error as OCRError {
+                let text = error.description
+                #expect(text.hasPrefix(path + ": ") && !text.contains("\n"), "\(text)")
+                if let words = expected[entry.file] { #expect(text.contains(words), "\(entry.file): \(text)") }
+            }
+        }
+    }
+}
