@@ -69,6 +69,14 @@ public final class OCREngine: @unchecked Sendable {
     /// An image file's bytes, refused before reading when it is over the size limit.
     public func load(file path: String) throws -> Data { try ImageCheck.load(path, limits: limits) }
 
+    /// An image file's bytes, checked (size, type, header dimensions, completeness) without an
+    /// engine: bad input is refused before Tesseract even starts.
+    public static func loadChecked(file path: String, limits: ImageLimits = ImageLimits()) throws -> Data {
+        let data = try ImageCheck.load(path, limits: limits)
+        try ImageCheck.check(data, name: path, limits: limits)
+        return data
+    }
+
     /// Reads an image already in memory (an upload); `name` is used in errors.
     public func read(data: Data, name: String) throws -> OCRPage {
         let format = try ImageCheck.check(data, name: name, limits: limits)

@@ -19,9 +19,9 @@ struct VerifyOptions: ParsableArguments {
 
     /// Reads and decides; the image's bytes stay in memory only (its digest is all that is kept).
     func verify() throws -> (Verification, sha256: String) {
+        let data = try OCREngine.loadChecked(file: image)
         let engine = try OCREngine()
         if Output.stderrIsTerminal { Output.error("reading \(image)…") }
-        let data = try engine.load(file: image)
         let page = try engine.read(data: data, name: image)
         let verification = Verifier.verify(page, policy: policy, now: Date())
         return (verification, SHA256.hex(data))
