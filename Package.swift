@@ -42,6 +42,9 @@ let package = Package(
         // the seam to the exposure engine.
         .target(name: "TracerReports", dependencies: ["TracerStore", "TracerVerification"]),
 
+        // The exposure engine: co-located devices flagged from an accepted report.
+        .target(name: "TracerExposure", dependencies: ["TracerStore", "TracerReports"]),
+
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
@@ -92,6 +95,7 @@ let package = Package(
                 "TracerVerification",
                 "TracerOCR",
                 "TracerReports",
+                "TracerExposure",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,6 +132,10 @@ let package = Package(
         .testTarget(
             name: "TracerVerificationTests",
             dependencies: ["TracerVerification", "TracerOCR", "TracerReports", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerExposureTests",
+            dependencies: ["TracerExposure", "TracerReports", "TracerVerification", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

@@ -1,0 +1,385 @@
+import Foundation
+import TracerReports
+import TracerStore
+
+/// Who counts as exposed: DESIGN.md's defaults, each configurable.
+public struct ExposurePolicy: Sendable, Equatable {
+    /// How two devices' separation is judged from their distances d1, d2 to one anchor, which
+    /// put it somewhere in [|d1 − d2|, d1 + d2].
+    public enum Separation: String, Sendable, CaseIterable {
+        /// d1 + d2 ≤ radius: certainly within the radius (both within 3 m at 6 m: the original
+        /// app's near/immediate rule). Never flags a stranger; misses opposite sides of a kiosk.
+        case sum
+        /// |d1 − d2| ≤ radius: possibly within it. Flags more, including the far side of a room.
+        case possible
+    }
+
+    /// Metres.
+    public var radius: Double = 6
+    /// Seconds between two windows (gap ≤ this; overlap counts).
+    public var window: Double = 300
+    /// How far back from the test's collection date (seconds).
+    public var lookback: Double = 14 * 86_400
+    public var separation: Separation = .sum
+    /// The longest an interaction document spans (the daemon's window), to bound range reads.
+    public var longestInteraction: Double = 60
+
+    public init() {}
+
+    /// Whether separation bounds count as within the radius.
+    func within(_ bounds: (low: Double, high: Double)) -> Bool {
+        switch separation {
+        case .sum: bounds.high <= radius + 1e-9
+        case .possible: bounds.low <= radius + 1e-9
+        }
+    }
+}
+
+/// What flagging one report did.
+public struct FlagResult: Sendable, Equatable {
+    /// Devices with at least one exposure from this report.
+    public var exposedDevices: [String]
+    /// Exposure documents this report has now.
+    public var exposures: Int
+    /// Exposure documents written or deleted by this run (0 when re-run on the same data).
+    public var changed: Int
+    /// The reporter's interaction windows looked at.
+    public var reporterWindows: Int
+}
+
+/// Flags the people who were near a reporter: for each of the reporter's interaction windows
+/// at an anchor, every other device's windows at the same anchor within `window` seconds whose
+/// separation is within `radius`; one exposure per (report, device, anchor, contiguous episode).
+///
+/// Idempotent: exposure ids are derived from (report, device, anchor, episode start), so a re-run
+/// on the same data writes nothing; a re-run after new data replaces what changed.
+public struct ExposureEngine: ExposureFlagging {
+    public var policy: ExposurePolicy
+
+    public init(policy: ExposurePolicy = ExposurePolicy()) {
+        self.policy = policy
+    }
+
+    /// The indexes flagging and the admin's queries use.
+    public static let indexes = [
+        IndexDefinition(collectionID: "interactions", "start"),
+        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
+        IndexDefinition(collectionID: "exposures", scope: .collectionGroup, "reportId"),
+        IndexDefinition(collectionID: "exposures", scope: .collectionGroup, "beaconKey", "from"),
+        IndexDefinition(collectionID: "exposures", "from"),
+    ]
+
+    public static func declareIndexes(_ store: DocumentStore) throws {
+        for index in indexes { try store.declareIndex(index) }
+    }
+
+    public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
+        let r = try flag(reportID: report.id, store: store)
+        if r.exposedDevices.isEmpty {
+            return "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"
+        }
+        return "exposures: \(r.exposedDevices.count) devices flagged (\(r.exposures) exposures); they are told through their status"
+    }
+
+    /// One interaction window, as flagging needs it.
+    struct Window {
+        var device: String
+        var anchor: String
+        var start: Double
+        var end: Double
+        var distance: Double
+
+        init?(_ doc: DocumentSnapshot) {
+            guard case .string(let device)? = doc["deviceId"], let start = doc["start"]?.timestampValue,
+                let end = doc["end"]?.timestampValue, let distance = doc["distance"]?.doubleValue
+            else { return nil }
+            // The anchor is the interaction's parent beacon.
+            let segments = doc.path.description.split(separator: "/")
+            guard segments.count >= 4, segments[0] == "beacons" else { return nil }
+            self.device = device
+            self.anchor = String(segments[1])
+            self.start = start.seconds
+            self.end = end.seconds
+            self.distance = distance
+        }
+    }
+
+    /// Flags (or re-flags) an accepted report.
+    @discardableResult
+    public func flag(reportID: String, store: DocumentStore, now: Date = Date()) throws -> FlagResult {
+        try Self.declareIndexes(store)
+        let report = try store.get(DocumentPath("reports/\(reportID)"))
+        guard report.exists else { throw ExposureError("no report \(reportID)") }
+        guard report["status"] == .string("accepted") else {
+            throw ExposureError("report \(reportID) is \(report["status"]?.stringValue ?? "not accepted"): nothing to flag")
+        }
+        guard case .string(let reporter)? = report["deviceId"] else {
+            throw ExposureError("report \(reportID) has no deviceId")
+        }
+        let collected = report["collectedAt"]?.timestampValue?.seconds ?? now.timeIntervalSince1970
+        let from = collected - policy.lookback
+
+        // The reporter's windows, by anchor, in time order (the (deviceId, start) group index).
+        let mine = try store.getDocuments(
+            Query(collectionGroup: "interactions")
+                .where("deviceId", .equal, .string(reporter))
+                .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: from)))
+                .order(by: "start")
+        )
+        let windows = mine.compactMap(Window.init)
+        var byAnchor: [String: [Window]] = [:]
+        for w in windows { byAnchor[w.anchor, default: []].append(w) }
+
+        // Matches: (device, anchor) → pairs of (their window, separation bounds, overlap).
+        struct Pair {
+            var theirs: Window
+            var mine: Window
+            var low: Double
+            var high: Double
+        }
+        var matches: [String: [Pair]] = [:]
+        for (anchor, list) in byAnchor {
+            // One range read per run of the reporter's windows (near ones merged).
+            for run in Self.runs(list, gap: policy.window) {
+                let lower = run.first!.start - policy.window - policy.longestInteraction
+                let upper = run.last!.end + policy.window
+                let others = try store.getDocuments(
+                    Query(collection: CollectionPath("beacons/\(anchor)/interactions"))
+                        .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: lower)))
+                        .where("start", .lessThanOrEqual, .timestamp(Timestamp(seconds: upper)))
+                        .order(by: "start")
+                ).compactMap(Window.init)
+                for theirs in others where theirs.device != reporter {
+                    for m in run {
+                        let gap = max(theirs.start, m.start) - min(theirs.end, m.end)
+                        guard gap <= policy.window else { continue }
+                        let bounds = (low: abs(m.distance - theirs.distance), high: m.distance + theirs.distance)
+                        guard policy.within(bounds) else { continue }
+                        matches["\(theirs.device)\u{0}\(anchor)", default: []].append(
+                            Pair(theirs: theirs, mine: m, low: bounds.low, high: bounds.high)
+                        )
+                    }
+                }
+            }
+        }
+
+        // Episodes: a device's matched windows at one anchor, merged where they are within the
+        // window of each other.
+        var wanted: [String: (device: String, data: DocumentData)] = [:]
+        for (key, pairs) in matches {
+            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+            let device = String(parts[0])
+            let anchor = String(parts[1])
+            let sorted = pairs.sorted { ($0.theirs.start, $0.mine.start) < ($1.theirs.start, $1.mine.start) }
+            var episodes: [[Pair]] = []
+            for p in sorted {
+                let lastEnd = episodes.last?.map { max($0.theirs.end, $0.mine.end) }.max()
+                if let lastEnd, min(p.theirs.start, p.mine.start) - lastEnd <= policy.window {
+                    episodes[episodes.count - 1].append(p)
+                } else {
+                    episodes.append([p])
+                }
+            }
+            for episode in episodes {
+                let start = episode.map { min($0.theirs.start, $0.mine.start) }.min()!
+                let end = episode.map { max($0.theirs.end, $0.mine.end) }.max()!
+                let overlap = Self.overlapSeconds(episode.map { ($0.theirs.start, $0.theirs.end, $0.mine.start, $0.mine.end) })
+                let id = String(
+                    SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(start * 1000))".utf8)).prefix(20)
+                )
+                let data: DocumentData = [
+                    "reportId": .string(reportID),
+                    "deviceId": .string(device),
+                    "beaconKey": .string(anchor),
+                    "from": .timestamp(Timestamp(seconds: start)),
+                    "to": .timestamp(Timestamp(seconds: end)),
+                    "separation": [
+                        "min": .double(Self.round(episode.map(\.low).min()!)),
+                        "max": .double(Self.round(episode.map(\.high).min()!)),
+                    ],
+                    "overlapSeconds": .integer(Int64(overlap.rounded())),
+                    "rule": .string(policy.separation.rawValue),
+                ]
+                wanted["devices/\(device)/exposures/\(id)"] = (device, data)
+            }
+        }
+
+        // Write what changed, in one transaction: exposures, the devices' summaries, the
+        // reporter marked positive and its interactions marked as a test result.
+        let changed = try store.runTransaction { t -> Int in
+            // Reads first (the store's transactions, like Firestore's, read before they write).
+            let existing = try t.getDocuments(
+                Query(collectionGroup: "exposures").where("reportId", .equal, .string(reportID))
+            )
+            let have = Dictionary(existing.map { ($0.path.description, $0) }, uniquingKeysWith: { a, _ in a })
+            let stale = existing.filter { wanted[$0.path.description] == nil }
+            let fresh = wanted.filter { path, w in !(have[path].map { Self.same($0.data, w.data) } ?? false) }
+            var touched = Set(fresh.values.map(\.device))
+            for doc in stale { if case .string(let d)? = doc["deviceId"] { touched.insert(d) } }
+            touched.remove(reporter)
+            var summaries: [String: DocumentData] = [:]
+            for device in touched {
+                summaries[device] = try Self.summary(
+                    device: device,
+                    in: t,
+                    setting: fresh.filter { $0.value.device == device }.mapValues(\.data),
+                    deleting: Set(stale.map(\.path.description))
+                )
+            }
+            let reporterIsPositive = try t.get(DocumentPath("devices/\(reporter)"))["status"] == .string("positive")
+
+            for doc in stale { t.delete(doc.path) }
+            for (path, w) in fresh {
+                var data = w.data
+                data["flaggedAt"] = .serverTimestamp
+                t.set(try DocumentPath(path), data)
+            }
+            for (device, data) in summaries { t.set(try DocumentPath("devices/\(device)"), data, merge: true) }
+            if !reporterIsPositive {
+                t.set(try DocumentPath("devices/\(reporter)"), ["status": "positive", "updatedAt": .serverTimestamp], merge: true)
+            }
+            for doc in mine where doc["testResult"] != .bool(true) {
+                t.update(doc.path, ["testResult": .bool(true)])
+            }
+            return stale.count + fresh.count
+        }
+        return FlagResult(
+            exposedDevices: Array(Set(wanted.values.map(\.device))).sorted(),
+            exposures: wanted.count,
+            changed: changed,
+            reporterWindows: windows.count
+        )
+    }
+
+    /// `devices/{id}`'s summary as it will be once the transaction's writes land: status, risk,
+    /// exposureCount, colocatedMinutes, updatedAt. Reads only.
+    static func summary(
+        device: String,
+        in t: Transaction,
+        setting: [String: DocumentData],
+        deleting: Set<String>
+    ) throws -> DocumentData {
+        var byPath: [String: DocumentData] = [:]
+        for doc in try t.getDocuments(Query(collection: CollectionPath("devices/\(device)/exposures"))) {
+            if let data = doc.data { byPath[doc.path.description] = data }
+        }
+        for path in deleting { byPath[path] = nil }
+        for (path, data) in setting { byPath[path] = data }
+        let exposures = Array(byPath.values)
+        let reports = Set(exposures.compactMap { $0["reportId"]?.stringValue })
+        let seconds = exposures.compactMap { $0["overlapSeconds"]?.doubleValue }.reduce(0, +)
+        var data: DocumentData = [
+            "risk": .string(reports.count >= 3 ? "high" : reports.isEmpty ? "low" : "medium"),
+            "exposureCount": .integer(Int64(exposures.count)),
+            "colocatedMinutes": .double((seconds / 6).rounded() / 10),
+            "updatedAt": .serverTimestamp,
+        ]
+        // A positive device stays positive; the others are exposed or clear.
+        if try t.get(DocumentPath("devices/\(device)"))["status"] != .string("positive") {
+            data["status"] = .string(reports.isEmpty ? "clear" : "exposed")
+        }
+        return data
+    }
+
+    /// Withdraws a report: its exposures go, the devices' status and risk are recomputed, and
+    /// the reporter is positive only while another accepted report of theirs stands.
+    @discardableResult
+    public func revoke(reportID: String, store: DocumentStore) throws -> Int {
+        try Self.declareIndexes(store)
+        return try store.runTransaction { t -> Int in
+            let path = try DocumentPath("reports/\(reportID)")
+            let report = try t.get(path)
+            guard report.exists, case .string(let reporter)? = report["deviceId"] else {
+                throw ExposureError("no report \(reportID)")
+            }
+            guard report["status"] != .string("revoked") else { return 0 }
+            let exposures = try t.getDocuments(
+                Query(collectionGroup: "exposures").where("reportId", .equal, .string(reportID))
+            )
+            let deleting = Set(exposures.map(\.path.description))
+            var summaries: [String: DocumentData] = [:]
+            for doc in exposures {
+                guard case .string(let d)? = doc["deviceId"], summaries[d] == nil, d != reporter else { continue }
+                summaries[d] = try Self.summary(device: d, in: t, setting: [:], deleting: deleting)
+            }
+            let others = try t.getDocuments(
+                Query(collection: CollectionPath("reports")).where("deviceId", .equal, .string(reporter))
+            )
+            let stillPositive = others.contains { $0.id != reportID && $0["status"] == .string("accepted") }
+            var reporterSummary: DocumentData?
+            var marked: [DocumentSnapshot] = []
+            if !stillPositive {
+                // Clear first, so that the summary says exposed or clear rather than positive.
+                var s = try Self.summary(device: reporter, in: t, setting: [:], deleting: deleting)
+                if s["status"] == nil {
+                    let own = try t.getDocuments(Query(collection: CollectionPath("devices/\(reporter)/exposures")))
+                    let reports = Set(own.compactMap { $0["reportId"]?.stringValue })
+                    s["status"] = .string(reports.isEmpty ? "clear" : "exposed")
+                }
+                reporterSummary = s
+                marked = try t.getDocuments(
+                    Query(collectionGroup: "interactions").where("deviceId", .equal, .string(reporter))
+                        .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: 0)))
+                ).filter { $0["testResult"] == .bool(true) }
+            }
+
+            for doc in exposures { t.delete(doc.path) }
+            t.update(path, ["status": .string("revoked"), "revokedAt": .serverTimestamp])
+            for (device, data) in summaries { t.set(try DocumentPath("devices/\(device)"), data, merge: true) }
+            if let reporterSummary {
+                t.set(try DocumentPath("devices/\(reporter)"), reporterSummary, merge: true)
+            }
+            for doc in marked { t.update(doc.path, ["testResult": .bool(false)]) }
+            return exposures.count
+        }
+    }
+
+    /// Consecutive windows whose gaps are at most `gap`.
+    static func runs(_ windows: [Window], gap: Double) -> [[Window]] {
+        var out: [[Window]] = []
+        for w in windows.sorted(by: { $0.start < $1.start }) {
+            if let last = out.last?.last, w.start - last.end <= 2 * gap {
+                out[out.count - 1].append(w)
+            } else {
+                out.append([w])
+            }
+        }
+        return out
+    }
+
+    /// Seconds during which both devices were seen, over an episode's pairs (the union of the
+    /// pairs' intersections).
+    static func overlapSeconds(_ pairs: [(Double, Double, Double, Double)]) -> Double {
+        let intervals = pairs.compactMap { a0, a1, b0, b1 -> (Double, Double)? in
+            let s = max(a0, b0)
+            let e = min(a1, b1)
+            return e > s ? (s, e) : nil
+        }.sorted { $0.0 < $1.0 }
+        var total = 0.0
+        var current: (Double, Double)?
+        for i in intervals {
+            if let c = current, i.0 <= c.1 {
+                current = (c.0, max(c.1, i.1))
+            } else {
+                if let c = current { total += c.1 - c.0 }
+                current = i
+            }
+        }
+        if let c = current { total += c.1 - c.0 }
+        return total
+    }
+
+    static func round(_ v: Double) -> Double { (v * 100).rounded() / 100 }
+
+    /// Whether a stored exposure holds the same data (flaggedAt aside).
+    static func same(_ stored: DocumentData?, _ wanted: DocumentData) -> Bool {
+        guard var stored else { return false }
+        stored["flaggedAt"] = nil
+        return stored == wanted
+    }
+}
+
+public struct ExposureError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
