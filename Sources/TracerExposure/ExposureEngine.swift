@@ -76,9 +76,11 @@ public struct ExposureEngine: ExposureFlagging {
     public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
         let r = try flag(reportID: report.id, store: store)
         if r.exposedDevices.isEmpty {
-            return "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"
+            return
+                "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"
         }
-        return "exposures: \(r.exposedDevices.count) devices flagged (\(r.exposures) exposures); they are told through their status"
+        return
+            "exposures: \(r.exposedDevices.count) devices flagged (\(r.exposures) exposures); they are told through their status"
     }
 
     /// One interaction window, as flagging needs it.
@@ -111,7 +113,9 @@ public struct ExposureEngine: ExposureFlagging {
         let report = try store.get(DocumentPath("reports/\(reportID)"))
         guard report.exists else { throw ExposureError("no report \(reportID)") }
         guard report["status"] == .string("accepted") else {
-            throw ExposureError("report \(reportID) is \(report["status"]?.stringValue ?? "not accepted"): nothing to flag")
+            throw ExposureError(
+                "report \(reportID) is \(report["status"]?.stringValue ?? "not accepted"): nothing to flag"
+            )
         }
         guard case .string(let reporter)? = report["deviceId"] else {
             throw ExposureError("report \(reportID) has no deviceId")
@@ -183,7 +187,9 @@ public struct ExposureEngine: ExposureFlagging {
             for episode in episodes {
                 let start = episode.map { min($0.theirs.start, $0.mine.start) }.min()!
                 let end = episode.map { max($0.theirs.end, $0.mine.end) }.max()!
-                let overlap = Self.overlapSeconds(episode.map { ($0.theirs.start, $0.theirs.end, $0.mine.start, $0.mine.end) })
+                let overlap = Self.overlapSeconds(
+                    episode.map { ($0.theirs.start, $0.theirs.end, $0.mine.start, $0.mine.end) }
+                )
                 let id = String(
                     SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(start * 1000))".utf8)).prefix(20)
                 )
@@ -236,7 +242,11 @@ public struct ExposureEngine: ExposureFlagging {
             }
             for (device, data) in summaries { t.set(try DocumentPath("devices/\(device)"), data, merge: true) }
             if !reporterIsPositive {
-                t.set(try DocumentPath("devices/\(reporter)"), ["status": "positive", "updatedAt": .serverTimestamp], merge: true)
+                t.set(
+                    try DocumentPath("devices/\(reporter)"),
+                    ["status": "positive", "updatedAt": .serverTimestamp],
+                    merge: true
+                )
             }
             for doc in mine where doc["testResult"] != .bool(true) {
                 t.update(doc.path, ["testResult": .bool(true)])

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TracerExposure
 import TracerOCR
 import TracerReports
 import TracerStore
@@ -148,7 +149,7 @@ struct SelfReportCommand: ParsableCommand {
             answers: answers,
             store: store
         )
-        let flagged = try NoExposureEngine().reportAccepted(report, store: store)
+        let flagged = try ExposureEngine().reportAccepted(report, store: store)
         if options.json {
             Output.line(
                 VerifyOptions.json(

@@ -8,8 +8,8 @@ struct Tracer: AsyncParsableCommand {
         commandName: "tracer",
         abstract: "Institutional contact tracing: iBeacon ranging, exposure flagging, and its document store.",
         subcommands: [
-            DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, Calibrate.self, DB.self, Decode.self,
-            Map.self, Bench.self,
+            DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, StatusCommand.self, ExposureCommand.self,
+            ReportCommand.self, Calibrate.self, DB.self, Decode.self, Map.self, Bench.self,
         ]
     )
 

@@ -110,7 +110,9 @@ import TracerTesting
         #expect(e.map { $0["beaconKey"] } == ["A", "B"])
         // At A: X from 15 to 105, R from 0 to 120: 90 s together; the episode spans 0–120.
         #expect(e[0]["overlapSeconds"] == .integer(90))
-        #expect(e[0]["from"]?.timestampValue?.seconds == Self.t0 && e[0]["to"]?.timestampValue?.seconds == Self.t0 + 120)
+        #expect(
+            e[0]["from"]?.timestampValue?.seconds == Self.t0 && e[0]["to"]?.timestampValue?.seconds == Self.t0 + 120
+        )
         #expect(e[1]["overlapSeconds"] == .integer(20))
         #expect(try s.device("X")["exposureCount"] == .integer(2))
         #expect(try s.device("X")["colocatedMinutes"] == .double(1.8))

@@ -1,0 +1,252 @@
+import ArgumentParser
+import Foundation
+import TracerExposure
+import TracerStore
+
+/// Exposure documents in the contract's JSON shape and as a table.
+enum ExposureOutput {
+    static func iso(_ v: Value?) -> Any {
+        guard let t = v?.timestampValue else { return NSNull() }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: t.date)
+    }
+
+    static func object(_ doc: DocumentSnapshot) -> [String: Any] {
+        let segments = doc.path.description.split(separator: "/")
+        return [
+            "deviceId": segments.count > 1 ? String(segments[1]) : "",
+            "reportId": doc["reportId"]?.stringValue ?? "",
+            "beaconKey": doc["beaconKey"]?.stringValue ?? "",
+            "from": iso(doc["from"]),
+            "to": iso(doc["to"]),
+            "separation": [
+                "min": doc["separation.min"]?.doubleValue ?? 0, "max": doc["separation.max"]?.doubleValue ?? 0,
+            ],
+            "overlapSeconds": Int(doc["overlapSeconds"]?.doubleValue ?? 0),
+        ]
+    }
+
+    static func json(_ object: Any) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func table(_ docs: [DocumentSnapshot]) -> [String] {
+        guard !docs.isEmpty else { return ["no exposures"] }
+        var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
+        for d in docs {
+            let o = object(d)
+            let sep = o["separation"] as? [String: Double] ?? [:]
+            rows.append([
+                o["deviceId"] as? String ?? "", o["reportId"] as? String ?? "", o["beaconKey"] as? String ?? "",
+                d["from"]?.timestampValue.map(HumanFormat.time) ?? "",
+                d["to"]?.timestampValue.map(HumanFormat.time) ?? "",
+                String(format: "%.1f–%.1f m", sep["min"] ?? 0, sep["max"] ?? 0),
+                "\(o["overlapSeconds"] as? Int ?? 0) s",
+            ])
+        }
+        let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        } + ["\(docs.count) exposure\(docs.count == 1 ? "" : "s")"]
+    }
+}
+
+/// `tracer status --device ID`: what a device is told.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "A device's status (clear, exposed, positive), risk and exposures; --watch follows it live."
+    )
+
+    @OptionGroup var options: StoreOptions
+    @Option(help: "The anonymous device id.") var device: String
+    @Flag(help: "Print each change as it happens, until interrupted.") var watch = false
+    @Flag(help: "Print JSON: {\"deviceId\", \"status\", \"risk\", \"exposures\": [...]}.") var json = false
+
+    func run() async throws {
+        let store = try options.open(mustExist: true)
+        let path = try DocumentPath("devices/\(device)")
+        if !watch {
+            print(try status(store, store.get(path)))
+            return
+        }
+        for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
+        var last = ""
+        for try await snap in store.snapshots(document: path) {
+            let line = try status(store, snap)
+            if line != last { print(line) }
+            last = line
+        }
+    }
+
+    func status(_ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
+        let exposures = try store.getDocuments(
+            Query(collection: CollectionPath("devices/\(device)/exposures")).order(by: "from")
+        )
+        let status = doc["status"]?.stringValue ?? "clear"
+        let risk = doc["risk"]?.stringValue ?? "low"
+        if json {
+            return ExposureOutput.json([
+                "deviceId": device, "status": status, "risk": risk, "exposures": exposures.map(ExposureOutput.object),
+            ])
+        }
+        var text = "\(device): \(status), risk \(risk)"
+        if !exposures.isEmpty {
+            let minutes = doc["colocatedMinutes"]?.doubleValue ?? 0
+            text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
+            text += String(format: "%.1f minutes together", minutes)
+            text += "\n" + ExposureOutput.table(exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
+        }
+        return text
+    }
+
+    func print(_ text: String) { Output.line(text) }
+}
+
+/// `tracer exposure --beacon KEY | --device ID`: the admin's view.
+struct ExposureCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exposure",
+        abstract: "Exposures at a beacon, or of a device (served by indexes, never a full scan)."
+    )
+
+    @OptionGroup var options: StoreOptions
+    @Option(help: "A beacon's (anchor's) key.") var beacon: String?
+    @Option(help: "A device id.") var device: String?
+    @Option(help: "Only exposures from this date or time on (2026-11-20 or 2026-11-20T10:00:00Z).") var since: String?
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func validate() throws {
+        if (beacon == nil) == (device == nil) {
+            throw ValidationError("give exactly one of --beacon KEY and --device ID")
+        }
+    }
+
+    func run() throws {
+        let store = try options.open(mustExist: true)
+        try ExposureEngine.declareIndexes(store)
+        var cutoff: Timestamp?
+        if let since {
+            let iso = ISO8601DateFormatter()
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            guard let date = iso.date(from: since) ?? day.date(from: since) else {
+                throw ValidationError(
+                    "--since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(since)'"
+                )
+            }
+            cutoff = Timestamp(seconds: date.timeIntervalSince1970)
+        }
+        var query: Query
+        if let beacon {
+            query = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(beacon))
+        } else {
+            query = Query(collection: try CollectionPath("devices/\(device ?? "")/exposures"))
+        }
+        query = query.where("from", .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0))).order(by: "from")
+        let docs = try store.getDocuments(query)
+        if json {
+            Output.line(ExposureOutput.json(docs.map(ExposureOutput.object)))
+        } else {
+            for line in ExposureOutput.table(docs) { Output.line(line) }
+        }
+    }
+}
+
+/// `tracer report flag|revoke|follow`: the exposure engine by hand, and as a listener.
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Flag exposures for a report again, revoke one, or follow reports as they arrive.",
+        subcommands: [FlagReport.self, Revoke.self, Follow.self]
+    )
+
+    struct PolicyOptions: ParsableArguments {
+        @Option(help: "Separation radius, metres.") var radius: Double = 6
+        @Option(help: "Minutes between windows that still count.") var window: Double = 5
+        @Option(help: "Days looked back from the collection date.") var lookbackDays: Double = 14
+        @Option(help: "sum (d1 + d2 <= radius) or possible (|d1 - d2| <= radius).") var separation = "sum"
+
+        var engine: ExposureEngine {
+            get throws {
+                var p = ExposurePolicy()
+                guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
+                    throw ValidationError("--separation takes sum or possible, not '\(separation)'")
+                }
+                guard radius > 0, window >= 0, lookbackDays > 0 else {
+                    throw ValidationError("--radius and --lookback-days take positive numbers, --window 0 or more")
+                }
+                p.separation = rule
+                p.radius = radius
+                p.window = window * 60
+                p.lookback = lookbackDays * 86_400
+                return ExposureEngine(policy: p)
+            }
+        }
+    }
+
+    struct FlagReport: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "flag",
+            abstract: "Flag exposures for an accepted report (again): idempotent."
+        )
+        @OptionGroup var options: StoreOptions
+        @OptionGroup var policy: PolicyOptions
+        @Argument(help: "The report id.") var id: String
+
+        func run() throws {
+            let r = try policy.engine.flag(reportID: id, store: try options.open(mustExist: true))
+            Output.line(
+                "report \(id): \(r.exposedDevices.count) devices exposed, \(r.exposures) exposures "
+                    + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
+            )
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a report: its exposures are removed and statuses recomputed."
+        )
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The report id.") var id: String
+
+        func run() throws {
+            let n = try ExposureEngine().revoke(reportID: id, store: try options.open(mustExist: true))
+            Output.line("report \(id) revoked; \(n) exposure\(n == 1 ? "" : "s") removed")
+        }
+    }
+
+    struct Follow: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Flag every accepted report as it arrives (from any kiosk or the API), until interrupted."
+        )
+        @OptionGroup var options: StoreOptions
+        @OptionGroup var policy: PolicyOptions
+
+        func run() async throws {
+            let store = try options.open()
+            let engine = try policy.engine
+            for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
+            // Every report now (a re-run changes nothing), then each one that is added or changes.
+            for try await snap in store.snapshots(Query(collection: try CollectionPath("reports")), from: .now) {
+                for change in snap.changes where change.kind != .removed {
+                    guard change.document["status"] == .string("accepted") else { continue }
+                    let id = change.document.id
+                    do {
+                        let r = try engine.flag(reportID: id, store: store)
+                        if r.changed > 0 {
+                            Output.line(
+                                "report \(id): \(r.exposedDevices.count) devices exposed, \(r.exposures) exposures"
+                            )
+                        }
+                    } catch {
+                        Output.error("report \(id): \(error)")
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TracerTesting
+
+/// The whole path by command: a kiosk's capture ranged, a positive self-reported, the people
+/// near them flagged, told through a watching process, queried by beacon, and revoked.
+@Suite struct ExposureCommandTests {
+    let dir = TemporaryDirectory("tracer-exposure")
+    var store: String { dir.file("s.sqlite") }
+    static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
+    static let uuid = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+
+    func tracer(_ args: String...) throws -> TracerProcess.Result {
+        try TracerProcess.run(args + ["--store", store])
+    }
+
+    /// Within the last two hours at the lab kiosk: the reporter (minor 1) at 1 m, a colleague
+    /// (2) at 1.5 m beside them, a visitor (3) at 1 m an hour later, someone (4) at 9 m.
+    func rangeALabMorning() throws {
+        var f = ReplayFixture()
+        f.rate = 2
+        let start = (Date().timeIntervalSince1970 - 7200).rounded()
+        func badge(_ minor: UInt16, _ distance: Double, _ from: Double, _ to: Double) -> ReplayFixture.Badge {
+            .init(
+                uuid: Self.uuid,
+                major: 1,
+                minor: minor,
+                address: "AA:BB:CC:00:00:0\(minor)",
+                distance: distance,
+                from: start + from,
+                to: start + to
+            )
+        }
+        f.badges = [badge(1, 1, 0, 600), badge(2, 1.5, 60, 540), badge(3, 1, 4200, 4500), badge(4, 9, 0, 600)]
+        let replay = dir.file("lab.jsonl")
+        try f.write(to: replay)
+        let r = try TracerProcess.run([
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(replay)", "--store", store,
+        ])
+        try #require(r.status == 0, "\(r.stderr)")
+    }
+
+    static let fixtures: TemporaryDirectory = {
+        let directory = TemporaryDirectory("tracer-fixtures")
+        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tools)
+        process.arguments = [directory.path]
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+        return directory
+    }()
+
+    @Test func aSelfReportFlagsTheColleagueAndTellsThemAtOnce() throws {
+        try rangeALabMorning()
+        let colleague = "\(Self.uuid):1:2"
+        let watcher = try TracerProcess.start([
+            "status", "--device", colleague, "--watch", "--json", "--store", store,
+        ])
+        defer { watcher.kill(SIGTERM) }
+        #expect(watcher.nextLine()?.contains(#""status":"clear""#) == true)
+
+        let report = try tracer(
+            "self-report",
+            Self.fixtures.file("lab-pcr-positive.png"),
+            "--device",
+            "\(Self.uuid):1:1",
+            "--yes"
+        )
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains("exposures: 1 devices flagged"), "\(report.stdout)")
+
+        // The watching process hears of it.
+        let told = watcher.nextLine(timeout: 5) ?? ""
+        #expect(told.contains(#""status":"exposed""#) && told.contains(#""risk":"medium""#), "\(told)")
+        #expect(told.contains(#""beaconKey":"kiosk-lab""#))
+
+        let status = try tracer("status", "--device", colleague)
+        #expect(status.stdout.hasPrefix("\(colleague): exposed, risk medium; 1 exposure"), "\(status.stdout)")
+        for other in ["3", "4"] {
+            let s = try tracer("status", "--device", "\(Self.uuid):1:\(other)", "--json")
+            #expect(s.stdout.contains(#""status":"clear""#), "\(other): \(s.stdout)")
+        }
+        #expect(try tracer("status", "--device", "\(Self.uuid):1:1").stdout.hasPrefix("\(Self.uuid):1:1: positive"))
+
+        let byBeacon = try tracer("exposure", "--beacon", "kiosk-lab", "--json")
+        let array = try JSONSerialization.jsonObject(with: Data(byBeacon.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(array.count == 1)
+        #expect(array.first?["deviceId"] as? String == colleague)
+        let keys = Set(array.first.map { Array($0.keys) } ?? [])
+        #expect(
+            keys.isSuperset(of: ["deviceId", "reportId", "beaconKey", "from", "to", "separation", "overlapSeconds"])
+        )
+        let none = try tracer("exposure", "--beacon", "kiosk-cafe")
+        #expect(none.stdout == "no exposures\n")
+        let table = try tracer("exposure", "--device", colleague)
+        #expect(table.stdout.hasPrefix("device") && table.stdout.hasSuffix("1 exposure\n"), "\(table.stdout)")
+
+        // Flagging again changes nothing; revoking clears the colleague.
+        let reportID = array.first?["reportId"] as? String ?? ""
+        let again = try tracer("report", "flag", reportID)
+        #expect(again.stdout.contains("(0 written or removed)"), "\(again.stdout)")
+        let revoke = try tracer("report", "revoke", reportID)
+        #expect(revoke.stdout == "report \(reportID) revoked; 1 exposure removed\n", "\(revoke.stdout)")
+        #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
+    }
+
+    @Test func badQueriesAreOneLine() throws {
+        try rangeALabMorning()
+        let both = try tracer("exposure", "--beacon", "kiosk-lab", "--device", "x")
+        #expect(both.status == 1 && both.stderr.contains("exactly one of --beacon"))
+        let since = try tracer("exposure", "--beacon", "kiosk-lab", "--since", "yesterday")
+        #expect(since.status == 1 && since.stderr.contains("--since takes a date"), "\(since.stderr)")
+        let missing = try tracer("report", "revoke", "nope")
+        #expect(missing.status == 1 && missing.stderr == "Error: no report nope\n", "\(missing.stderr)")
+    }
+}
