@@ -65,3 +65,105 @@ public final class NotifySocket: @unchecked Sendable {
 
     deinit { close(fd) }
 }
+
+/// An HTTP receiver on loopback for webhook tests: records each request's body and answers 200,
+/// or `failing` for as many requests as `failNext` says.
+public final class HTTPReceiver: @unchecked Sendable {
+    public let port: UInt16
+    private let fd: Int32
+    private let condition = NSCondition()
+    private var bodies: [String] = []
+    private var failures = 0
+    /// Requests answered with an error so far.
+    public private(set) var refused = 0
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        port = UInt16(bigEndian: actual.sin_port)
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    /// The next `n` requests are answered 503.
+    public func failNext(_ n: Int) {
+        condition.lock()
+        failures = n
+        condition.unlock()
+    }
+
+    private func serve() {
+        while true {
+            let client = accept(fd, nil, nil)
+            if client < 0 { return }
+            var request = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 8192)
+            // Head, then as many body bytes as Content-Length says.
+            while true {
+                let n = read(client, &buffer, buffer.count)
+                if n <= 0 { break }
+                request += buffer[0..<n]
+                let text = String(decoding: request, as: UTF8.self)
+                if let split = text.range(of: "\r\n\r\n") {
+                    let head = text[..<split.lowerBound].lowercased()
+                    let length =
+                        head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                        .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
+                        ?? 0
+                    if text[split.upperBound...].utf8.count >= length { break }
+                }
+            }
+            let text = String(decoding: request, as: UTF8.self)
+            let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+            condition.lock()
+            let fail = failures > 0
+            if fail {
+                failures -= 1
+                refused += 1
+            } else {
+                bodies.append(body)
+                condition.broadcast()
+            }
+            condition.unlock()
+            let response =
+                fail
+                ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            _ = Array(response.utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            close(client)
+        }
+    }
+
+    /// The next body received, waiting up to `timeout` seconds.
+    public func next(timeout: Double = 10) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while bodies.isEmpty {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return bodies.removeFirst()
+    }
+
+    deinit {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+}

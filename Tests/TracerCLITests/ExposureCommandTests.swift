@@ -118,3 +118,66 @@ import TracerTesting
         #expect(missing.status == 1 && missing.stderr == "Error: no report nope\n", "\(missing.stderr)")
     }
 }
+
+/// `tracer notify`: status changes POSTed at least once, retried, and resumed after a restart.
+@Suite struct NotifyCommandTests {
+    let dir = TemporaryDirectory("tracer-notify")
+    var store: String { dir.file("s.sqlite") }
+
+    func set(_ path: String, _ json: String) throws {
+        let r = try TracerProcess.run(["db", "set", path, json, "--store", store, "--merge"])
+        try #require(r.status == 0, "\(r.stderr)")
+    }
+
+    func start(_ receiver: HTTPReceiver) throws -> TracerProcess.Background {
+        try TracerProcess.start([
+            "notify", "--webhook", "http://127.0.0.1:\(receiver.port)/hook", "--store", store,
+            "--state", dir.file("notify.state"),
+        ])
+    }
+
+    @Test func postsRetriesAndResumesWithoutMissingAChange() throws {
+        try set("devices/a", #"{"status": "clear", "risk": "low"}"#)
+        let receiver = try HTTPReceiver()
+        var notifier = try start(receiver)
+        #expect(notifier.nextLine()?.hasPrefix("notifying http://127.0.0.1:") == true)
+        let first = receiver.next() ?? ""
+        #expect(first.contains(#""deviceId":"a""#) && first.contains(#""status":"clear""#), "\(first)")
+
+        let saved = try waitForState(differentFrom: nil)
+        // The receiver is down for two attempts: the change still arrives.
+        receiver.failNext(2)
+        try set("devices/a", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
+        let second = receiver.next(timeout: 15) ?? ""
+        #expect(second.contains(#""status":"exposed""#) && second.contains(#""exposureCount":1"#), "\(second)")
+        #expect(receiver.refused == 2)
+
+        // Stopped hard; a change happens while it is down; restarted, it delivers that change.
+        _ = try waitForState(differentFrom: saved)  // written once the change is delivered
+        notifier.kill()
+        try set("devices/b", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
+        notifier = try start(receiver)
+        #expect(notifier.nextLine()?.contains("after change") == true)
+        let third = receiver.next() ?? ""
+        #expect(third.contains(#""deviceId":"b""#), "\(third)")
+        #expect(receiver.next(timeout: 1) == nil, "a change delivered before the restart came again")
+        notifier.kill(SIGTERM)
+    }
+
+    /// The notifier's saved token, once it differs from `previous`.
+    func waitForState(differentFrom previous: String?) throws -> String {
+        for _ in 0..<500 {
+            if let text = try? String(contentsOfFile: dir.file("notify.state"), encoding: .utf8), text != previous {
+                return text
+            }
+            usleep(10_000)
+        }
+        throw CocoaError(.fileReadNoSuchFile)
+    }
+
+    @Test func aWebhookMustBeHTTP() throws {
+        try set("devices/a", #"{"status": "clear"}"#)
+        let r = try TracerProcess.run(["notify", "--webhook", "ftp://x", "--store", store])
+        #expect(r.status == 1 && r.stderr.contains("--webhook takes an http:// URL"), "\(r.stderr)")
+    }
+}
