@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "TracerBenchmarks",
             dependencies: [
-                "TracerStore", "TracerRanging", "TracerSite", "TracerDaemon",
+                "TracerStore", "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -145,8 +145,8 @@ struct QueryEngine {
             wantedScope = .collectionGroup
         }
         var best: (score: Int, plan: Plan)?
-        for index in try catalog.indexes(for: query.source.collectionID, db) where index.definition.scope == wantedScope
-        {
+        for index in try catalog.indexes(for: query.source.collectionID, db)
+        where index.definition.scope == wantedScope && !query.ignoresIndexes {
             let fields = index.definition.fields
             guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
             var prefix: [UInt8] = []

@@ -10,7 +10,7 @@ struct Bench: ParsableCommand {
         commandName: "bench",
         abstract: "Benchmarks (run them through Tools/bench-*).",
         shouldDisplay: false,
-        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self]
+        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self]
     )
 
     struct Store: ParsableCommand {
@@ -52,6 +52,26 @@ struct Bench: ParsableCommand {
 
         func run() throws {
             try StoreBenchmark.writer(store: store, document: document, count: count)
+        }
+    }
+
+    struct Exposure: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Flagging and exposure queries on a site-sized store."
+        )
+        @Option(help: "A scratch directory (about 5 GB at 10M documents; the store is kept and reused).")
+        var directory: String
+        @Option(help: "Interaction documents.") var documents = 10_000_000
+        @Option(help: "Reports flagged.") var reports = 10
+
+        func run() throws {
+            let binary =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+            var bench = ExposureBenchmark(directory: directory, binary: binary) { Output.line($0) }
+            bench.documents = documents
+            bench.reports = reports
+            try bench.run()
         }
     }
 

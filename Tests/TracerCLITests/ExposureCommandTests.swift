@@ -41,19 +41,6 @@ import TracerTesting
         try #require(r.status == 0, "\(r.stderr)")
     }
 
-    static let fixtures: TemporaryDirectory = {
-        let directory = TemporaryDirectory("tracer-fixtures")
-        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tools)
-        process.arguments = [directory.path]
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
-        return directory
-    }()
-
     @Test func aSelfReportFlagsTheColleagueAndTellsThemAtOnce() throws {
         try rangeALabMorning()
         let colleague = "\(Self.uuid):1:2"
@@ -65,7 +52,7 @@ import TracerTesting
 
         let report = try tracer(
             "self-report",
-            Self.fixtures.file("lab-pcr-positive.png"),
+            ResultImages.file("lab-pcr-positive.png"),
             "--device",
             "\(Self.uuid):1:1",
             "--yes"

@@ -7,20 +7,7 @@ import TracerTesting
     let dir = TemporaryDirectory("tracer-self-report")
     var store: String { dir.file("s.sqlite") }
 
-    static let fixtures: TemporaryDirectory = {
-        let directory = TemporaryDirectory("tracer-fixtures")
-        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tools)
-        process.arguments = [directory.path]
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
-        return directory
-    }()
-
-    static func image(_ name: String) -> String { fixtures.file(name) }
+    static func image(_ name: String) -> String { ResultImages.file(name) }
 
     func tracer(_ args: String...) throws -> TracerProcess.Result {
         try TracerProcess.run(args + ["--store", store])

@@ -18,38 +18,23 @@ import TracerTesting
 
     static let utc = TimeZone(identifier: "UTC")!
 
-    /// The fixtures, rendered once per test run.
-    static let fixtures: (directory: TemporaryDirectory, entries: [Entry]) = {
-        let directory = TemporaryDirectory("tracer-fixtures")
-        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withFullDate]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tools)
-        process.arguments = [directory.path, "--today", formatter.string(from: Date())]
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
-        let data = (try? Data(contentsOf: URL(fileURLWithPath: directory.file("manifest.json")))) ?? Data()
-        return (directory, (try? JSONDecoder().decode([Entry].self, from: data)) ?? [])
-    }()
+    static let entries: [Entry] = (try? JSONDecoder().decode([Entry].self, from: ResultImages.manifest)) ?? []
 
     static let engine = Result { try OCREngine() }
 
     func verify(_ entry: Entry) throws -> Verification {
         let engine = try Self.engine.get()
-        let path = Self.fixtures.directory.file(entry.file)
+        let path = ResultImages.file(entry.file)
         let page = try engine.read(data: try engine.load(file: path), name: path)
         return Verifier.verify(page, now: Date(), timeZone: Self.utc)
     }
 
     @Test func theFixturesWereRendered() {
-        #expect(Self.fixtures.entries.count >= 20, "Tools/make-fixtures wrote no manifest: is ImageMagick installed?")
+        #expect(Self.entries.count >= 20, "Tools/make-fixtures wrote no manifest: is ImageMagick installed?")
     }
 
     @Test func acceptsWhatIsARecentPositiveTest() throws {
-        let accepts = Self.fixtures.entries.filter { $0.expect == "accept" }
+        let accepts = Self.entries.filter { $0.expect == "accept" }
         #expect(accepts.count >= 6)
         for entry in accepts {
             let v = try verify(entry)
@@ -66,7 +51,7 @@ import TracerTesting
     /// No false accept; the rules named in the manifest are among those that fail (a blurred
     /// low-resolution page may fail more).
     @Test func rejectsEverythingElseForTheRightReasons() throws {
-        let rejects = Self.fixtures.entries.filter { $0.expect == "reject" }
+        let rejects = Self.entries.filter { $0.expect == "reject" }
         #expect(rejects.count >= 10)
         for entry in rejects {
             let v = try verify(entry)
@@ -86,7 +71,7 @@ import TracerTesting
 
     @Test func refusesBadInputBeforeDecodingWithOneLine() throws {
         let engine = try Self.engine.get()
-        let errors = Self.fixtures.entries.filter { $0.expect == "error" }
+        let errors = Self.entries.filter { $0.expect == "error" }
         #expect(errors.count >= 6)
         let expected = [
             "truncated.png": "truncated or corrupt", "not-an-image.png": "not a PNG, JPEG, TIFF or WebP image",
@@ -94,7 +79,7 @@ import TracerTesting
             "wrong-extension.png": "not a PNG, JPEG, TIFF or WebP image",
         ]
         for entry in errors {
-            let path = Self.fixtures.directory.file(entry.file)
+            let path = ResultImages.file(entry.file)
             do {
                 _ = try engine.read(data: try engine.load(file: path), name: path)
                 Issue.record("\(entry.file) was read")

@@ -1,0 +1,273 @@
+import Foundation
+import Logging
+import TracerDaemon
+import TracerExposure
+@_spi(Benchmarks) import TracerStore
+
+/// `tracer bench exposure`: flagging and the admin's per-beacon query on a site-sized store,
+/// each beside the same query forced to a full scan; a status change to a `--watch` in another
+/// process.
+public struct ExposureBenchmark {
+    public var directory: String
+    public var binary: String
+    public var documents = 10_000_000
+    public var anchors = 50
+    public var devices = 5_000
+    public var days = 14
+    public var reports = 10
+    let report: (String) -> Void
+
+    public init(directory: String, binary: String, report: @escaping (String) -> Void) {
+        self.directory = directory
+        self.binary = binary
+        self.report = report
+    }
+
+    /// 2026-11-01 00:00 UTC: the first day.
+    static let t0 = 1_793_491_200.0
+
+    public func run() throws {
+        let path = (directory as NSString).appendingPathComponent("exposure-\(documents).sqlite")
+        var configuration = DocumentStore.Configuration()
+        configuration.synchronousCommits = false
+        let store = try DocumentStore(path: path, configuration: configuration)
+        for index in Daemon.indexes + ExposureEngine.indexes { try store.declareIndex(index) }
+        let meta = try DocumentPath("bench/meta")
+        if try store.get(meta)["documents"] == .integer(Int64(documents)) {
+            report("reusing the store at \(path) (\(documents) interaction documents)")
+        } else {
+            try fill(store)
+            try store.set(meta, ["documents": .integer(Int64(documents))])
+        }
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_048_576
+        report("store: \(documents) interactions, \(anchors) anchors, \(devices) devices, \(days) days; \(size) MiB")
+
+        // Flagging: reporters 0, 500, 1000, …, each collected on the last day.
+        let engine = ExposureEngine()
+        var first: [Double] = []
+        var again: [Double] = []
+        var exposures = 0
+        var windows = 0
+        for r in 0..<reports {
+            let device = Self.deviceID(r * (devices / max(reports, 1)))
+            let id = "bench-r\(r)"
+            try store.set(
+                DocumentPath("reports/\(id)"),
+                [
+                    "deviceId": .string(device), "status": "accepted",
+                    "collectedAt": .timestamp(Timestamp(seconds: Self.t0 + Double(days) * 86_400)),
+                ]
+            )
+            var result: FlagResult?
+            first.append(try time { result = try engine.flag(reportID: id, store: store) })
+            again.append(try time { _ = try engine.flag(reportID: id, store: store) })
+            exposures += result?.exposures ?? 0
+            windows += result?.reporterWindows ?? 0
+        }
+        report(
+            "flag one report (\(windows / max(reports, 1)) reporter windows, \(exposures / max(reports, 1)) exposures "
+                + "on average): median \(ms(median(first))) ms, worst \(ms(first.max() ?? .nan)) ms; "
+                + "re-run (nothing to write) median \(ms(median(again))) ms "
+                + verdict(median(first) <= 0.2, "target ≤ 200 ms")
+        )
+        // The flag's first query, forced to a full scan.
+        let reporter = Self.deviceID(0)
+        let mine = Query(collectionGroup: "interactions").where("deviceId", .equal, .string(reporter))
+            .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0)))
+            .order(by: "start")
+        var scanned = mine
+        scanned.ignoresIndexes = true
+        let indexedMine = try time { _ = try store.getDocuments(mine) }
+        report("  the reporter's windows alone: by index \(ms(indexedMine)) ms; forced to a full scan …")
+        let scanMine = try time { _ = try store.getDocuments(scanned) }
+        report(
+            "  … \(format(scanMine)) s: flagging a whole report takes 1/\(Int(scanMine / median(first))) of one full scan"
+        )
+
+        // Exposure per beacon.
+        var perBeacon: [Double] = []
+        var count = 0
+        for a in 0..<anchors {
+            let q = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(Self.anchor(a)))
+                .where("from", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0)))
+                .order(by: "from")
+            perBeacon.append(try time { count += try store.getDocuments(q).count })
+        }
+        var scanQuery = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(Self.anchor(0)))
+            .where("from", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0))).order(by: "from")
+        scanQuery.ignoresIndexes = true
+        let scan = try time { _ = try store.getDocuments(scanQuery) }
+        report(
+            "exposure per beacon (\(count / anchors) exposures a beacon on average): median \(ms(median(perBeacon))) ms, "
+                + "worst \(ms(perBeacon.max() ?? .nan)) ms; forced to a full scan of the exposures: \(ms(scan)) ms "
+                + verdict(median(perBeacon) <= 0.05, "target ≤ 50 ms")
+        )
+
+        try watchLatency(store: store, path: path)
+    }
+
+    /// A status change written here, seen by `tracer status --watch` in another process.
+    func watchLatency(store: DocumentStore, path: String) throws {
+        let device = "bench-watch"
+        try store.set(DocumentPath("devices/\(device)"), ["status": "clear", "risk": "low", "n": 0])
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = ["status", "--device", device, "--watch", "--json", "--store", path]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        defer {
+            child.terminate()
+            child.waitUntilExit()
+        }
+        let reader = LineReaderPipe(out.fileHandleForReading)
+        _ = reader.next(timeout: 10)  // the current status
+        var latencies: [Double] = []
+        var seen = 0
+        for n in 1...200 {
+            let risk = n % 2 == 0 ? "low" : "medium"
+            let status = n % 2 == 0 ? "clear" : "exposed"
+            let start = DispatchTime.now().uptimeNanoseconds
+            try store.set(
+                DocumentPath("devices/\(device)"),
+                ["status": .string(status), "risk": .string(risk), "n": .integer(Int64(n))],
+                merge: true
+            )
+            if let line = reader.next(timeout: 2), line.contains(status) {
+                latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+                seen += 1
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        report(
+            "status change to `tracer status --watch` in another process: \(seen) of 200 seen; median "
+                + "\(ms(median(latencies))) ms, p99 \(ms(percentile(latencies, 0.99))) ms "
+                + verdict(percentile(latencies, 0.99) <= 0.1 && seen == 200, "target p99 ≤ 100 ms")
+        )
+    }
+
+    static func deviceID(_ n: Int) -> String { "f7826da6-4fa2-4e98-8024-bc5b71e0893e:\(1 + n / 65_536):\(n % 65_536)" }
+    static func anchor(_ n: Int) -> String { String(format: "kiosk-%02d", n) }
+
+    /// Each device visits anchors on each day, 30-second windows while there: about
+    /// `documents / devices / days` windows a day, in two visits between 08:00 and 18:00.
+    func fill(_ store: DocumentStore) throws {
+        var g = Mix(seed: 42)
+        let perDeviceDay = max(2, (documents + devices * days - 1) / (devices * days))
+        var written = 0
+        var batch = WriteBatch()
+        let started = DispatchTime.now().uptimeNanoseconds
+        var lastReport = 0
+        outer: for day in 0..<days {
+            for device in 0..<devices {
+                var left = perDeviceDay
+                while left > 0 {
+                    let length = min(left, perDeviceDay / 2 + Int(g.next() % 8))
+                    left -= length
+                    let anchor = Self.anchor(Int(g.next() % UInt64(anchors)))
+                    var t = Self.t0 + Double(day) * 86_400 + 8 * 3600 + Double(g.next() % 36_000 / 30) * 30
+                    let distance = 0.3 + Double(g.next() % 570) / 100
+                    let collection = try CollectionPath("beacons/\(anchor)/interactions")
+                    for _ in 0..<length {
+                        let d = max(0.2, distance + Double(Int(g.next() % 61) - 30) / 100)
+                        batch.set(
+                            collection.newDocument(),
+                            [
+                                "deviceId": .string(Self.deviceID(device)), "anchor": .string(anchor),
+                                "beacon": [
+                                    "uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e",
+                                    "major": .integer(Int64(1 + device / 65_536)),
+                                    "minor": .integer(Int64(device % 65_536)),
+                                ],
+                                "proximity": .string(d < 0.5 ? "immediate" : d <= 3 ? "near" : "far"),
+                                "proximityCode": .integer(d < 0.5 ? 1 : d <= 3 ? 2 : 3),
+                                "distance": .double((d * 100).rounded() / 100),
+                                "minDistance": .double((d * 90).rounded() / 100),
+                                "rssi": .double(-59 - 20 * log10(d)), "measuredPower": -59,
+                                "start": .timestamp(Timestamp(seconds: t)),
+                                "end": .timestamp(Timestamp(seconds: t + 29)),
+                                "samples": 29, "testResult": false, "ts": .timestamp(Timestamp(seconds: t + 31)),
+                            ]
+                        )
+                        t += 30
+                        written += 1
+                        if batch.count >= 10_000 {
+                            try store.commit(batch)
+                            batch = WriteBatch()
+                            if written * 20 / documents > lastReport {
+                                lastReport = written * 20 / documents
+                                let s = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                                report(
+                                    "  filling: \(written) of \(documents) (\(written * 100 / documents)%), "
+                                        + "\(Int(Double(written) / s)) documents/s"
+                                )
+                            }
+                        }
+                        if written >= documents { break outer }
+                    }
+                }
+            }
+        }
+        if batch.count > 0 { try store.commit(batch) }
+    }
+
+    func time(_ body: () throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    func median(_ xs: [Double]) -> Double { percentile(xs, 0.5) }
+    func percentile(_ xs: [Double], _ p: Double) -> Double {
+        guard !xs.isEmpty else { return .nan }
+        let sorted = xs.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+    func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
+    func format(_ x: Double) -> String { String(format: "%.2f", x) }
+    func verdict(_ ok: Bool, _ target: String) -> String { "(\(target): \(ok ? "met" : "MISSED"))" }
+
+    struct Mix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
+/// Lines from a child's stdout, with a timeout.
+final class LineReaderPipe: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var lines: [String] = []
+    private var partial = Data()
+
+    init(_ handle: FileHandle) {
+        handle.readabilityHandler = { [weak self] h in self?.receive(h.availableData) }
+    }
+
+    private func receive(_ data: Data) {
+        condition.lock()
+        partial.append(data)
+        while let nl = partial.firstIndex(of: 10) {
+            lines.append(String(decoding: partial[partial.startIndex..<nl], as: UTF8.self))
+            partial = Data(partial[(nl + 1)...])
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func next(timeout: Double) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while lines.isEmpty {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return lines.removeFirst()
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Test-result images rendered by `Tools/make-fixtures` (dated relative to today, UTC), once per
+/// test process, with the manifest of what the verifier should say about each.
+public enum ResultImages {
+    public static let directory: TemporaryDirectory = {
+        let directory = TemporaryDirectory("tracer-fixtures")
+        let tool = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = [directory.path, "--today", day.string(from: Date())]
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+        return directory
+    }()
+
+    /// The path of one rendered file.
+    public static func file(_ name: String) -> String { directory.file(name) }
+
+    /// The manifest's bytes (`[{"file", "expect", "failed", "collected", "about"}]`).
+    public static var manifest: Data {
+        (try? Data(contentsOf: URL(fileURLWithPath: directory.file("manifest.json")))) ?? Data()
+    }
+}
