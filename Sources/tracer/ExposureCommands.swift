@@ -32,6 +32,16 @@ enum ExposureOutput {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// A time to the second, UTC: `2026-11-22 06:32:07Z`.
+    static func minute(_ v: Value?) -> String {
+        guard let t = v?.timestampValue else { return "" }
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
+        return f.string(from: t.date)
+    }
+
     static func table(_ docs: [DocumentSnapshot]) -> [String] {
         guard !docs.isEmpty else { return ["no exposures"] }
         var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
