@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "TracerReports", dependencies: ["TracerStore", "TracerVerification"]),
 
         // The exposure engine: co-located devices flagged from an accepted report.
-        .target(name: "TracerExposure", dependencies: ["TracerStore", "TracerReports"]),
+        .target(name: "TracerExposure", dependencies: ["TracerStore", "TracerReports", "TracerSite"]),
 
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),

@@ -30,6 +30,7 @@ public struct ExposureBenchmark {
         let path = (directory as NSString).appendingPathComponent("exposure-\(documents).sqlite")
         var configuration = DocumentStore.Configuration()
         configuration.synchronousCommits = false
+        configuration.writerCacheMiB = 4096  // the bulk path: the fill's random inserts stay in memory
         let store = try DocumentStore(path: path, configuration: configuration)
         for index in Daemon.indexes + ExposureEngine.indexes { try store.declareIndex(index) }
         let meta = try DocumentPath("bench/meta")

@@ -1,5 +1,6 @@
 import Foundation
 import TracerReports
+import TracerSite
 import TracerStore
 
 /// Who counts as exposed: DESIGN.md's defaults, each configurable.
@@ -392,4 +393,17 @@ public struct ExposureEngine: ExposureFlagging {
 public struct ExposureError: Error, CustomStringConvertible, Sendable {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension ExposurePolicy {
+    /// A site's policy from its BeaconMap (`settings:` exposureRadius, exposureWindow,
+    /// lookbackDays, separation; the ranging window bounds how long an interaction lasts).
+    public init(site: Site) {
+        self.init()
+        radius = site.exposure.radius
+        window = site.exposure.windowMinutes * 60
+        lookback = site.exposure.lookbackDays * 86_400
+        separation = Separation(rawValue: site.exposure.separation) ?? .sum
+        longestInteraction = max(60, site.ranging.window * 2)
+    }
 }

@@ -1,5 +1,19 @@
 import TracerRanging
 
+/// A site's exposure policy: DESIGN.md's defaults unless the map's `settings:` says otherwise.
+public struct ExposureSettings: Sendable, Equatable {
+    /// Metres (`exposureRadius`).
+    public var radius = 6.0
+    /// Minutes between windows that still count (`exposureWindow`).
+    public var windowMinutes = 5.0
+    /// Days looked back from a test's collection date (`lookbackDays`).
+    public var lookbackDays = 14.0
+    /// `sum` (d1 + d2 within the radius) or `possible` (|d1 − d2| within it) (`separation`).
+    public var separation = "sum"
+
+    public init() {}
+}
+
 /// A site as its BeaconMap file describes it: who counts as a person, its rooms, its anchors.
 public struct Site: Sendable {
     /// The site's name.
@@ -10,6 +24,8 @@ public struct Site: Sendable {
     public var anchors: [Anchor]
     /// The ranging settings (the map's `settings:` section over the defaults).
     public var ranging: RangingSettings
+    /// Who counts as exposed at this site (the same section).
+    public var exposure = ExposureSettings()
     /// The file it came from.
     public var file: String
 

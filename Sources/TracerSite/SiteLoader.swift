@@ -221,19 +221,41 @@ private struct Reader {
         }
 
         var ranging = RangingSettings()
-        if let s = f["settings"] { ranging = try settings(s) }
-        return Site(name: name, deviceUUIDs: deviceUUIDs, rooms: rooms, anchors: anchors, ranging: ranging, file: file)
+        var exposure = ExposureSettings()
+        if let s = f["settings"] { (ranging, exposure) = try settings(s) }
+        var site = Site(
+            name: name,
+            deviceUUIDs: deviceUUIDs,
+            rooms: rooms,
+            anchors: anchors,
+            ranging: ranging,
+            file: file
+        )
+        site.exposure = exposure
+        return site
     }
 
-    func settings(_ node: Node) throws -> RangingSettings {
+    func settings(_ node: Node) throws -> (RangingSettings, ExposureSettings) {
         let f = try fields(
             node,
             "settings",
             allowed: [
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
-                "receiverOffset", "immediate", "near", "window", "lostAfter",
+                "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
+                "lookbackDays", "separation",
             ]
         )
+        var e = ExposureSettings()
+        if let n = f["exposureRadius"] { e.radius = try bounded(n, "exposureRadius", 0.5...50) }
+        if let n = f["exposureWindow"] { e.windowMinutes = try bounded(n, "exposureWindow", 0...120) }
+        if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
+        if let n = f["separation"] {
+            let text = try string(n, "settings: separation", parent: node.mark)
+            guard ["sum", "possible"].contains(text) else {
+                throw fail(n, "settings: separation must be sum or possible, not '\(text)'")
+            }
+            e.separation = text
+        }
         var r = RangingSettings()
         if let n = f["filter"] {
             let text = try string(n, "settings: filter", parent: node.mark)
@@ -266,7 +288,7 @@ private struct Reader {
         }
         if let n = f["window"] { r.window = try bounded(n, "window", 1...3600) }
         if let n = f["lostAfter"] { r.lostAfter = try bounded(n, "lostAfter", 1...3600) }
-        return r
+        return (r, e)
     }
 
     func bounded(_ n: Node, _ name: String, _ range: ClosedRange<Double>) throws -> Double {

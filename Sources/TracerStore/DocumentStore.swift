@@ -16,6 +16,9 @@ public final class DocumentStore: Sendable {
         public var synchronousCommits = true
         /// The clock for server timestamps and change times.
         public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
+        /// The writer's page cache, MiB: more makes bulk loads into a large store faster
+        /// (random inserts into big indexes stop going to disk).
+        public var writerCacheMiB = 64
         /// How often a listener checks for commits made by other processes.
         public var crossProcessPollInterval: Duration = .milliseconds(10)
 
@@ -43,6 +46,7 @@ public final class DocumentStore: Sendable {
             path: path,
             readers: configuration.readers,
             durability: configuration.synchronousCommits ? .full : .normal,
+            writerCacheKiB: max(1, configuration.writerCacheMiB) * 1024,
             setUp: Schema.setUp
         )
         let catalog = IndexCatalog()

@@ -15,6 +15,8 @@ public enum ResultImages {
         process.standardError = FileHandle.nullDevice
         try? process.run()
         process.waitUntilExit()
+        // A static is never released: the directory goes when the test process exits.
+        atexit { try? FileManager.default.removeItem(atPath: ResultImages.directory.path) }
         return directory
     }()
 

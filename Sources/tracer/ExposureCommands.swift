@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerExposure
+import TracerSite
 import TracerStore
 
 /// Exposure documents in the contract's JSON shape and as a table.
@@ -174,25 +175,35 @@ struct ReportCommand: AsyncParsableCommand {
         subcommands: [FlagReport.self, Revoke.self, Follow.self]
     )
 
+    /// The exposure policy: the site's (from --map), else DESIGN.md's defaults; options override.
     struct PolicyOptions: ParsableArguments {
-        @Option(help: "Separation radius, metres.") var radius: Double = 6
-        @Option(help: "Minutes between windows that still count.") var window: Double = 5
-        @Option(help: "Days looked back from the collection date.") var lookbackDays: Double = 14
-        @Option(help: "sum (d1 + d2 <= radius) or possible (|d1 - d2| <= radius).") var separation = "sum"
+        @Option(help: "The site's BeaconMap: its settings give the policy.") var map: String?
+        @Option(help: "Separation radius, metres (default 6).") var radius: Double?
+        @Option(help: "Minutes between windows that still count (default 5).") var window: Double?
+        @Option(help: "Days looked back from the collection date (default 14).") var lookbackDays: Double?
+        @Option(help: "sum (d1 + d2 <= radius, the default) or possible (|d1 - d2| <= radius).") var separation: String?
 
         var engine: ExposureEngine {
             get throws {
-                var p = ExposurePolicy()
-                guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
-                    throw ValidationError("--separation takes sum or possible, not '\(separation)'")
+                var p = try map.map { ExposurePolicy(site: try Site.load(file: $0)) } ?? ExposurePolicy()
+                if let separation {
+                    guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
+                        throw ValidationError("--separation takes sum or possible, not '\(separation)'")
+                    }
+                    p.separation = rule
                 }
-                guard radius > 0, window >= 0, lookbackDays > 0 else {
-                    throw ValidationError("--radius and --lookback-days take positive numbers, --window 0 or more")
+                if let radius {
+                    guard radius > 0 else { throw ValidationError("--radius takes metres above 0") }
+                    p.radius = radius
                 }
-                p.separation = rule
-                p.radius = radius
-                p.window = window * 60
-                p.lookback = lookbackDays * 86_400
+                if let window {
+                    guard window >= 0 else { throw ValidationError("--window takes minutes, 0 or more") }
+                    p.window = window * 60
+                }
+                if let lookbackDays {
+                    guard lookbackDays > 0 else { throw ValidationError("--lookback-days takes days above 0") }
+                    p.lookback = lookbackDays * 86_400
+                }
                 return ExposureEngine(policy: p)
             }
         }

@@ -94,6 +94,7 @@ struct SelfReportCommand: ParsableCommand {
     @Option(help: "On a kiosk: its anchor key; the device is the one at immediate range in the last 30 s.")
     var anchor: String?
     @Flag(help: "Record without asking for confirmation.") var yes = false
+    @OptionGroup(title: "Exposure policy") var policy: ReportCommand.PolicyOptions
     @Option(help: "Questionnaire: have you symptoms? (yes or no)") var symptoms: YesNo?
     @Option(help: "Questionnaire: were you tested because of symptoms or contact? (yes or no)") var tested: YesNo?
 
@@ -112,6 +113,7 @@ struct SelfReportCommand: ParsableCommand {
     }
 
     func run() throws {
+        _ = try policy.engine  // a bad map or option is an error before anything is read
         let (v, sha) = try options.verify()
         if !v.accepted {
             if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
@@ -149,7 +151,7 @@ struct SelfReportCommand: ParsableCommand {
             answers: answers,
             store: store
         )
-        let flagged = try ExposureEngine().reportAccepted(report, store: store)
+        let flagged = try policy.engine.reportAccepted(report, store: store)
         if options.json {
             Output.line(
                 VerifyOptions.json(

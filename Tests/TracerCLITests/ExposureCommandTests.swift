@@ -95,6 +95,30 @@ import TracerTesting
         #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
     }
 
+    /// The site's map sets the policy: at a 2 m radius the colleague (1 m + 1.5 m) is not flagged,
+    /// and flagging again at the default radius finds them.
+    @Test func theSitesSettingsSetThePolicy() throws {
+        try rangeALabMorning()
+        let map = dir.file("tight.yaml")
+        try (String(contentsOfFile: Self.map, encoding: .utf8) + "\nsettings: {exposureRadius: 2}\n")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        let r = try tracer(
+            "self-report",
+            ResultImages.file("lab-pcr-positive.png"),
+            "--device",
+            "\(Self.uuid):1:1",
+            "--yes",
+            "--map",
+            map
+        )
+        #expect(r.status == 0 && r.stdout.contains("exposures: nobody was within 2 m"), "\(r.stdout)\(r.stderr)")
+        let reports = try tracer("db", "query", "reports", "--json")
+        let rows = try JSONSerialization.jsonObject(with: Data(reports.stdout.utf8)) as? [[String: Any]] ?? []
+        let id = (rows.first?["path"] as? String)?.split(separator: "/").last.map(String.init) ?? ""
+        let again = try tracer("report", "flag", id, "--map", Self.map)
+        #expect(again.stdout.hasPrefix("report \(id): 1 devices exposed"), "\(again.stdout)\(again.stderr)")
+    }
+
     @Test func badQueriesAreOneLine() throws {
         try rangeALabMorning()
         let both = try tracer("exposure", "--beacon", "kiosk-lab", "--device", "x")

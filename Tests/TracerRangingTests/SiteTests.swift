@@ -47,7 +47,7 @@ import Testing
         anchors:
           - {key: kiosk-lab, kind: kiosk, room: lab, position: [5, 5]}
           - {key: b1, kind: beacon, room: lab, position: [0, 5], uuid: e2c56db5-dffb-48d2-b060-d0f5a71096e0, major: 2, minor: 7}
-        settings: {filter: arma, armaCoefficient: 0.25, pathLossExponent: 2.5, near: 2.5}
+        settings: {filter: arma, armaCoefficient: 0.25, pathLossExponent: 2.5, near: 2.5, exposureRadius: 4, separation: possible}
         """
 
     @Test func settingsApply() throws {
@@ -55,6 +55,8 @@ import Testing
         #expect(site.ranging.filter.kind == .arma && site.ranging.filter.coefficient == 0.25)
         #expect(site.ranging.model == .logDistance(exponent: 2.5))
         #expect(site.ranging.thresholds.near == 2.5)
+        #expect(site.exposure.radius == 4 && site.exposure.separation == "possible")
+        #expect(site.exposure.windowMinutes == 5 && site.exposure.lookbackDays == 14)
     }
 
     static let broken: [(String, String, String)] = [
@@ -75,6 +77,14 @@ import Testing
         ("kind: kiosk", "kind: kiosque", "t.yaml:6: anchor 'kiosk-lab': kind must be kiosk or beacon, not 'kiosque'"),
         ("filter: arma", "filter: median", "t.yaml:8: settings: filter must be one of trimmed-mean, arma, kalman"),
         ("name: Lab,", "name: Lab, colour: red,", "t.yaml:4: a room: unknown field 'colour'"),
+        (
+            "separation: possible", "separation: maybe",
+            "t.yaml:8: settings: separation must be sum or possible, not 'maybe'"
+        ),
+        (
+            "exposureRadius: 4", "exposureRadius: 400",
+            "t.yaml:8: settings: exposureRadius must be from 0.5 to 50.0, not 400.0"
+        ),
         ("rooms:", "rooms: [", "t.yaml:"),
     ]
 

@@ -21,7 +21,13 @@ final class ConnectionPool: @unchecked Sendable {
     private let readersCondition = NSCondition()
     let path: String
 
-    init(path: String, readers count: Int, durability: Durability, setUp: (SQLiteConnection) throws -> Void) throws {
+    init(
+        path: String,
+        readers count: Int,
+        durability: Durability,
+        writerCacheKiB: Int = 65536,
+        setUp: (SQLiteConnection) throws -> Void
+    ) throws {
         self.path = path
         let writer = try SQLiteConnection(path: path)
         try writer.execute("PRAGMA busy_timeout = 5000")
@@ -38,7 +44,7 @@ final class ConnectionPool: @unchecked Sendable {
         try writer.execute(
             """
             PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL");
-            PRAGMA cache_size = -65536;
+            PRAGMA cache_size = -\(writerCacheKiB);
             PRAGMA foreign_keys = OFF;
             """
         )
