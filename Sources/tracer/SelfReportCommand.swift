@@ -113,7 +113,7 @@ struct SelfReportCommand: ParsableCommand {
     }
 
     func run() throws {
-        _ = try policy.engine  // a bad map or option is an error before anything is read
+        let engine = try policy.engine  // a bad map or option is an error before anything is read
         let (v, sha) = try options.verify()
         if !v.accepted {
             if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
@@ -151,13 +151,21 @@ struct SelfReportCommand: ParsableCommand {
             answers: answers,
             store: store
         )
-        let flagged = try policy.engine.reportAccepted(report, store: store)
+        let flagged: String
+        do {
+            flagged = try engine.reportAccepted(report, store: store)
+        } catch {
+            throw ValidationError(
+                "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+            )
+        }
         if options.json {
             Output.line(
                 VerifyOptions.json(
                     v,
                     extra: [
                         "reportId": report.id, "deviceId": deviceID, "created": report.created, "status": "accepted",
+                        "flagging": flagged,
                     ]
                 )
             )
