@@ -63,7 +63,7 @@ public final class PrivateBus: @unchecked Sendable {
     }
 
     /// Waits until `name` has an owner on the bus (up to `timeout` seconds).
-    public func waitForName(_ name: String, timeout: Double = 10) throws {
+    public func waitForName(_ name: String, timeout: Double = 30) throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
             if try hasOwner(name) { return }

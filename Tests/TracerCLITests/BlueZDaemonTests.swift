@@ -49,8 +49,8 @@ import TracerTesting
         try bluez.control("Stream", [.array(element: "s", paths), .double(10), .double(0)])
 
         var status = ""
-        while let line = daemon.nextLine(timeout: 5), !line.contains("3 in range") { status = line }
-        status = daemon.nextLine(timeout: 2) ?? status
+        while let line = daemon.nextLine(timeout: 15), !line.contains("3 in range") { status = line }
+        status = daemon.nextLine(timeout: 5) ?? status
         #expect(status.hasPrefix("status: scanning on hci0; "), "\(status)")
         let metrics = httpGet(port: port) ?? ""
         #expect(metrics.contains("tracer_bluez_scanning 1.0"), "\(metrics)")
@@ -92,7 +92,7 @@ import TracerTesting
         let bluez = try BlueZMock(bus: bus, template: .standIn)
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
         var scanning = false
-        while let line = daemon.nextLine(timeout: 3) {
+        while let line = daemon.nextLine(timeout: 15) {
             if line.hasPrefix("status: scanning on hci0") {
                 scanning = true
                 break
