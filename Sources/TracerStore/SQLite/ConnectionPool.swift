@@ -53,7 +53,9 @@ final class ConnectionPool: @unchecked Sendable {
         var readers: [SQLiteConnection] = []
         for _ in 0..<max(1, count) {
             let r = try SQLiteConnection(path: path)
-            try r.execute("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -16384; PRAGMA query_only = 1")
+            try r.execute(
+                "PRAGMA busy_timeout = 5000; PRAGMA cache_size = -16384; PRAGMA mmap_size = 17179869184; PRAGMA query_only = 1"
+            )
             readers.append(r)
         }
         self.readers = readers
