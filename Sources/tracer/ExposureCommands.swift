@@ -34,7 +34,7 @@ enum ExposureOutput {
     }
 
     /// A time to the second, UTC: `2026-11-22 06:32:07Z`.
-    static func minute(_ v: Value?) -> String {
+    static func second(_ v: Value?) -> String {
         guard let t = v?.timestampValue else { return "" }
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
@@ -51,8 +51,7 @@ enum ExposureOutput {
             let sep = o["separation"] as? [String: Double] ?? [:]
             rows.append([
                 o["deviceId"] as? String ?? "", o["reportId"] as? String ?? "", o["beaconKey"] as? String ?? "",
-                d["from"]?.timestampValue.map(HumanFormat.time) ?? "",
-                d["to"]?.timestampValue.map(HumanFormat.time) ?? "",
+                second(d["from"]), second(d["to"]),
                 String(format: "%.1f–%.1f m", sep["min"] ?? 0, sep["max"] ?? 0),
                 "\(o["overlapSeconds"] as? Int ?? 0) s",
             ])
