@@ -7,7 +7,7 @@ import TracerExposure
 /// `tracer bench exposure`: flagging and the admin's per-beacon query on a site-sized store,
 /// each beside the same query forced to a full scan; a status change to a `--watch` in another
 /// process.
-public struct ExposureBenchmark {
+public struct ExposureBenchmark: Measuring {
     public var directory: String
     public var binary: String
     public var documents = 10_000_000
@@ -215,21 +215,7 @@ public struct ExposureBenchmark {
         if batch.count > 0 { try store.commit(batch) }
     }
 
-    func time(_ body: () throws -> Void) throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    }
-
-    func median(_ xs: [Double]) -> Double { percentile(xs, 0.5) }
-    func percentile(_ xs: [Double], _ p: Double) -> Double {
-        guard !xs.isEmpty else { return .nan }
-        let sorted = xs.sorted()
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-    }
     func ms(_ seconds: Double) -> String { String(format: "%.1f", seconds * 1000) }
-    func format(_ x: Double) -> String { String(format: "%.2f", x) }
-    func verdict(_ ok: Bool, _ target: String) -> String { "(\(target): \(ok ? "met" : "MISSED"))" }
 
     struct Mix {
         var state: UInt64

@@ -6,7 +6,7 @@ import TracerSite
 import TracerStore
 
 /// `tracer bench ranging`: adverts through the ranging pipeline, and the replay daemon into the store.
-public struct RangingBenchmark {
+public struct RangingBenchmark: Measuring {
     public var directory: String
     public var map: String
     public var report: (String) -> Void
@@ -41,12 +41,6 @@ public struct RangingBenchmark {
         try pipeline(site)
         try await replay(site)
         filters()
-    }
-
-    func time(_ body: () throws -> Void) rethrows -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
     func rate(_ n: Int, _ seconds: Double) -> String { "\(Int(Double(n) / seconds)) adverts/s" }
@@ -227,5 +221,4 @@ public struct RangingBenchmark {
     }
 
     let quiet = Logger(label: "tracer.bench", factory: { _ in SwiftLogNoOpLogHandler() })
-    func verdict(_ ok: Bool, _ target: String) -> String { "(\(target): \(ok ? "met" : "MISSED"))" }
 }

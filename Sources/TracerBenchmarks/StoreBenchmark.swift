@@ -3,7 +3,7 @@ import Logging
 @_spi(Benchmarks) import TracerStore
 
 /// `tracer bench store`: the store against plain SQLite, measured in the same run.
-public struct StoreBenchmark {
+public struct StoreBenchmark: Measuring {
     public var directory: String
     public var writeDocuments = 200_000
     public var rounds = 3
@@ -305,23 +305,7 @@ public struct StoreBenchmark {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
-    func time(_ body: () throws -> Void) throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
-        try body()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    }
-
-    func median(_ xs: [Double]) -> Double { percentile(xs, 0.5) }
-
-    func percentile(_ xs: [Double], _ p: Double) -> Double {
-        guard !xs.isEmpty else { return .nan }
-        let sorted = xs.sorted()
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-    }
-
     func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
-    func format(_ x: Double) -> String { String(format: "%.2f", x) }
-    func verdict(_ ok: Bool, _ target: String) -> String { "(\(target): \(ok ? "met" : "MISSED"))" }
 }
 
 /// Waits for listener callbacks by document id.
