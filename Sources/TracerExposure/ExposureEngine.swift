@@ -81,7 +81,7 @@ public struct ExposureEngine: ExposureFlagging {
                 "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"
         }
         return
-            "exposures: \(r.exposedDevices.count) devices flagged (\(r.exposures) exposures); they are told through their status"
+            "exposures: \(Self.count(r.exposedDevices.count, "device")) flagged (\(Self.count(r.exposures, "exposure"))); they are told through their status"
     }
 
     /// One interaction window, as flagging needs it.
@@ -379,6 +379,9 @@ public struct ExposureEngine: ExposureFlagging {
         if let c = current { total += c.1 - c.0 }
         return total
     }
+
+    /// `1 device`, `2 devices`.
+    public static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
     static func round(_ v: Double) -> Double { (v * 100).rounded() / 100 }
 

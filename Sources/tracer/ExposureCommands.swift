@@ -220,7 +220,7 @@ struct ReportCommand: AsyncParsableCommand {
         func run() throws {
             let r = try policy.engine.flag(reportID: id, store: try options.open(mustExist: true))
             Output.line(
-                "report \(id): \(r.exposedDevices.count) devices exposed, \(r.exposures) exposures "
+                "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure")) "
                     + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
             )
         }
@@ -259,7 +259,7 @@ struct ReportCommand: AsyncParsableCommand {
                         let r = try engine.flag(reportID: id, store: store)
                         if r.changed > 0 {
                             Output.line(
-                                "report \(id): \(r.exposedDevices.count) devices exposed, \(r.exposures) exposures"
+                                "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure"))"
                             )
                         }
                     } catch {

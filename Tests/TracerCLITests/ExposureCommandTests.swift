@@ -58,7 +58,7 @@ import TracerTesting
             "--yes"
         )
         #expect(report.status == 0, "\(report.stderr)")
-        #expect(report.stdout.contains("exposures: 1 devices flagged"), "\(report.stdout)")
+        #expect(report.stdout.contains("exposures: 1 device flagged (1 exposure)"), "\(report.stdout)")
 
         // The watching process hears of it.
         let told = watcher.nextLine(timeout: 5) ?? ""
@@ -116,7 +116,7 @@ import TracerTesting
         let rows = try JSONSerialization.jsonObject(with: Data(reports.stdout.utf8)) as? [[String: Any]] ?? []
         let id = (rows.first?["path"] as? String)?.split(separator: "/").last.map(String.init) ?? ""
         let again = try tracer("report", "flag", id, "--map", Self.map)
-        #expect(again.stdout.hasPrefix("report \(id): 1 devices exposed"), "\(again.stdout)\(again.stderr)")
+        #expect(again.stdout.hasPrefix("report \(id): 1 device exposed, 1 exposure"), "\(again.stdout)\(again.stderr)")
     }
 
     @Test func badQueriesAreOneLine() throws {
