@@ -59,6 +59,9 @@ public final class Daemon: Sendable {
         IndexDefinition(collectionID: "interactions", "start"),
         IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
         IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "start"),
+        // The exposure engine's presence index (ExposureEngine.presenceIndex): declared here so
+        // that it is built as interactions are written, not all at once at the first report.
+        IndexDefinition(collectionID: "interactions", "start", "deviceId", "end", "distance"),
     ]
 
     /// Runs until the source ends, or until the task is cancelled (SIGTERM, SIGINT); either way

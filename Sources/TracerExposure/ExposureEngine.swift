@@ -61,8 +61,19 @@ public struct ExposureEngine: ExposureFlagging {
         self.policy = policy
     }
 
+    /// Who was at an anchor when, read from the index alone: flagging's neighbour reads never
+    /// load an interaction document (the daemon declares it too, so it is built as they are written).
+    public static let presenceIndex = IndexDefinition(
+        collectionID: "interactions",
+        "start",
+        "deviceId",
+        "end",
+        "distance"
+    )
+
     /// The indexes flagging and the admin's queries use.
     public static let indexes = [
+        presenceIndex,
         IndexDefinition(collectionID: "interactions", "start"),
         IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
         IndexDefinition(collectionID: "exposures", scope: .collectionGroup, "reportId"),
@@ -91,6 +102,19 @@ public struct ExposureEngine: ExposureFlagging {
         var start: Double
         var end: Double
         var distance: Double
+
+        /// From a presence-index entry: start, deviceId, end, distance.
+        init?(_ entry: IndexEntry, anchor: String) {
+            guard entry.values.count == 4, let start = entry.values[0].timestampValue,
+                case .string(let device) = entry.values[1], let end = entry.values[2].timestampValue,
+                let distance = entry.values[3].doubleValue
+            else { return nil }
+            self.device = device
+            self.anchor = anchor
+            self.start = start.seconds
+            self.end = end.seconds
+            self.distance = distance
+        }
 
         init?(_ doc: DocumentSnapshot) {
             guard case .string(let device)? = doc["deviceId"], let start = doc["start"]?.timestampValue,
@@ -148,12 +172,12 @@ public struct ExposureEngine: ExposureFlagging {
             for run in Self.runs(list, gap: policy.window) {
                 let lower = run.first!.start - policy.window - policy.longestInteraction
                 let upper = run.last!.end + policy.window
-                let others = try store.getDocuments(
-                    Query(collection: CollectionPath("beacons/\(anchor)/interactions"))
-                        .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: lower)))
-                        .where("start", .lessThanOrEqual, .timestamp(Timestamp(seconds: upper)))
-                        .order(by: "start")
-                ).compactMap(Window.init)
+                let others = try store.indexEntries(
+                    Self.presenceIndex,
+                    in: CollectionPath("beacons/\(anchor)/interactions"),
+                    from: .timestamp(Timestamp(seconds: lower)),
+                    through: .timestamp(Timestamp(seconds: upper))
+                ).compactMap { Window($0, anchor: anchor) }
                 for theirs in others where theirs.device != reporter {
                     for m in run {
                         let gap = max(theirs.start, m.start) - min(theirs.end, m.end)

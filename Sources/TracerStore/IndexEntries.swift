@@ -1,0 +1,129 @@
+/// An index entry read without its document: the indexed values, decoded from the key, and the
+/// document's path.
+public struct IndexEntry: Sendable, Equatable {
+    /// The values of the index's fields, in the index's order.
+    public var values: [Value]
+    public var path: DocumentPath
+}
+
+extension DocumentStore {
+    /// The entries of a declared collection index whose first field lies in `lower...upper`, in
+    /// key order, read from the index alone (no document is loaded or decoded): a covering read
+    /// for code that needs only the indexed fields. The index's fields must be ascending.
+    public func indexEntries(
+        _ definition: IndexDefinition,
+        in collection: CollectionPath,
+        from lower: Value,
+        through upper: Value
+    ) throws -> [IndexEntry] {
+        guard definition.scope == .collection, definition.fields.allSatisfy({ !$0.descending }),
+            collection.id == definition.collectionID
+        else {
+            throw StoreError(
+                .invalidQuery,
+                "a covering read needs an ascending collection index",
+                context: "\(definition)"
+            )
+        }
+        return try pool.read { db in
+            guard
+                let index = try catalog.indexes(for: definition.collectionID, db).first(where: {
+                    $0.definition == definition
+                })
+            else {
+                throw StoreError(.invalidQuery, "no such index is declared", context: "\(definition)")
+            }
+            var prefix: [UInt8] = []
+            IndexKey.append(.string(collection.description), to: &prefix)
+            var low = prefix
+            IndexKey.append(lower, to: &low)
+            var high = prefix
+            IndexKey.append(upper, to: &high)
+            high.append(0xFF)  // every continuation of the upper value (tags and names sort below)
+            let s = try db.statement(
+                "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
+            )
+            defer { s.reset() }
+            s.bind(1, index.id)
+            s.bindBlob(2, low)
+            s.bindBlob(3, high)
+            var out: [IndexEntry] = []
+            let fields = definition.fields.count
+            while try s.step() {
+                let key = s.blob(0)
+                guard var i = IndexKey.skip(key, at: 0, inverted: false) else { continue }
+                var values: [Value] = []
+                values.reserveCapacity(fields)
+                for _ in 0..<fields {
+                    guard let (value, next) = IndexKey.decode(key, at: i) else { break }
+                    values.append(value)
+                    i = next
+                }
+                guard values.count == fields,
+                    let name = IndexKey.name(
+                        in: key,
+                        skipping: Array(repeating: false, count: fields + 1),
+                        nameDescending: false
+                    )
+                else {
+                    throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
+                }
+                out.append(IndexEntry(values: values, path: DocumentPath(validated: collection.segments + name)))
+            }
+            return out
+        }
+    }
+}
+
+extension IndexKey {
+    /// The value encoded (ascending) at `i`, and the offset after it: null, booleans, numbers
+    /// (as doubles, or integers when exact), timestamps and strings; nil for the rest.
+    static func decode(_ key: [UInt8], at i: Int) -> (Value, Int)? {
+        guard i < key.count else { return nil }
+        func uint64(_ j: Int) -> UInt64? {
+            guard j + 8 <= key.count else { return nil }
+            var v: UInt64 = 0
+            for k in j..<(j + 8) { v = v << 8 | UInt64(key[k]) }
+            return v
+        }
+        switch key[i] {
+        case null:
+            return (.null, i + 1)
+        case bool:
+            guard i + 1 < key.count else { return nil }
+            return (.bool(key[i + 1] != 0), i + 2)
+        case number:
+            guard i + 1 < key.count else { return nil }
+            if key[i + 1] == 0 { return (.double(.nan), i + 2) }
+            guard let ordered = uint64(i + 2), let restBits = uint64(i + 10) else { return nil }
+            let bits = ordered & (1 << 63) != 0 ? ordered & ~(1 << 63) : ~ordered
+            let d = Double(bitPattern: bits)
+            let rest = Int64(bitPattern: restBits ^ (1 << 63))
+            if rest == 0 { return (.double(d), i + 18) }
+            // An integer a double cannot hold exactly (see `append`).
+            if d >= 9_223_372_036_854_775_808.0 { return (.integer(rest &- Int64.min), i + 18) }
+            return (.integer(Int64(d) &+ rest), i + 18)
+        case timestamp:
+            guard let raw = uint64(i + 1) else { return nil }
+            return (.timestamp(Timestamp(microseconds: Int64(bitPattern: raw ^ (1 << 63)))), i + 9)
+        case string:
+            var bytes: [UInt8] = []
+            var j = i + 1
+            while j < key.count {
+                let b = key[j]
+                if b == 0 {
+                    guard j + 1 < key.count else { return nil }
+                    if key[j + 1] == 1 { return (.string(String(decoding: bytes, as: UTF8.self)), j + 2) }
+                    bytes.append(0)
+                    j += 2
+                } else {
+                    bytes.append(b)
+                    j += 1
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
