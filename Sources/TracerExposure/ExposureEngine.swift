@@ -159,75 +159,105 @@ public struct ExposureEngine: ExposureFlagging {
         var byAnchor: [String: [Window]] = [:]
         for w in windows { byAnchor[w.anchor, default: []].append(w) }
 
-        // Matches: (device, anchor) → pairs of (their window, separation bounds, overlap).
-        struct Pair {
-            var theirs: Window
-            var mine: Window
+        // Hits: for each window of another device near one of the reporter's, what it shares
+        // with the reporter's windows that qualify (gap within the window, separation within
+        // the radius): the span they cover, the closest separation bounds, the seconds together.
+        struct Hit {
+            var start: Double
+            var from: Double
+            var to: Double
             var low: Double
             var high: Double
+            var together: [(Double, Double)]
         }
-        var matches: [String: [Pair]] = [:]
+        var hits: [String: [Hit]] = [:]  // by device and anchor
         for (anchor, list) in byAnchor {
-            // One range read per run of the reporter's windows (near ones merged).
+            // One covering range read per run of the reporter's windows (near ones merged).
             for run in Self.runs(list, gap: policy.window) {
                 let lower = run.first!.start - policy.window - policy.longestInteraction
                 let upper = run.last!.end + policy.window
-                let others = try store.indexEntries(
+                let starts = run.map(\.start)
+                let ends = run.map(\.end)
+                let distances = run.map(\.distance)
+                let entries = try store.indexEntries(
                     Self.presenceIndex,
                     in: CollectionPath("beacons/\(anchor)/interactions"),
                     from: .timestamp(Timestamp(seconds: lower)),
                     through: .timestamp(Timestamp(seconds: upper))
-                ).compactMap { Window($0, anchor: anchor) }
-                for theirs in others where theirs.device != reporter {
-                    for m in run {
-                        let gap = max(theirs.start, m.start) - min(theirs.end, m.end)
+                )
+                for entry in entries {
+                    guard let theirs = Window(entry, anchor: anchor), theirs.device != reporter else { continue }
+                    // The reporter's windows that can be within the window of this one: those
+                    // starting from (its start − window − the longest interaction) on.
+                    var i = Self.firstIndex(
+                        in: starts,
+                        atLeast: theirs.start - policy.window - policy.longestInteraction
+                    )
+                    var hit: Hit?
+                    while i < starts.count, starts[i] <= theirs.end + policy.window {
+                        defer { i += 1 }
+                        let gap = max(theirs.start, starts[i]) - min(theirs.end, ends[i])
                         guard gap <= policy.window else { continue }
-                        let bounds = (low: abs(m.distance - theirs.distance), high: m.distance + theirs.distance)
-                        guard policy.within(bounds) else { continue }
-                        matches["\(theirs.device)\u{0}\(anchor)", default: []].append(
-                            Pair(theirs: theirs, mine: m, low: bounds.low, high: bounds.high)
-                        )
+                        let low = abs(distances[i] - theirs.distance)
+                        let high = distances[i] + theirs.distance
+                        guard policy.within((low, high)) else { continue }
+                        let from = min(theirs.start, starts[i])
+                        let to = max(theirs.end, ends[i])
+                        let shared = (max(theirs.start, starts[i]), min(theirs.end, ends[i]))
+                        if var h = hit {
+                            h.from = min(h.from, from)
+                            h.to = max(h.to, to)
+                            h.low = min(h.low, low)
+                            h.high = min(h.high, high)
+                            if shared.1 > shared.0 { h.together.append(shared) }
+                            hit = h
+                        } else {
+                            hit = Hit(
+                                start: theirs.start,
+                                from: from,
+                                to: to,
+                                low: low,
+                                high: high,
+                                together: shared.1 > shared.0 ? [shared] : []
+                            )
+                        }
                     }
+                    if let hit { hits["\(theirs.device)\u{0}\(anchor)", default: []].append(hit) }
                 }
             }
         }
 
-        // Episodes: a device's matched windows at one anchor, merged where they are within the
-        // window of each other.
+        // Episodes: a device's hits at one anchor, merged where they are within the window of
+        // each other.
         var wanted: [String: (device: String, data: DocumentData)] = [:]
-        for (key, pairs) in matches {
+        for (key, list) in hits {
             let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
             let device = String(parts[0])
             let anchor = String(parts[1])
-            let sorted = pairs.sorted { ($0.theirs.start, $0.mine.start) < ($1.theirs.start, $1.mine.start) }
-            var episodes: [[Pair]] = []
-            for p in sorted {
-                let lastEnd = episodes.last?.map { max($0.theirs.end, $0.mine.end) }.max()
-                if let lastEnd, min(p.theirs.start, p.mine.start) - lastEnd <= policy.window {
-                    episodes[episodes.count - 1].append(p)
+            var episodes: [Hit] = []
+            for h in list.sorted(by: { ($0.from, $0.start) < ($1.from, $1.start) }) {
+                if var last = episodes.last, h.from - last.to <= policy.window {
+                    last.to = max(last.to, h.to)
+                    last.low = min(last.low, h.low)
+                    last.high = min(last.high, h.high)
+                    last.together += h.together
+                    episodes[episodes.count - 1] = last
                 } else {
-                    episodes.append([p])
+                    episodes.append(h)
                 }
             }
             for episode in episodes {
-                let start = episode.map { min($0.theirs.start, $0.mine.start) }.min()!
-                let end = episode.map { max($0.theirs.end, $0.mine.end) }.max()!
-                let overlap = Self.overlapSeconds(
-                    episode.map { ($0.theirs.start, $0.theirs.end, $0.mine.start, $0.mine.end) }
-                )
+                let overlap = Self.overlapSeconds(episode.together.map { ($0.0, $0.1, $0.0, $0.1) })
                 let id = String(
-                    SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(start * 1000))".utf8)).prefix(20)
+                    SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(episode.from * 1000))".utf8)).prefix(20)
                 )
                 let data: DocumentData = [
                     "reportId": .string(reportID),
                     "deviceId": .string(device),
                     "beaconKey": .string(anchor),
-                    "from": .timestamp(Timestamp(seconds: start)),
-                    "to": .timestamp(Timestamp(seconds: end)),
-                    "separation": [
-                        "min": .double(Self.round(episode.map(\.low).min()!)),
-                        "max": .double(Self.round(episode.map(\.high).min()!)),
-                    ],
+                    "from": .timestamp(Timestamp(seconds: episode.from)),
+                    "to": .timestamp(Timestamp(seconds: episode.to)),
+                    "separation": ["min": .double(Self.round(episode.low)), "max": .double(Self.round(episode.high))],
                     "overlapSeconds": .integer(Int64(overlap.rounded())),
                     "rule": .string(policy.separation.rawValue),
                 ]
@@ -367,6 +397,17 @@ public struct ExposureEngine: ExposureFlagging {
             for doc in marked { t.update(doc.path, ["testResult": .bool(false)]) }
             return exposures.count
         }
+    }
+
+    /// The first index of sorted `values` at or above `bound` (binary search).
+    static func firstIndex(in values: [Double], atLeast bound: Double) -> Int {
+        var low = 0
+        var high = values.count
+        while low < high {
+            let mid = (low + high) / 2
+            if values[mid] < bound { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     /// Consecutive windows whose gaps are at most `gap`.
