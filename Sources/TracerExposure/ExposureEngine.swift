@@ -46,6 +46,10 @@ public struct FlagResult: Sendable, Equatable {
     public var changed: Int
     /// The reporter's interaction windows looked at.
     public var reporterWindows: Int
+    /// The reporter's interactions marked `testResult: true` by this run.
+    public var marked: Int = 0
+    /// Seconds from the start until the exposures were committed (the exposed could be told).
+    public var secondsToFlagged: Double = 0
 }
 
 /// Flags the people who were near a reporter: for each of the reporter's interaction windows
@@ -134,6 +138,7 @@ public struct ExposureEngine: ExposureFlagging {
     /// Flags (or re-flags) an accepted report.
     @discardableResult
     public func flag(reportID: String, store: DocumentStore, now: Date = Date()) throws -> FlagResult {
+        let started = DispatchTime.now().uptimeNanoseconds
         try Self.declareIndexes(store)
         let report = try store.get(DocumentPath("reports/\(reportID)"))
         guard report.exists else { throw ExposureError("no report \(reportID)") }
@@ -170,7 +175,7 @@ public struct ExposureEngine: ExposureFlagging {
             var high: Double
             var together: [(Double, Double)]
         }
-        var hits: [String: [Hit]] = [:]  // by device and anchor
+        var hits: [String: [String: [Hit]]] = [:]  // by anchor, then device
         for (anchor, list) in byAnchor {
             // One covering range read per run of the reporter's windows (near ones merged).
             for run in Self.runs(list, gap: policy.window) {
@@ -183,7 +188,8 @@ public struct ExposureEngine: ExposureFlagging {
                     Self.presenceIndex,
                     in: CollectionPath("beacons/\(anchor)/interactions"),
                     from: .timestamp(Timestamp(seconds: lower)),
-                    through: .timestamp(Timestamp(seconds: upper))
+                    through: .timestamp(Timestamp(seconds: upper)),
+                    paths: false
                 )
                 for entry in entries {
                     guard let theirs = Window(entry, anchor: anchor), theirs.device != reporter else { continue }
@@ -222,7 +228,7 @@ public struct ExposureEngine: ExposureFlagging {
                             )
                         }
                     }
-                    if let hit { hits["\(theirs.device)\u{0}\(anchor)", default: []].append(hit) }
+                    if let hit { hits[anchor, default: [:]][theirs.device, default: []].append(hit) }
                 }
             }
         }
@@ -230,38 +236,41 @@ public struct ExposureEngine: ExposureFlagging {
         // Episodes: a device's hits at one anchor, merged where they are within the window of
         // each other.
         var wanted: [String: (device: String, data: DocumentData)] = [:]
-        for (key, list) in hits {
-            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
-            let device = String(parts[0])
-            let anchor = String(parts[1])
-            var episodes: [Hit] = []
-            for h in list.sorted(by: { ($0.from, $0.start) < ($1.from, $1.start) }) {
-                if var last = episodes.last, h.from - last.to <= policy.window {
-                    last.to = max(last.to, h.to)
-                    last.low = min(last.low, h.low)
-                    last.high = min(last.high, h.high)
-                    last.together += h.together
-                    episodes[episodes.count - 1] = last
-                } else {
-                    episodes.append(h)
+        for (anchor, byDevice) in hits {
+            for (device, list) in byDevice {
+                var episodes: [Hit] = []
+                for h in list.sorted(by: { ($0.from, $0.start) < ($1.from, $1.start) }) {
+                    if var last = episodes.last, h.from - last.to <= policy.window {
+                        last.to = max(last.to, h.to)
+                        last.low = min(last.low, h.low)
+                        last.high = min(last.high, h.high)
+                        last.together += h.together
+                        episodes[episodes.count - 1] = last
+                    } else {
+                        episodes.append(h)
+                    }
                 }
-            }
-            for episode in episodes {
-                let overlap = Self.overlapSeconds(episode.together.map { ($0.0, $0.1, $0.0, $0.1) })
-                let id = String(
-                    SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(episode.from * 1000))".utf8)).prefix(20)
-                )
-                let data: DocumentData = [
-                    "reportId": .string(reportID),
-                    "deviceId": .string(device),
-                    "beaconKey": .string(anchor),
-                    "from": .timestamp(Timestamp(seconds: episode.from)),
-                    "to": .timestamp(Timestamp(seconds: episode.to)),
-                    "separation": ["min": .double(Self.round(episode.low)), "max": .double(Self.round(episode.high))],
-                    "overlapSeconds": .integer(Int64(overlap.rounded())),
-                    "rule": .string(policy.separation.rawValue),
-                ]
-                wanted["devices/\(device)/exposures/\(id)"] = (device, data)
+                for episode in episodes {
+                    let overlap = Self.overlapSeconds(episode.together.map { ($0.0, $0.1, $0.0, $0.1) })
+                    let id = String(
+                        SHA256.hex(Array("\(reportID)\n\(device)\n\(anchor)\n\(Int(episode.from * 1000))".utf8)).prefix(
+                            20
+                        )
+                    )
+                    let data: DocumentData = [
+                        "reportId": .string(reportID),
+                        "deviceId": .string(device),
+                        "beaconKey": .string(anchor),
+                        "from": .timestamp(Timestamp(seconds: episode.from)),
+                        "to": .timestamp(Timestamp(seconds: episode.to)),
+                        "separation": [
+                            "min": .double(Self.round(episode.low)), "max": .double(Self.round(episode.high)),
+                        ],
+                        "overlapSeconds": .integer(Int64(overlap.rounded())),
+                        "rule": .string(policy.separation.rawValue),
+                    ]
+                    wanted["devices/\(device)/exposures/\(id)"] = (device, data)
+                }
             }
         }
 
@@ -303,16 +312,23 @@ public struct ExposureEngine: ExposureFlagging {
                     merge: true
                 )
             }
-            for doc in mine where doc["testResult"] != .bool(true) {
-                t.update(doc.path, ["testResult": .bool(true)])
-            }
             return stale.count + fresh.count
+        }
+        let flagged = DispatchTime.now().uptimeNanoseconds
+        // Then, in a transaction of its own (the exposed are told first): the reporter's
+        // interactions marked as a positive test's, as the seed app did.
+        let marked = try store.runTransaction { t -> Int in
+            let unmarked = mine.filter { $0["testResult"] != .bool(true) }
+            for doc in unmarked { t.update(doc.path, ["testResult": .bool(true)]) }
+            return unmarked.count
         }
         return FlagResult(
             exposedDevices: Array(Set(wanted.values.map(\.device))).sorted(),
             exposures: wanted.count,
             changed: changed,
-            reporterWindows: windows.count
+            reporterWindows: windows.count,
+            marked: marked,
+            secondsToFlagged: Double(flagged - started) / 1e9
         )
     }
 

@@ -58,6 +58,12 @@ extension DocumentStore {
     /// exists does nothing. Other processes pick it up at their next read or write.
     public func declareIndex(_ definition: IndexDefinition) throws {
         try definition.validate()
+        // Most declarations find the index there already: a read says so without taking the
+        // write lock (or an fsync).
+        let known = try pool.read { db in
+            try catalog.indexes(for: definition.collectionID, db).contains { $0.definition == definition }
+        }
+        if known { return }
         let added = try pool.write { db -> Int in
             let find = try db.statement("SELECT id FROM indexes WHERE collection = ?1 AND scope = ?2 AND fields = ?3")
             find.bind(1, definition.collectionID)

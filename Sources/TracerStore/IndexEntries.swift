@@ -3,7 +3,8 @@
 public struct IndexEntry: Sendable, Equatable {
     /// The values of the index's fields, in the index's order.
     public var values: [Value]
-    public var path: DocumentPath
+    /// The document's path; nil when the read was asked not to decode names.
+    public var path: DocumentPath?
 }
 
 extension DocumentStore {
@@ -14,7 +15,8 @@ extension DocumentStore {
         _ definition: IndexDefinition,
         in collection: CollectionPath,
         from lower: Value,
-        through upper: Value
+        through upper: Value,
+        paths: Bool = true
     ) throws -> [IndexEntry] {
         guard definition.scope == .collection, definition.fields.allSatisfy({ !$0.descending }),
             collection.id == definition.collectionID
@@ -59,16 +61,18 @@ extension DocumentStore {
                     values.append(value)
                     i = next
                 }
-                guard values.count == fields,
-                    let name = IndexKey.name(
-                        in: key,
-                        skipping: Array(repeating: false, count: fields + 1),
-                        nameDescending: false
-                    )
-                else {
+                guard values.count == fields else {
                     throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
                 }
-                out.append(IndexEntry(values: values, path: DocumentPath(validated: collection.segments + name)))
+                var path: DocumentPath?
+                if paths {
+                    let skipped = Array(repeating: false, count: fields + 1)
+                    guard let name = IndexKey.name(in: key, skipping: skipped, nameDescending: false) else {
+                        throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
+                    }
+                    path = DocumentPath(validated: collection.segments + name)
+                }
+                out.append(IndexEntry(values: values, path: path))
             }
             return out
         }

@@ -40,7 +40,7 @@ import TracerTesting
             through: .timestamp(Timestamp(seconds: 300))
         )
         #expect(
-            entries.map(\.path.description) == [
+            entries.map { $0.path?.description ?? "" } == [
                 "beacons/k/interactions/i4", "beacons/k/interactions/i0", "beacons/k/interactions/i2",
                 "beacons/k/interactions/i3",
             ]
@@ -61,6 +61,14 @@ import TracerTesting
         )
         #expect(all.map { $0.values[1] } == [.string("a\u{0}z")])
         #expect(all.first?.values[3] == .double(-0.5))
+        let bare = try store.indexEntries(
+            index,
+            in: c,
+            from: .timestamp(Timestamp(seconds: 100)),
+            through: .timestamp(Timestamp(seconds: 300)),
+            paths: false
+        )
+        #expect(bare.map(\.values) == entries.map(\.values) && bare.allSatisfy { $0.path == nil })
         #expect(throws: StoreError.self) {
             try store.indexEntries(
                 IndexDefinition(collectionID: "interactions", "start", "samples"),
