@@ -191,7 +191,7 @@ public final class BlueZSource: AdvertSource, @unchecked Sendable {
 
         mutating func serve(_ emit: ([Advert]) -> Void) {
             if bluezIsUp() { synchronise() } else { waiting("waiting for bluetoothd (org.bluez) on the system bus") }
-            let batchInterval = options.batchInterval.seconds
+            let batchInterval = options.batchInterval / .seconds(1)
             while !source.stopped.isSet {
                 guard let signals = connection.receive(timeout: .milliseconds(20)) else {
                     flush(emit)
@@ -348,7 +348,7 @@ public final class BlueZSource: AdvertSource, @unchecked Sendable {
                 armed = false
                 nextArm = now
             }
-            if armed, discovering, now - lastActivity > options.stallTimeout.seconds, let adapterPath {
+            if armed, discovering, now - lastActivity > options.stallTimeout / .seconds(1), let adapterPath {
                 logger.warning(
                     "nothing heard while discovering; restarting discovery",
                     metadata: ["adapter": "\(adapterName)", "seconds": "\(String(format: "%.1f", now - lastActivity))"]
@@ -360,8 +360,8 @@ public final class BlueZSource: AdvertSource, @unchecked Sendable {
                 source.update { $0.watchdogRestarts += 1 }
             }
             if now >= nextSweep, let adapterPath {
-                nextSweep = now + min(5, options.forgetAfter.seconds / 2)
-                let horizon = now - options.forgetAfter.seconds
+                nextSweep = now + min(5, options.forgetAfter / .seconds(2))
+                let horizon = now - options.forgetAfter / .seconds(1)
                 for (path, device) in devices where device.lastSeen < horizon && !device.kept {
                     devices[path] = nil
                     do {
@@ -494,13 +494,5 @@ public final class BlueZSource: AdvertSource, @unchecked Sendable {
                 return []
             }
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a Double.
-    var seconds: Double {
-        let (s, a) = components
-        return Double(s) + Double(a) / 1e18
     }
 }

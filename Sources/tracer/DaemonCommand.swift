@@ -100,7 +100,7 @@ struct DaemonCommand: AsyncParsableCommand {
                     try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                     if Task.isCancelled { break }
                     let now = daemon.progress.snapshot
-                    let elapsed = (ContinuousClock.now - lastTime).seconds
+                    let elapsed = (ContinuousClock.now - lastTime) / .seconds(1)
                     let line = Self.statusLine(now, previous: last, seconds: elapsed, bluez: bluez?.status)
                     if statusInterval > 0 { Output.line("status: " + line) }
                     notifier.notify("STATUS=" + line)
@@ -176,12 +176,5 @@ struct DaemonCommand: AsyncParsableCommand {
             metric("bluez_reconnects_total", "counter", "Reconnections to the system bus.", Double(b.reconnects))
         }
         return out
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (s, a) = components
-        return Double(s) + Double(a) / 1e18
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerExposure
+import TracerReports
 import TracerStore
 
 /// `tracer notify --webhook URL`: every status change POSTed, at least once, across restarts.
@@ -26,7 +27,7 @@ struct NotifyCommand: AsyncParsableCommand {
         let hook = try Webhook(webhook)
         let store = try options.open(mustExist: true)
         let statePath =
-            state ?? options.resolvedPath + ".notify-" + String(SHAStub.short(webhook)) + ".state"
+            state ?? options.resolvedPath + ".notify-" + String(SHA256.hex(Array(webhook.utf8)).prefix(12)) + ".state"
         let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
             Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -79,17 +80,5 @@ struct NotifyCommand: AsyncParsableCommand {
         guard rename(temporary, path) == 0 else {
             throw ValidationError("cannot write the notifier's state to \(path): \(String(cString: strerror(errno)))")
         }
-    }
-}
-
-/// A short stable name for a URL, for the default state file.
-enum SHAStub {
-    static func short(_ text: String) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in text.utf8 {
-            h ^= UInt64(b)
-            h = h &* 0x100_0000_01b3
-        }
-        return String(h, radix: 16)
     }
 }
