@@ -75,6 +75,10 @@ let package = Package(
             ]
         ),
 
+        // The simulator: people moving about a site, the adverts its kiosks hear, the truth;
+        // and the evaluation of what tracer flagged against that truth.
+        .target(name: "TracerSimulation", dependencies: ["TracerSite", "TracerRanging"]),
+
         // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
         .target(
             name: "TracerBenchmarks",
@@ -96,6 +100,7 @@ let package = Package(
                 "TracerOCR",
                 "TracerReports",
                 "TracerExposure",
+                "TracerSimulation",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

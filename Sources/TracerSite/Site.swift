@@ -20,6 +20,8 @@ public struct Site: Sendable {
     public var name: String
     /// Proximity UUIDs of the site's personal devices (badges, phones).
     public var deviceUUIDs: Set<UUIDBytes>
+    /// The same, in the map's order (the first is the site's main badge UUID).
+    public var deviceUUIDOrder: [UUIDBytes] = []
     public var rooms: [Room]
     public var anchors: [Anchor]
     /// The ranging settings (the map's `settings:` section over the defaults).
@@ -96,11 +98,38 @@ public struct Point: Sendable, Hashable {
 
 /// A room: its outline on the floor plan.
 public struct Room: Sendable {
+    /// What a room is used for: the simulator's schedules send people by it.
+    public enum Use: String, Sendable, CaseIterable {
+        /// Classes and lectures: people arrive together, sit in rows, leave together.
+        case teaching
+        /// Meetings and seminars: a group around a table.
+        case meeting
+        /// Desks, benches and shelves: people stay a long while, spread out.
+        case work
+        /// A café or canteen: tables of a few, at breaks and lunch.
+        case dining
+        /// Corridors: people pass through.
+        case circulation
+        /// Reception and entrances: people pass through on arrival and departure.
+        case entrance
+        /// A clinic or a waiting room: short visits.
+        case care
+    }
+
     public var key: String
     public var name: String
     public var building: String?
     public var floor: Int?
     public var outline: [Point]
+    /// What it is used for (the map's `use:`; `work` when not given).
+    public var use: Use = .work
+
+    /// The outline's bounding box.
+    public var bounds: (min: Point, max: Point) {
+        let xs = outline.map(\.x)
+        let ys = outline.map(\.y)
+        return (Point(xs.min() ?? 0, ys.min() ?? 0), Point(xs.max() ?? 0, ys.max() ?? 0))
+    }
 
     /// Whether a point lies inside the outline or on its edge.
     public func contains(_ p: Point) -> Bool {

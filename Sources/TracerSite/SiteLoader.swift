@@ -128,7 +128,11 @@ private struct Reader {
             throw fail(f["deviceUUIDs"] ?? nil, "deviceUUIDs must list at least one proximity UUID")
         }
         var deviceUUIDs = Set<UUIDBytes>()
-        for n in uuidNodes { deviceUUIDs.insert(try uuid(n, "a device UUID", parent: mark)) }
+        var deviceUUIDOrder: [UUIDBytes] = []
+        for n in uuidNodes {
+            let u = try uuid(n, "a device UUID", parent: mark)
+            if deviceUUIDs.insert(u).inserted { deviceUUIDOrder.append(u) }
+        }
 
         guard let roomNodes = f["rooms"]?.sequence, !roomNodes.isEmpty else {
             throw fail(f["rooms"] ?? nil, "rooms must list at least one room")
@@ -136,7 +140,7 @@ private struct Reader {
         var rooms: [Room] = []
         var roomLines: [String: Int] = [:]
         for n in roomNodes {
-            let r = try fields(n, "a room", allowed: ["key", "name", "building", "floor", "outline"])
+            let r = try fields(n, "a room", allowed: ["key", "name", "building", "floor", "outline", "use"])
             let key = try string(r["key"], "a room's key", parent: n.mark)
             if let first = roomLines[key] {
                 throw fail(r["key"], "duplicate room key '\(key)' (first on line \(first))")
@@ -146,6 +150,17 @@ private struct Reader {
                 throw fail(r["outline"] ?? n, "room '\(key)': outline must list at least three [x, y] corners")
             }
             let outline = try corners.map { try point($0, "room '\(key)': a corner", parent: outlineNode.mark) }
+            var use = Room.Use.work
+            if let u = r["use"] {
+                let text = try string(u, "room '\(key)': use", parent: n.mark)
+                guard let value = Room.Use(rawValue: text) else {
+                    throw fail(
+                        u,
+                        "room '\(key)': use must be one of \(Room.Use.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'"
+                    )
+                }
+                use = value
+            }
             rooms.append(
                 Room(
                     key: key,
@@ -154,7 +169,8 @@ private struct Reader {
                     floor: try r["floor"].map {
                         try integer($0, "room '\(key)': floor", in: -20...200, parent: n.mark)
                     },
-                    outline: outline
+                    outline: outline,
+                    use: use
                 )
             )
         }
@@ -232,6 +248,7 @@ private struct Reader {
             file: file
         )
         site.exposure = exposure
+        site.deviceUUIDOrder = deviceUUIDOrder
         return site
     }
 

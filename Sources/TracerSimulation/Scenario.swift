@@ -1,0 +1,86 @@
+import Foundation
+import TracerRanging
+import TracerSite
+
+/// What a simulation is asked for: who, how long, and how hard the radio is.
+public struct SimulationParameters: Sendable, Equatable {
+    /// People wearing badges.
+    public var people: Int
+    /// Hours simulated from `start`.
+    public var hours: Double
+    public var seed: UInt64
+    /// Unix seconds of the first moment simulated (the site's clock is UTC).
+    public var start: Double
+    /// Gaussian RSSI noise σ, dB.
+    public var noise = 4.0
+    /// Share of adverts a kiosk misses.
+    public var loss = 0.2
+    /// Body shadowing: dB lost when the wearer's back is turned to the kiosk (half that side-on).
+    public var shadow = 6.0
+    /// σ of each badge's transmit-power offset from what it advertises, dB.
+    public var badgeSpread = 2.0
+    /// dB lost through each wall between a badge and a kiosk.
+    public var wallLoss = 10.0
+    /// A kiosk hears nothing weaker than this, dBm.
+    public var sensitivity = -95.0
+    /// The path-loss exponent of the radio world (nil: the site's calibrated one).
+    public var exponent: Double?
+    /// Seconds between a fixed beacon's adverts (0: fixed beacons are not simulated).
+    public var beaconInterval = 1.0
+
+    public init(people: Int, hours: Double, seed: UInt64, start: Double) {
+        self.people = people
+        self.hours = hours
+        self.seed = seed
+        self.start = start
+    }
+
+    public var end: Double { start + hours * 3600 }
+}
+
+/// Someone wearing a badge: an anonymous id and how the badge advertises.
+public struct Person: Sendable {
+    public enum Role: String, Sendable {
+        case student, staff, visitor
+    }
+
+    public var index: Int
+    public var role: Role
+    public var uuid: String
+    public var major: UInt16
+    public var minor: UInt16
+    /// Seconds between the badge's adverts (0.1–1).
+    public var interval: Double
+    /// When in its interval the badge's first advert falls.
+    public var phase: Double
+    /// The badge's real power less what it advertises, dB.
+    public var offset: Double
+    /// Its Bluetooth address: in the replays, as a capture would have it; never in the store.
+    public var address: String
+    /// The power it advertises at 1 m, dBm.
+    public var measuredPower: Int = -59
+
+    /// `uuid:major:minor`, DESIGN.md's device id.
+    public var deviceID: String { "\(uuid):\(major):\(minor)" }
+}
+
+/// Where one person was from one time to another: in a room at a point, or outdoors.
+public struct Segment: Sendable, Equatable {
+    public var person: Int
+    /// The room's index in the site (nil: outdoors, between buildings, heard by no kiosk).
+    public var room: Int?
+    public var from: Double
+    public var to: Double
+    public var position: Point
+    /// The way the wearer faces, radians (their body shadows the badge from kiosks behind).
+    public var facing: Double
+
+    public init(person: Int, room: Int?, from: Double, to: Double, position: Point, facing: Double) {
+        self.person = person
+        self.room = room
+        self.from = from
+        self.to = to
+        self.position = position
+        self.facing = facing
+    }
+}

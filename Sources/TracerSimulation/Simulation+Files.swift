@@ -1,0 +1,212 @@
+import Foundation
+import TracerSite
+
+extension Simulation {
+    /// Everyone's segments in the truth's terms.
+    public var truthSegments: [TruthSegment] {
+        segments.flatMap { list in
+            list.map { s in
+                TruthSegment(
+                    deviceID: people[s.person].deviceID,
+                    room: s.room.map { site.rooms[$0].key },
+                    from: s.from,
+                    to: s.to,
+                    position: s.position
+                )
+            }
+        }
+    }
+
+    /// The true co-location pairs at the site's kiosk rooms.
+    public func truePairs(radius: Double = 6, window: Double = 300) -> [TruthPair] {
+        GroundTruth.pairs(
+            truthSegments,
+            rooms: Set(kiosks.map(\.room)),
+            radius: radius,
+            window: window
+        )
+    }
+
+    /// Writes the replays (`replays/KIOSK.jsonl`) and the truth (`truth/*.jsonl`,
+    /// `manifest.json`) into a directory, kiosks two at a time; `progress` hears of each
+    /// kiosk done.
+    public func write(
+        to directory: String,
+        mapPath: String,
+        radius: Double = 6,
+        window: Double = 300,
+        progress: @Sendable (_ done: Int, _ total: Int, _ adverts: Int) -> Void = { _, _, _ in }
+    ) throws {
+        let fm = FileManager.default
+        let replays = (directory as NSString).appendingPathComponent("replays")
+        let truth = (directory as NSString).appendingPathComponent("truth")
+        do {
+            try fm.createDirectory(atPath: replays, withIntermediateDirectories: true)
+            try fm.createDirectory(atPath: truth, withIntermediateDirectories: true)
+        } catch {
+            throw SimulationError("cannot create \(directory): \(error.localizedDescription)")
+        }
+
+        // Truth first: people, positions, pairs.
+        try Self.writeLines(
+            people.map {
+                [
+                    "deviceId": $0.deviceID, "role": $0.role.rawValue, "intervalMs": Int(($0.interval * 1000).rounded()),
+                    "offsetDb": Self.round($0.offset, 1),
+                ]
+            },
+            to: (truth as NSString).appendingPathComponent("people.jsonl")
+        )
+        try Self.writeLines(
+            truthSegments.map {
+                [
+                    "deviceId": $0.deviceID, "room": $0.room ?? NSNull(), "from": Self.round($0.from, 3),
+                    "to": Self.round($0.to, 3), "x": Self.round($0.position.x, 2), "y": Self.round($0.position.y, 2),
+                ]
+            },
+            to: (truth as NSString).appendingPathComponent("positions.jsonl")
+        )
+        let pairs = truePairs(radius: radius, window: window)
+        try Self.writeLines(
+            pairs.map {
+                [
+                    "a": $0.a, "b": $0.b, "room": $0.room, "from": Self.round($0.from, 3), "to": Self.round($0.to, 3),
+                    "closest": Self.round($0.closest, 2),
+                ]
+            },
+            to: (truth as NSString).appendingPathComponent("pairs.jsonl")
+        )
+
+        // The replays, two kiosks at a time (the machine this was written for has two cores).
+        let lock = NSLock()
+        nonisolated(unsafe) var counts = Array(repeating: 0, count: kiosks.count)
+        nonisolated(unsafe) var failure: (any Error)?
+        nonisolated(unsafe) var done = 0
+        nonisolated(unsafe) var total = 0
+        let kiosks = self.kiosks
+        DispatchQueue.concurrentPerform(iterations: kiosks.count) { i in
+            let path = (replays as NSString).appendingPathComponent("\(kiosks[i].key).jsonl")
+            do {
+                let n = try writeReplay(for: kiosks[i], to: path)
+                lock.lock()
+                counts[i] = n
+                done += 1
+                total += n
+                progress(done, kiosks.count, total)
+                lock.unlock()
+            } catch {
+                lock.lock()
+                failure = error
+                lock.unlock()
+            }
+        }
+        if let failure { throw failure }
+
+        let manifest: [String: Any] = [
+            "site": site.name, "map": mapPath, "seed": NSNumber(value: parameters.seed), "people": parameters.people,
+            "hours": parameters.hours, "start": parameters.start, "end": parameters.end, "noise": parameters.noise,
+            "loss": parameters.loss, "shadow": parameters.shadow, "wallLoss": parameters.wallLoss,
+            "exponent": radio.exponent, "radius": radius, "window": window, "truePairs": pairs.count,
+            "kiosks": kiosks.enumerated().map { i, k in
+                ["anchor": k.key, "room": k.room, "replay": "replays/\(k.key).jsonl", "adverts": counts[i]]
+            },
+        ]
+        let data = try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])
+        guard fm.createFile(atPath: (directory as NSString).appendingPathComponent("manifest.json"), contents: data + [10])
+        else { throw SimulationError("cannot write \(directory)/manifest.json") }
+    }
+
+    static func round(_ x: Double, _ places: Int) -> Double {
+        let f = pow(10, Double(places))
+        return (x * f).rounded() / f
+    }
+
+    static func writeLines(_ objects: [[String: Any]], to path: String) throws {
+        var data = Data()
+        for o in objects {
+            data += try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])
+            data.append(10)
+        }
+        guard FileManager.default.createFile(atPath: path, contents: data) else {
+            throw SimulationError("cannot write \(path)")
+        }
+    }
+}
+
+extension GroundTruth {
+    /// Reads what `Simulation.write` wrote; errors name the file and line.
+    public static func load(directory: String) throws -> GroundTruth {
+        let manifestPath = (directory as NSString).appendingPathComponent("manifest.json")
+        guard let data = FileManager.default.contents(atPath: manifestPath) else {
+            throw SimulationError("\(manifestPath): not found (is \(directory) a tracer simulate --out directory?)")
+        }
+        guard let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw SimulationError("\(manifestPath): not a JSON object")
+        }
+        func number(_ key: String) throws -> Double {
+            guard let v = m[key] as? NSNumber else { throw SimulationError("\(manifestPath): no number '\(key)'") }
+            return v.doubleValue
+        }
+        let kiosks = (m["kiosks"] as? [[String: Any]] ?? []).compactMap { k -> Kiosk? in
+            guard let a = k["anchor"] as? String, let r = k["room"] as? String, let p = k["replay"] as? String else {
+                return nil
+            }
+            return Kiosk(anchor: a, room: r, replay: p, adverts: (k["adverts"] as? NSNumber)?.intValue ?? 0)
+        }
+        let truth = (directory as NSString).appendingPathComponent("truth")
+        var roles: [String: String] = [:]
+        for (o, _) in try lines((truth as NSString).appendingPathComponent("people.jsonl")) {
+            if let d = o["deviceId"] as? String { roles[d] = o["role"] as? String ?? "" }
+        }
+        var segments: [String: [TruthSegment]] = [:]
+        let positions = (truth as NSString).appendingPathComponent("positions.jsonl")
+        for (o, line) in try lines(positions) {
+            guard let d = o["deviceId"] as? String, let from = (o["from"] as? NSNumber)?.doubleValue,
+                let to = (o["to"] as? NSNumber)?.doubleValue, let x = (o["x"] as? NSNumber)?.doubleValue,
+                let y = (o["y"] as? NSNumber)?.doubleValue
+            else { throw SimulationError("\(positions):\(line): needs deviceId, from, to, x and y") }
+            segments[d, default: []].append(
+                TruthSegment(deviceID: d, room: o["room"] as? String, from: from, to: to, position: Point(x, y))
+            )
+        }
+        for k in segments.keys { segments[k]!.sort { $0.from < $1.from } }
+        var pairs: [TruthPair] = []
+        let pairsPath = (truth as NSString).appendingPathComponent("pairs.jsonl")
+        for (o, line) in try lines(pairsPath) {
+            guard let a = o["a"] as? String, let b = o["b"] as? String, let room = o["room"] as? String,
+                let from = (o["from"] as? NSNumber)?.doubleValue, let to = (o["to"] as? NSNumber)?.doubleValue
+            else { throw SimulationError("\(pairsPath):\(line): needs a, b, room, from and to") }
+            pairs.append(
+                TruthPair(a: a, b: b, room: room, from: from, to: to, closest: (o["closest"] as? NSNumber)?.doubleValue ?? 0)
+            )
+        }
+        return GroundTruth(
+            map: m["map"] as? String ?? "",
+            seed: (m["seed"] as? NSNumber)?.uint64Value ?? 0,
+            start: try number("start"),
+            end: try number("end"),
+            noise: try number("noise"),
+            loss: try number("loss"),
+            radius: try number("radius"),
+            window: try number("window"),
+            kiosks: kiosks,
+            roles: roles,
+            segments: segments,
+            pairs: pairs
+        )
+    }
+
+    static func lines(_ path: String) throws -> [([String: Any], Int)] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SimulationError("\(path): not found")
+        }
+        var out: [([String: Any], Int)] = []
+        for (i, line) in data.split(separator: 10, omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                throw SimulationError("\(path):\(i + 1): not a JSON object")
+            }
+            out.append((o, i + 1))
+        }
+        return out
+    }
+}

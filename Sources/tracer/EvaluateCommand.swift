@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import TracerExposure
+import TracerReports
+import TracerSimulation
+import TracerSite
+import TracerStore
+
+/// `tracer evaluate`: what tracer flagged and ranged, against a simulation's truth.
+struct EvaluateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evaluate",
+        abstract: "Compare exposures and ranging in a store filled from a simulation's replays with its truth.",
+        discussion: """
+            Reporters are chosen from the simulation's people by its seed (--reporters) or named \
+            (--reporter). A reporter with an accepted report in the store keeps it; one without gets a \
+            simulated accepted report, collected at the simulation's end. Each report is flagged \
+            (again) under the policy, then the flagged exposures are compared with the true pairs: \
+            precision and recall overall and by room, and Herald's detection rate, continuity and \
+            distance error. Pictures go to --pictures (SVG): distance-error.svg, timeline.svg (the \
+            first reporter's day), floorplan.svg.
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+    @Option(help: "The directory tracer simulate wrote.") var sim: String
+    @Option(help: "The BeaconMap (default: the one the simulation ran on).") var map: String?
+    @Option(help: "How many reporters to draw (all: everyone).") var reporters = "10"
+    @Option(help: "A reporter's device id (repeatable; overrides --reporters).") var reporter: [String] = []
+    @Option(help: "The separation rule (default: the map's): \(ExposurePolicy.Separation.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var separation: String?
+    @Option(help: "Where to draw the pictures (default: SIM/eval).") var pictures: String?
+    @Flag(help: "Print the figures as JSON.") var json = false
+
+    func run() throws {
+        let truth = try GroundTruth.load(directory: sim)
+        let site = try Site.load(file: map ?? truth.map)
+        var policy = ExposurePolicy(site: site)
+        if let separation {
+            guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
+                throw ValidationError(
+                    "--separation takes \(ExposurePolicy.Separation.allCases.map(\.rawValue).joined(separator: ", ")), not '\(separation)'"
+                )
+            }
+            policy.separation = rule
+        }
+        let chosen: [String]
+        if !reporter.isEmpty {
+            for r in reporter where truth.segments[r] == nil {
+                throw ValidationError("--reporter \(r): nobody in \(sim) has that device id")
+            }
+            chosen = reporter
+        } else if reporters == "all" {
+            chosen = Evaluation.reporters(truth, count: .max)
+        } else if let n = Int(reporters), n > 0 {
+            chosen = Evaluation.reporters(truth, count: n)
+        } else {
+            throw ValidationError("--reporters takes a number above 0 or all, not '\(reporters)'")
+        }
+
+        let store = try options.open(mustExist: true)
+        let engine = ExposureEngine(policy: policy)
+        var reportOf: [String: String] = [:]
+        for (i, device) in chosen.enumerated() {
+            Output.progress("evaluate: flagging reports", i, chosen.count)
+            let id = try Self.report(for: device, at: truth.end, in: store)
+            try engine.flag(reportID: id, store: store)
+            reportOf[id] = device
+        }
+        Output.progress("evaluate: flagging reports", chosen.count, chosen.count)
+        Output.endProgress()
+
+        var exposures: [FlaggedExposure] = []
+        for (id, device) in reportOf {
+            for doc in try store.getDocuments(Query(collectionGroup: "exposures").where("reportId", .equal, .string(id))) {
+                guard case .string(let d)? = doc["deviceId"], case .string(let anchor)? = doc["beaconKey"],
+                    let from = doc["from"]?.timestampValue, let to = doc["to"]?.timestampValue
+                else { continue }
+                exposures.append(FlaggedExposure(reporter: device, device: d, anchor: anchor, from: from.seconds, to: to.seconds))
+            }
+        }
+        var observed: [ObservedWindow] = []
+        for doc in try store.getDocuments(Query(collectionGroup: "interactions")) {
+            let segments = doc.path.description.split(separator: "/")
+            guard segments.count >= 4, case .string(let device)? = doc["deviceId"],
+                let start = doc["start"]?.timestampValue, let end = doc["end"]?.timestampValue
+            else { continue }
+            observed.append(
+                ObservedWindow(
+                    device: device,
+                    anchor: String(segments[1]),
+                    start: start.seconds,
+                    end: end.seconds,
+                    distance: doc["distance"]?.doubleValue
+                )
+            )
+        }
+        guard !observed.isEmpty else {
+            throw ValidationError("\(options.resolvedPath): no interactions: run tracer daemon on the replays in \(sim)/replays first")
+        }
+        let e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
+
+        let dir = pictures ?? (sim as NSString).appendingPathComponent("eval")
+        let drawn = try Drawing.write(evaluation: e, truth: truth, site: site, exposures: exposures, to: dir)
+        if json {
+            Output.line(Self.json(e, policy: policy, pictures: drawn))
+        } else {
+            Self.table(e, policy: policy, truth: truth).forEach(Output.line)
+            Output.line("pictures: " + drawn.joined(separator: " "))
+        }
+    }
+
+    /// The reporter's accepted report, or a simulated one written for it.
+    static func report(for device: String, at collected: Double, in store: DocumentStore) throws -> String {
+        let existing = try store.getDocuments(
+            Query(collection: try CollectionPath("reports")).where("deviceId", .equal, .string(device))
+        )
+        if let doc = existing.first(where: { $0["status"] == .string("accepted") }) { return doc.id }
+        let id = "sim-" + String(SHA256.hex(Array(device.utf8)).prefix(16))
+        try store.set(
+            try DocumentPath("reports/\(id)"),
+            [
+                "deviceId": .string(device), "status": "accepted",
+                "collectedAt": .timestamp(Timestamp(seconds: collected)),
+                "evidence": ["simulated": true], "createdAt": .serverTimestamp,
+            ]
+        )
+        return id
+    }
+
+    static func percent(_ x: Double?) -> String {
+        x.map { String(format: "%.3f", $0) } ?? "-"
+    }
+
+    static func table(_ e: Evaluation, policy: ExposurePolicy, truth: GroundTruth) -> [String] {
+        var lines: [String] = []
+        lines.append(
+            "exposures: \(e.reporters.count) reporter\(e.reporters.count == 1 ? "" : "s"), rule \(policy.separation.rawValue), "
+                + "≤ \(Int(policy.radius)) m within \(Int(policy.window / 60)) min (σ \(truth.noise) dB, \(Int((truth.loss * 100).rounded()))% lost)"
+        )
+        lines.append("  room                  true pos  false pos  false neg  precision  recall")
+        func row(_ name: String, _ c: Counts) -> String {
+            name.padding(toLength: 20, withPad: " ", startingAt: 0)
+                + String(format: "  %8d  %9d  %9d", c.truePositives, c.falsePositives, c.falseNegatives)
+                + "  " + percent(c.precision).leftPad(9) + "  " + percent(c.recall).leftPad(6)
+        }
+        for room in e.byRoom.keys.sorted() { lines.append("  " + row(room, e.byRoom[room]!)) }
+        lines.append("  " + row("all (per device)", e.overall))
+        lines.append(
+            "ranging: detection \(percent(e.detectionRate)) of \(e.stays) stays; continuity \(percent(e.continuity)) of \(e.windows) 30 s windows; "
+                + "\(e.throughWalls) windows heard through a wall"
+        )
+        lines.append("  true distance   windows  median |error|  p90 |error|  median error")
+        for d in e.distanceErrors {
+            lines.append(
+                "  \(Int(d.nominal)) m ± 0.5".padding(toLength: 16, withPad: " ", startingAt: 0)
+                    + String(format: "%8d  %12.2f m  %9.2f m  %+10.2f m", d.count, d.medianAbsolute, d.p90Absolute, d.medianSigned)
+            )
+        }
+        return lines
+    }
+
+    static func json(_ e: Evaluation, policy: ExposurePolicy, pictures: [String]) -> String {
+        func counts(_ c: Counts) -> [String: Any] {
+            [
+                "truePositives": c.truePositives, "falsePositives": c.falsePositives, "falseNegatives": c.falseNegatives,
+                "precision": c.precision ?? NSNull(), "recall": c.recall ?? NSNull(),
+            ]
+        }
+        let o: [String: Any] = [
+            "reporters": e.reporters, "separation": policy.separation.rawValue, "overall": counts(e.overall),
+            "byRoom": e.byRoom.mapValues(counts), "detectionRate": e.detectionRate ?? NSNull(),
+            "continuity": e.continuity ?? NSNull(), "stays": e.stays, "windows": e.windows,
+            "distanceError": e.distanceErrors.map {
+                [
+                    "nominal": $0.nominal, "count": $0.count, "medianAbsolute": $0.medianAbsolute, "p90Absolute": $0.p90Absolute,
+                    "medianSigned": $0.medianSigned,
+                ]
+            },
+            "pictures": pictures,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String {
+        count >= n ? self : String(repeating: " ", count: n - count) + self
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import TracerSimulation
+import TracerSite
+
+/// `tracer simulate`: people moving about a site, the replays its kiosks would record, and the truth.
+struct SimulateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Simulate people with badges moving about a site: one replay per kiosk, and the ground truth.",
+        discussion: """
+            Writes OUT/replays/KIOSK.jsonl (DESIGN.md's replay format, for `tracer daemon --source \
+            replay:FILE`), OUT/truth/positions.jsonl (where everyone was, when), OUT/truth/pairs.jsonl \
+            (who was within the exposure radius of whom, in which room, within the window), \
+            OUT/truth/people.jsonl and OUT/manifest.json. The same seed and start give the same files.
+            """
+    )
+
+    @Option(help: "The site's BeaconMap file.") var map: String
+    @Option(help: "People wearing badges.") var people: Int
+    @Option(help: "Hours to simulate.") var hours: Double
+    @Option(help: "The random seed.") var seed: UInt64 = 1
+    @Option(help: "The directory to write into (created if missing).") var out: String
+    @Option(help: "When the simulation starts: 2026-11-23 (08:00 UTC that day) or 2026-11-23T08:00:00Z.")
+    var start = "2026-11-23"
+    @Option(help: "RSSI noise σ in dB.") var noise = 4.0
+    @Option(help: "Share of adverts lost (0 to below 1).") var loss = 0.2
+    @Option(help: "Body shadowing, dB lost with the wearer's back to the kiosk.") var shadow = 6.0
+    @Option(help: "dB lost through each wall.") var wallLoss = 10.0
+    @Option(help: "The path-loss exponent of the simulated radio (default: the map's).") var exponent: Double?
+    @Option(help: "The radius of the true pairs, metres (default: the map's exposureRadius).") var radius: Double?
+    @Option(help: "The window of the true pairs, minutes (default: the map's exposureWindow).") var window: Double?
+
+    func run() throws {
+        let site = try Site.load(file: map)
+        guard let t0 = Self.parseStart(start) else {
+            throw ValidationError("--start takes a date (2026-11-23) or a time (2026-11-23T08:00:00Z), not '\(start)'")
+        }
+        var p = SimulationParameters(people: people, hours: hours, seed: seed, start: t0)
+        p.noise = noise
+        p.loss = loss
+        p.shadow = shadow
+        p.wallLoss = wallLoss
+        p.exponent = exponent
+        let began = Date()
+        let simulation = try Simulation(site: site, parameters: p)
+        let radius = radius ?? site.exposure.radius
+        let window = (window ?? site.exposure.windowMinutes) * 60
+        try simulation.write(to: out, mapPath: URL(fileURLWithPath: map).standardizedFileURL.path, radius: radius, window: window) { done, total, adverts in
+            Output.progress("simulate: kiosks", done, total)
+            if !Output.stderrIsTerminal {
+                Output.error("simulate: \(done)/\(total) kiosks, \(adverts) adverts")
+            }
+        }
+        Output.endProgress()
+        let manifest = try GroundTruth.load(directory: out)
+        let adverts = manifest.kiosks.map(\.adverts).reduce(0, +)
+        let seconds = Date().timeIntervalSince(began)
+        Output.line(
+            "simulated \(people) people for \(Self.number(hours)) h at \(site.name) (seed \(seed), σ \(Self.number(noise)) dB, "
+                + "\(Int((loss * 100).rounded()))% lost) in \(String(format: "%.1f", seconds)) s"
+        )
+        Output.line(
+            "  \(manifest.kiosks.count) replays, \(adverts) adverts: \(out)/replays/"
+        )
+        Output.line(
+            "  truth: \(manifest.segments.values.map(\.count).reduce(0, +)) position segments, "
+                + "\(manifest.pairs.count) co-location episodes (≤ \(Self.number(radius)) m within \(Self.number(window / 60)) min): \(out)/truth/"
+        )
+    }
+
+    static func number(_ x: Double) -> String {
+        x == x.rounded() ? String(Int(x)) : String(x)
+    }
+
+    static func parseStart(_ text: String) -> Double? {
+        let iso = ISO8601DateFormatter()
+        if let d = iso.date(from: text) { return d.timeIntervalSince1970 }
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_US_POSIX")
+        day.timeZone = TimeZone(identifier: "UTC")
+        day.dateFormat = "yyyy-MM-dd"
+        return day.date(from: text).map { $0.timeIntervalSince1970 + 8 * 3600 }
+    }
+}
