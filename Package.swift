@@ -140,7 +140,11 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerExposureTests",
-            dependencies: ["TracerExposure", "TracerReports", "TracerVerification", "TracerTesting"]
+            dependencies: ["TracerExposure", "TracerReports", "TracerVerification", "TracerSite", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerSimulationTests",
+            dependencies: ["TracerSimulation", "TracerSite", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

@@ -13,6 +13,11 @@ public struct ExposurePolicy: Sendable, Equatable {
         case sum
         /// |d1 − d2| ≤ radius: possibly within it. Flags more, including the far side of a room.
         case possible
+        /// By the kiosk's room (the map's outline and the kiosk's position): flagged when two
+        /// devices at d1 and d2 are more likely than not within the radius, taking each anywhere
+        /// on its arc inside the room; a distance that fits nowhere in the room is a device
+        /// behind a wall. Falls back to `sum` at anchors the map does not place.
+        case geometric
     }
 
     /// Metres.
@@ -24,15 +29,27 @@ public struct ExposurePolicy: Sendable, Equatable {
     public var separation: Separation = .sum
     /// The longest an interaction document spans (the daemon's window), to bound range reads.
     public var longestInteraction: Double = 60
+    /// Each kiosk's room, for the `geometric` rule (from the map).
+    public var geometry: [String: RoomGeometry] = [:]
+    /// The `geometric` rule flags from this chance of being within the radius.
+    public var likelihood = 0.5
 
     public init() {}
 
     /// Whether separation bounds count as within the radius.
     func within(_ bounds: (low: Double, high: Double)) -> Bool {
         switch separation {
-        case .sum: bounds.high <= radius + 1e-9
+        case .sum, .geometric: bounds.high <= radius + 1e-9
         case .possible: bounds.low <= radius + 1e-9
         }
+    }
+
+    /// Whether two devices at d1 and d2 from an anchor count as within the radius.
+    func within(anchor: String, _ d1: Double, _ d2: Double, cache: GeometryCache) -> Bool {
+        if separation == .geometric, let g = geometry[anchor] {
+            return cache.probability(g, anchor: anchor, d1, d2, radius: radius) >= likelihood
+        }
+        return within((abs(d1 - d2), d1 + d2))
     }
 }
 
@@ -59,7 +76,11 @@ public struct FlagResult: Sendable, Equatable {
 /// Idempotent: exposure ids are derived from (report, device, anchor, episode start), so a re-run
 /// on the same data writes nothing; a re-run after new data replaces what changed.
 public struct ExposureEngine: ExposureFlagging {
-    public var policy: ExposurePolicy
+    public var policy: ExposurePolicy {
+        didSet { cache = GeometryCache() }
+    }
+    /// The geometric rule's answers so far (they depend on the policy only).
+    private var cache = GeometryCache()
 
     public init(policy: ExposurePolicy = ExposurePolicy()) {
         self.policy = policy
@@ -206,7 +227,7 @@ public struct ExposureEngine: ExposureFlagging {
                         guard gap <= policy.window else { continue }
                         let low = abs(distances[i] - theirs.distance)
                         let high = distances[i] + theirs.distance
-                        guard policy.within((low, high)) else { continue }
+                        guard policy.within(anchor: anchor, distances[i], theirs.distance, cache: cache) else { continue }
                         let from = min(theirs.start, starts[i])
                         let to = max(theirs.end, ends[i])
                         let shared = (max(theirs.start, starts[i]), min(theirs.end, ends[i]))
@@ -487,7 +508,10 @@ extension ExposurePolicy {
         radius = site.exposure.radius
         window = site.exposure.windowMinutes * 60
         lookback = site.exposure.lookbackDays * 86_400
-        separation = Separation(rawValue: site.exposure.separation) ?? .sum
+        separation = Separation(rawValue: site.exposure.separation) ?? .geometric
         longestInteraction = max(60, site.ranging.window * 2)
+        for a in site.anchors where a.kind == .kiosk {
+            if let room = site.room(a.room) { geometry[a.key] = RoomGeometry(kiosk: a.position, room: room) }
+        }
     }
 }

@@ -119,7 +119,7 @@ public enum Drawing {
         }
         let w = 1000
         let rowH = 18.0
-        let (l, r, t) = (190.0, 20.0, 90.0)
+        let (l, r, t) = (190.0, 30.0, 90.0)
         let h = Int(t + rowH * Double(rows.count + 1) + 60)
         let pw = Double(w) - l - r
         func x(_ time: Double) -> Double { l + (time - truth.start) / (truth.end - truth.start) * pw }
@@ -170,12 +170,13 @@ public enum Drawing {
         let ys = site.rooms.flatMap { $0.outline.map(\.y) }
         let (minX, maxX, minY, maxY) = (xs.min() ?? 0, xs.max() ?? 1, ys.min() ?? 0, ys.max() ?? 1)
         let scale = min(900 / (maxX - minX), 700 / (maxY - minY))
-        let w = Int((maxX - minX) * scale + 80)
+        let w = max(Int((maxX - minX) * scale + 80), 820)
         let h = Int((maxY - minY) * scale + 120)
+        let left = (Double(w) - (maxX - minX) * scale) / 2
         func px(_ p: Point) -> (Double, Double) {
-            (40 + (p.x - minX) * scale, 60 + (maxY - p.y) * scale)  // north up
+            (left + (p.x - minX) * scale, 60 + (maxY - p.y) * scale)  // north up
         }
-        var s = header(w, h, "\(site.name): exposures flagged per room, and a reporter's path")
+        var s = header(w, h, "\(site.name): people flagged per room, and the reporter's path")
         let roomOfAnchor = Dictionary(site.anchors.map { ($0.key, $0.room) }, uniquingKeysWith: { a, _ in a })
         var exposed: [String: Set<String>] = [:]
         for e in exposures { exposed[roomOfAnchor[e.anchor] ?? "", default: []].insert(e.device) }

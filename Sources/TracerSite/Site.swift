@@ -8,8 +8,9 @@ public struct ExposureSettings: Sendable, Equatable {
     public var windowMinutes = 5.0
     /// Days looked back from a test's collection date (`lookbackDays`).
     public var lookbackDays = 14.0
-    /// `sum` (d1 + d2 within the radius) or `possible` (|d1 − d2| within it) (`separation`).
-    public var separation = "sum"
+    /// `geometric` (by the kiosk's room: the default, the best trade-off in EFFICACY.md), `sum`
+    /// (d1 + d2 within the radius) or `possible` (|d1 − d2| within it) (`separation`).
+    public var separation = "geometric"
 
     public init() {}
 }
@@ -123,6 +124,22 @@ public struct Room: Sendable {
     public var outline: [Point]
     /// What it is used for (the map's `use:`; `work` when not given).
     public var use: Use = .work
+
+    public init(
+        key: String,
+        name: String,
+        building: String? = nil,
+        floor: Int? = nil,
+        outline: [Point],
+        use: Use = .work
+    ) {
+        self.key = key
+        self.name = name
+        self.building = building
+        self.floor = floor
+        self.outline = outline
+        self.use = use
+    }
 
     /// The outline's bounding box.
     public var bounds: (min: Point, max: Point) {

@@ -268,8 +268,8 @@ private struct Reader {
         if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
         if let n = f["separation"] {
             let text = try string(n, "settings: separation", parent: node.mark)
-            guard ["sum", "possible"].contains(text) else {
-                throw fail(n, "settings: separation must be sum or possible, not '\(text)'")
+            guard ["sum", "possible", "geometric"].contains(text) else {
+                throw fail(n, "settings: separation must be sum, possible or geometric, not '\(text)'")
             }
             e.separation = text
         }

@@ -180,14 +180,14 @@ struct ReportCommand: AsyncParsableCommand {
         @Option(help: "Separation radius, metres (default 6).") var radius: Double?
         @Option(help: "Minutes between windows that still count (default 5).") var window: Double?
         @Option(help: "Days looked back from the collection date (default 14).") var lookbackDays: Double?
-        @Option(help: "sum (d1 + d2 <= radius, the default) or possible (|d1 - d2| <= radius).") var separation: String?
+        @Option(help: "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs --map).") var separation: String?
 
         var engine: ExposureEngine {
             get throws {
                 var p = try map.map { ExposurePolicy(site: try Site.load(file: $0)) } ?? ExposurePolicy()
                 if let separation {
                     guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
-                        throw ValidationError("--separation takes sum or possible, not '\(separation)'")
+                        throw ValidationError("--separation takes sum, possible or geometric, not '\(separation)'")
                     }
                     p.separation = rule
                 }

@@ -95,12 +95,12 @@ import TracerTesting
         #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
     }
 
-    /// The site's map sets the policy: at a 2 m radius the colleague (1 m + 1.5 m) is not flagged,
-    /// and flagging again at the default radius finds them.
+    /// The site's map sets the policy: at a 2 m radius under the sum rule the colleague
+    /// (1 m + 1.5 m) is not flagged, and flagging again with the site's defaults finds them.
     @Test func theSitesSettingsSetThePolicy() throws {
         try rangeALabMorning()
         let map = dir.file("tight.yaml")
-        try (String(contentsOfFile: Self.map, encoding: .utf8) + "\nsettings: {exposureRadius: 2}\n")
+        try (String(contentsOfFile: Self.map, encoding: .utf8) + "\nsettings: {exposureRadius: 2, separation: sum}\n")
             .write(toFile: map, atomically: true, encoding: .utf8)
         let r = try tracer(
             "self-report",

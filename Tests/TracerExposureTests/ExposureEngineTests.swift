@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TracerStore
+import TracerSite
 import TracerTesting
 
 @testable import TracerExposure
@@ -93,6 +94,50 @@ import TracerTesting
         let r = try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store)
         #expect(r.exposedDevices == ["far"])
         #expect(try s.exposures("far").first?["rule"] == "possible")
+    }
+
+    /// A 4 m square room with its kiosk in the middle of one wall (2, 0): no two points in it are
+    /// more than 5.66 m apart, and nothing in it is more than 4.47 m from the kiosk.
+    static func smallRoom() -> RoomGeometry {
+        RoomGeometry(
+            kiosk: TracerSite.Point(2, 0),
+            room: TracerSite.Room(key: "r", name: "r", outline: [.init(0, 0), .init(4, 0), .init(4, 4), .init(0, 4)])
+        )
+    }
+
+    @Test func roomGeometryGivesTheChanceOfBeingWithinTheRadius() {
+        let g = Self.smallRoom()
+        #expect(abs(g.farthest - 20.0.squareRoot()) < 1e-9)
+        // Anywhere in the room is within 6 m of anywhere else.
+        #expect(g.probability(3.5, 3.5, radius: 6) == 1)
+        // Within 1 m of the kiosk, two devices are within 2 m. At 4 m they are on a 60° arc
+        // (x from 0 to 4); within 1 m of each other means within 14.4° on it: 1 − (1 − 14.4/60)²
+        // = 0.42 of the pairs (sampled every 5°).
+        #expect(g.probability(1, 1, radius: 2) == 1)
+        let p = g.probability(4, 4, radius: 1)
+        #expect(abs(p - 0.42) < 0.08, "\(p)")
+        // 6.5 m fits nowhere in the room, even with 30% slack (5.81 m): behind a wall.
+        #expect(g.probability(1, 6.5, radius: 6) == 0)
+    }
+
+    @Test func theGeometricRuleFlagsByTheRoomAndNotBehindItsWalls() throws {
+        let s = try Site()
+        try s.seen("R", at: "A", 0, 30, 3.5)
+        try s.seen("sameRoom", at: "A", 0, 30, 3.5)  // sum: 7 m, too far; but the room is 4 m across
+        try s.seen("nextDoor", at: "A", 0, 30, 6.5)  // possible: |6.5 − 3.5| = 3 m; but not in this room
+        try s.report("r1", by: "R")
+        var policy = ExposurePolicy()
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
+        policy.separation = .possible
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["nextDoor", "sameRoom"])
+        policy.separation = .geometric
+        policy.geometry = ["A": Self.smallRoom()]
+        let r = try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store)
+        #expect(r.exposedDevices == ["sameRoom"])
+        #expect(try s.exposures("sameRoom").first?["rule"] == "geometric")
+        // An anchor the map does not place falls back to sum.
+        policy.geometry = [:]
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
     }
 
     /// Consecutive windows are one episode; a device at two anchors has one per anchor.

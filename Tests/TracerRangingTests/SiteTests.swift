@@ -79,7 +79,7 @@ import Testing
         ("name: Lab,", "name: Lab, colour: red,", "t.yaml:4: a room: unknown field 'colour'"),
         (
             "separation: possible", "separation: maybe",
-            "t.yaml:8: settings: separation must be sum or possible, not 'maybe'"
+            "t.yaml:8: settings: separation must be sum, possible or geometric, not 'maybe'"
         ),
         (
             "exposureRadius: 4", "exposureRadius: 400",

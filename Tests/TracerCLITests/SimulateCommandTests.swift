@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+import TracerTesting
+
+/// `tracer simulate` and `tracer evaluate` by command: a small morning simulated twice, ranged by
+/// every kiosk's daemon, and evaluated against its truth.
+@Suite struct SimulateCommandTests {
+    let dir = TemporaryDirectory("tracer-simulate")
+    static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
+
+    func simulate(_ out: String, seed: String = "5") throws -> TracerProcess.Result {
+        try TracerProcess.run([
+            "simulate", "--map", Self.map, "--people", "8", "--hours", "1", "--seed", seed,
+            "--start", "2026-11-23T11:30:00Z", "--out", dir.file(out),
+        ])
+    }
+
+    @Test func aMorningSimulatedRangedAndEvaluated() throws {
+        let a = try simulate("a")
+        #expect(a.status == 0, "\(a.stderr)")
+        #expect(a.stdout.contains("simulated 8 people for 1 h at Example Campus (seed 5"), "\(a.stdout)")
+        #expect(try simulate("b").status == 0)
+        #expect(try simulate("c", seed: "6").status == 0)
+
+        // Deterministic: the same seed writes the same bytes; another seed, others.
+        let fm = FileManager.default
+        let replays = try fm.contentsOfDirectory(atPath: dir.file("a/replays")).sorted()
+        #expect(replays.count == 12 && replays.contains("kiosk-lab.jsonl"))
+        for name in ["replays/kiosk-cafe.jsonl", "truth/positions.jsonl", "truth/pairs.jsonl"] {
+            #expect(fm.contents(atPath: dir.file("a/\(name)")) == fm.contents(atPath: dir.file("b/\(name)")), "\(name)")
+        }
+        #expect(fm.contents(atPath: dir.file("a/truth/positions.jsonl")) != fm.contents(atPath: dir.file("c/truth/positions.jsonl")))
+
+        // Every line is DESIGN.md's replay format, in time order.
+        let cafe = String(decoding: fm.contents(atPath: dir.file("a/replays/kiosk-cafe.jsonl"))!, as: UTF8.self)
+        var last = 0.0
+        var addresses = Set<String>()
+        for line in cafe.split(separator: "\n") {
+            let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            let t = (o["t"] as! NSNumber).doubleValue
+            #expect(t >= last)
+            last = t
+            addresses.insert(o["address"] as! String)
+            #expect((o["manufacturerData"] as! [String: String])["76"]!.hasPrefix("0215"))
+            #expect((o["rssi"] as! NSNumber).intValue < 0)
+        }
+        #expect(addresses.count >= 2)
+
+        // Every kiosk's daemon into one store.
+        let store = dir.file("campus.sqlite")
+        for name in replays {
+            let kiosk = String(name.dropLast(".jsonl".count))
+            let r = try TracerProcess.run([
+                "daemon", "--map", Self.map, "--anchor", kiosk, "--source", "replay:\(dir.file("a/replays/\(name)"))",
+                "--store", store,
+            ])
+            #expect(r.status == 0, "\(kiosk): \(r.stderr)")
+        }
+        // No Bluetooth address reaches the store.
+        let export = try TracerProcess.run(["db", "export", "/", "--store", store])
+        #expect(!export.stdout.isEmpty && addresses.allSatisfy { !export.stdout.contains($0) })
+
+        let e = try TracerProcess.run([
+            "evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "all", "--json",
+            "--pictures", dir.file("pictures"),
+        ])
+        #expect(e.status == 0, "\(e.stderr)")
+        let o = try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as! [String: Any]
+        #expect((o["reporters"] as! [String]).count == 8)
+        // A kiosk hears a badge in its room in every stay of a minute or more, and ranges it in
+        // nearly every 30 s window.
+        #expect((o["detectionRate"] as! NSNumber).doubleValue >= 0.95, "\(e.stdout)")
+        #expect((o["continuity"] as! NSNumber).doubleValue >= 0.9, "\(e.stdout)")
+        let overall = o["overall"] as! [String: Any]
+        let counted = ["truePositives", "falsePositives", "falseNegatives"].map { (overall[$0] as! NSNumber).intValue }
+        #expect(counted[0] + counted[2] > 0, "the truth has pairs to find")
+        for picture in ["distance-error.svg", "timeline.svg", "floorplan.svg"] {
+            let text = String(decoding: fm.contents(atPath: dir.file("pictures/\(picture)")) ?? Data(), as: UTF8.self)
+            #expect(text.hasPrefix("<svg") && text.hasSuffix("</svg>\n"), "\(picture)")
+        }
+
+        // The table for people names the rule and every room with pairs.
+        let table = try TracerProcess.run(["evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "3"])
+        #expect(table.status == 0 && table.stdout.contains("all (per device)") && table.stdout.contains("continuity"))
+    }
+
+    @Test func badInputIsOneLineAndExitOne() throws {
+        let people = try TracerProcess.run([
+            "simulate", "--map", Self.map, "--people", "0", "--hours", "1", "--out", dir.file("x"),
+        ])
+        #expect(people.status == 1 && people.stderr == "Error: --people must be from 1 to 100000, not 0\n")
+        let start = try TracerProcess.run([
+            "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--out", dir.file("x"), "--start", "monday",
+        ])
+        #expect(start.status == 1 && start.stderr.contains("--start takes a date"))
+        let sim = try TracerProcess.run(["evaluate", "--sim", dir.file("nothing"), "--store", dir.file("s.sqlite")])
+        #expect(sim.status == 1 && sim.stderr.contains("manifest.json: not found"), "\(sim.stderr)")
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import TracerSite
+
+@testable import TracerSimulation
+
+/// True pairs and the evaluation's counts, on scenarios worked out by hand.
+@Suite struct GroundTruthTests {
+    static func seg(_ d: String, _ room: String?, _ from: Double, _ to: Double, _ x: Double, _ y: Double) -> TruthSegment {
+        TruthSegment(deviceID: d, room: room, from: from, to: to, position: Point(x, y))
+    }
+
+    @Test func pairsAreWithinTheRadiusAndTheWindowInTheSameRoom() {
+        let segments = [
+            Self.seg("A", "lab", 0, 100, 0, 0),
+            Self.seg("B", "lab", 400, 500, 6, 0),  // starts 300 s after A leaves, 6 m away: a pair
+            Self.seg("C", "lab", 0, 100, 6.01, 0),  // 6.01 m: not
+            Self.seg("D", "lab", 401, 500, 1, 0),  // 301 s after A: not; but with B (5 m): a pair
+            Self.seg("E", "cafe", 0, 100, 0, 0),  // the same point in another room: not
+            Self.seg("F", "lab", 50, 60, 0.5, 0), Self.seg("F", "lab", 60, 70, 0.5, 0.5),  // one episode with A
+            Self.seg("G", "attic", 0, 100, 0, 0), Self.seg("H", "attic", 0, 100, 0, 0),  // no kiosk there
+        ]
+        let pairs = GroundTruth.pairs(segments, rooms: ["lab", "cafe"], radius: 6, window: 300)
+        let found = Set(pairs.map { "\($0.a)-\($0.b)" })
+        // B and C: 300 s apart, 1 cm; C and F: 5.51 m; D and F: 331 s apart.
+        #expect(found == ["A-B", "A-F", "B-C", "B-D", "C-F"])
+        #expect(pairs.filter { $0.a == "A" && $0.b == "F" }.count == 1)
+        let af = pairs.first { $0.a == "A" && $0.b == "F" }!
+        #expect(af.from == 0 && af.to == 100 && af.closest == 0.5)
+    }
+
+    static let site: Site = {
+        var s = Site(
+            name: "t",
+            deviceUUIDs: [],
+            rooms: [Room(key: "lab", name: "Lab", outline: [Point(0, 0), Point(10, 0), Point(10, 10), Point(0, 10)])],
+            anchors: [],
+            ranging: .init(),
+            file: "t.yaml"
+        )
+        s.anchors = [Anchor(key: "k", kind: .kiosk, room: "lab", position: Point(0, 0))]
+        return s
+    }()
+
+    @Test func evaluationCountsExposuresDetectionContinuityAndDistanceError() {
+        let truth = GroundTruth(
+            map: "t.yaml",
+            seed: 1,
+            start: 0,
+            end: 1000,
+            noise: 4,
+            loss: 0.2,
+            radius: 6,
+            window: 300,
+            kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
+            roles: [:],
+            segments: [
+                "R": [Self.seg("R", "lab", 0, 300, 3, 0)],
+                "N": [Self.seg("N", "lab", 0, 300, 3, 4)],  // 4 m from R: truly near; 5 m from the kiosk
+                "M": [Self.seg("M", "lab", 0, 300, 9, 9)],  // 10.8 m from R
+                "O": [Self.seg("O", "lab", 0, 120, 3, 5)],  // 5 m from R: truly near, missed
+            ],
+            pairs: []
+        )
+        var t = truth
+        t.pairs = GroundTruth.pairs(
+            t.segments.values.flatMap { $0 },
+            rooms: ["lab"],
+            radius: 6,
+            window: 300
+        )
+        #expect(Set(t.pairs.filter { $0.involves("R") }.map { $0.other(than: "R") }) == ["N", "O"])
+        let exposures = [
+            FlaggedExposure(reporter: "R", device: "N", anchor: "k", from: 0, to: 300),  // right
+            FlaggedExposure(reporter: "R", device: "M", anchor: "k", from: 0, to: 300),  // wrong
+        ]
+        // R seen in every window with distance 3.5 (true √9.25 = 3.04); N in the first 5 of 10
+        // windows; M and O never.
+        var observed: [ObservedWindow] = []
+        for w in 0..<10 { observed.append(ObservedWindow(device: "R", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: 3.5)) }
+        for w in 0..<5 { observed.append(ObservedWindow(device: "N", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: nil)) }
+        let e = Evaluation(truth: t, site: Self.site, reporters: ["R"], exposures: exposures, observed: observed)
+        #expect(e.overall.truePositives == 1 && e.overall.falsePositives == 1 && e.overall.falseNegatives == 1)
+        #expect(e.overall.precision == 0.5 && e.overall.recall == 0.5)
+        #expect(e.byRoom["lab"] == e.overall)
+        // Stays of a minute or more: R, N, M, O (O's is 120 s); seen: R and N.
+        #expect(e.stays == 4 && e.staysDetected == 2)
+        // Windows: 10 + 10 + 10 + 4; with a distance: R's 10 only (N's windows carry none).
+        #expect(e.windows == 34 && e.windowsCovered == 10)
+        let three = e.distanceErrors.first { $0.nominal == 3 }!
+        #expect(three.count == 10)
+        #expect(abs(three.medianSigned - (3.5 - 9.25.squareRoot())) < 1e-9)
+        #expect(e.distanceErrors.first { $0.nominal == 1 }!.count == 0)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import TracerSite
+
+@testable import TracerSimulation
+
+/// The simulator on the example campus: deterministic, physically sane, and its truth right.
+@Suite struct SimulationTests {
+    static let site: Site = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return try! Site.load(file: root.appendingPathComponent("BeaconMap/example-campus.yaml").path)
+    }()
+
+    /// 2026-11-23 08:00 UTC.
+    static let start = 1_795_420_800.0
+
+    static func simulation(seed: UInt64 = 3, people: Int = 30, hours: Double = 4) throws -> Simulation {
+        try Simulation(site: site, parameters: SimulationParameters(people: people, hours: hours, seed: seed, start: start))
+    }
+
+    @Test func theSameSeedGivesTheSameDayAndAnotherSeedAnother() throws {
+        let a = try Self.simulation()
+        let b = try Self.simulation()
+        let c = try Self.simulation(seed: 4)
+        #expect(a.segments == b.segments)
+        #expect(a.segments != c.segments)
+        let kiosk = a.kiosks[0]
+        let ha = a.heard(by: kiosk)
+        let hb = b.heard(by: kiosk)
+        #expect(ha.count == hb.count && ha.count > 1000)
+        #expect(zip(ha, hb).allSatisfy { $0.time == $1.time && $0.rssi == $1.rssi && $0.emitter == $1.emitter })
+    }
+
+    @Test func everyoneIsInsideTheirRoomsWithinTheDayAndNeverInTwoPlaces() throws {
+        let sim = try Self.simulation()
+        var visited = Set<String>()
+        for (p, list) in sim.segments.enumerated() {
+            #expect(!list.isEmpty)
+            for (i, s) in list.enumerated() {
+                #expect(s.person == p)
+                #expect(s.from >= Self.start - 1e-6 && s.to <= Self.start + 4 * 3600 + 1e-6)
+                #expect(s.to > s.from, "person \(p) segment \(i) is empty")
+                if i > 0 { #expect(s.from >= list[i - 1].to - 1e-6, "person \(p) is in two places at \(s.from)") }
+                if let r = s.room {
+                    #expect(sim.site.rooms[r].contains(s.position), "person \(p) outside \(sim.site.rooms[r].key)")
+                    visited.insert(sim.site.rooms[r].use.rawValue)
+                }
+            }
+        }
+        // Classes, lunch, corridors, the entrance and desks all happen in a morning with noon in it.
+        #expect(visited.isSuperset(of: ["teaching", "dining", "circulation", "entrance", "work"]))
+    }
+
+    @Test func nobodySitsInAnOccupiedSeat() throws {
+        let sim = try Self.simulation(people: 60)
+        var bySeat: [String: [Segment]] = [:]
+        for list in sim.segments {
+            for s in list {
+                guard let r = s.room, [.teaching, .dining, .meeting].contains(sim.site.rooms[r].use) else { continue }
+                bySeat["\(r) \(s.position.x) \(s.position.y)", default: []].append(s)
+            }
+        }
+        var shared = 0
+        for (_, list) in bySeat {
+            let sorted = list.sorted { $0.from < $1.from }
+            for i in sorted.indices.dropFirst() where sorted[i].from < sorted[i - 1].to - 1e-6 {
+                shared += 1
+            }
+        }
+        #expect(shared == 0)
+    }
+
+    @Test func wallsAreCountedAlongTheLine() throws {
+        let sim = try Self.simulation(people: 1)
+        let radio = sim.radio
+        let rooms = Dictionary(uniqueKeysWithValues: sim.site.rooms.enumerated().map { ($1.key, $0) })
+        // Lab (south) to the corridor north of it: one wall. Lab to the café, across the
+        // corridor: two. Building B to building A, across the courtyard: out and in again.
+        #expect(radio.walls(from: Point(6, 8), room: rooms["lab"]!, to: Point(12, 11.5), room: rooms["corridor"]!) == 1)
+        #expect(radio.walls(from: Point(6, 8), room: rooms["lab"]!, to: Point(7, 23.5), room: rooms["cafe"]!) == 2)
+        #expect(radio.walls(from: Point(7, 20), room: rooms["cafe"]!, to: Point(5, 40.5), room: rooms["a-lobby"]!) == 2)
+    }
+
+    @Test func theRSSIFollowsThePathLossModelWithoutNoise() throws {
+        var p = SimulationParameters(people: 1, hours: 1, seed: 1, start: Self.start)
+        p.noise = 0
+        p.loss = 0
+        p.shadow = 0
+        p.badgeSpread = 0
+        let sim = try Simulation(site: Self.site, parameters: p)
+        let kiosk = sim.site.anchor("kiosk-lab")!
+        let lab = sim.site.rooms.firstIndex { $0.key == "lab" }!
+        // 3 m across the floor and 0.5 m in height from the kiosk: −59 − 20·log10(√9.25).
+        let at = Point(kiosk.position.x, kiosk.position.y - 3)
+        let rssi = sim.radio.meanRSSI(power: -59, at: at, room: lab, facing: nil, kiosk: kiosk, kioskRoom: lab)
+        #expect(abs(rssi - (-59 - 20 * log10(9.25.squareRoot()))) < 1e-9)
+        // Back to the kiosk: the whole shadow; side-on, half.
+        var q = p
+        q.shadow = 6
+        let shadowed = try Simulation(site: Self.site, parameters: q).radio
+        let away = shadowed.meanRSSI(power: -59, at: at, room: lab, facing: -.pi / 2, kiosk: kiosk, kioskRoom: lab)
+        let side = shadowed.meanRSSI(power: -59, at: at, room: lab, facing: 0, kiosk: kiosk, kioskRoom: lab)
+        #expect(abs(away - (rssi - 6)) < 1e-9 && abs(side - (rssi - 3)) < 1e-9)
+    }
+
+    @Test func badRequestsAreRefusedWithTheOptionNamed() {
+        func refused(_ change: (inout SimulationParameters) -> Void) -> String {
+            var p = SimulationParameters(people: 5, hours: 1, seed: 1, start: Self.start)
+            change(&p)
+            do {
+                _ = try Simulation(site: Self.site, parameters: p)
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refused { $0.people = 0 } == "--people must be from 1 to 100000, not 0")
+        #expect(refused { $0.hours = -1 } == "--hours must be more than 0 and at most 336, not -1.0")
+        #expect(refused { $0.loss = 1 } == "--loss must be at least 0 and below 1, not 1.0")
+    }
+}
