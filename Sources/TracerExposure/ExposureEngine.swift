@@ -31,8 +31,12 @@ public struct ExposurePolicy: Sendable, Equatable {
     public var longestInteraction: Double = 60
     /// Each kiosk's room, for the `geometric` rule (from the map).
     public var geometry: [String: RoomGeometry] = [:]
-    /// The `geometric` rule flags from this chance of being within the radius.
-    public var likelihood = 0.5
+    /// The `geometric` rule flags from this chance of being within the radius (0.3: the best
+    /// trade-off on simulated days, EFFICACY.md).
+    public var likelihood = 0.3
+    /// Under the `geometric` rule, windows of a device at a kiosk while another kiosk heard it
+    /// closer are taken as heard through a wall and left out.
+    public var attribution = true
 
     public init() {}
 
@@ -183,13 +187,20 @@ public struct ExposureEngine: ExposureFlagging {
         )
         let windows = mine.compactMap(Window.init)
         var byAnchor: [String: [Window]] = [:]
-        for w in windows { byAnchor[w.anchor, default: []].append(w) }
+        // Under the geometric rule, a window at a kiosk while a closer one heard the reporter too
+        // is the reporter heard through a wall: it is not where they were.
+        for w in policy.separation == .geometric && policy.attribution ? Self.inRoom(windows) : windows {
+            byAnchor[w.anchor, default: []].append(w)
+        }
 
         // Hits: for each window of another device near one of the reporter's, what it shares
         // with the reporter's windows that qualify (gap within the window, separation within
         // the radius): the span they cover, the closest separation bounds, the seconds together.
         struct Hit {
             var start: Double
+            /// The neighbour's window: its end and distance.
+            var end: Double
+            var distance: Double
             var from: Double
             var to: Double
             var low: Double
@@ -241,6 +252,8 @@ public struct ExposureEngine: ExposureFlagging {
                         } else {
                             hit = Hit(
                                 start: theirs.start,
+                                end: theirs.end,
+                                distance: theirs.distance,
                                 from: from,
                                 to: to,
                                 low: low,
@@ -250,6 +263,41 @@ public struct ExposureEngine: ExposureFlagging {
                         }
                     }
                     if let hit { hits[anchor, default: [:]][theirs.device, default: []].append(hit) }
+                }
+            }
+        }
+
+        // The same for the neighbours: a hit whose window was heard closer by another kiosk at the
+        // time is someone behind a wall. One index range read per device over its hits' span.
+        if policy.separation == .geometric && policy.attribution {
+            var spans: [String: (Double, Double)] = [:]
+            for byDevice in hits.values {
+                for (device, list) in byDevice {
+                    for h in list {
+                        let s = spans[device] ?? (h.start, h.end)
+                        spans[device] = (min(s.0, h.start), max(s.1, h.end))
+                    }
+                }
+            }
+            var elsewhere: [String: [Window]] = [:]
+            for (device, span) in spans {
+                elsewhere[device] = try store.getDocuments(
+                    Query(collectionGroup: "interactions")
+                        .where("deviceId", .equal, .string(device))
+                        .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: span.0 - policy.longestInteraction)))
+                        .where("start", .lessThanOrEqual, .timestamp(Timestamp(seconds: span.1)))
+                        .order(by: "start")
+                ).compactMap(Window.init)
+            }
+            for (anchor, byDevice) in hits {
+                for (device, list) in byDevice {
+                    let others = elsewhere[device] ?? []
+                    let kept = list.filter { h in
+                        !others.contains {
+                            $0.anchor != anchor && $0.start < h.end && $0.end > h.start && $0.distance < h.distance
+                        }
+                    }
+                    hits[anchor]![device] = kept.isEmpty ? nil : kept
                 }
             }
         }
@@ -482,6 +530,24 @@ public struct ExposureEngine: ExposureFlagging {
         return total
     }
 
+    /// The windows of one device at the kiosk that heard it closest at the time: a window is
+    /// dropped when a window at another anchor overlaps it with a shorter distance.
+    static func inRoom(_ windows: [Window]) -> [Window] {
+        let sorted = windows.sorted { $0.start < $1.start }
+        let longest = sorted.map { $0.end - $0.start }.max() ?? 0
+        return sorted.enumerated().filter { i, w in
+            // Overlapping windows start before this one ends and after (its start − the longest).
+            var j = i
+            while j > 0, sorted[j - 1].start > w.start - longest - 1e-9 { j -= 1 }
+            while j < sorted.count, sorted[j].start < w.end {
+                let o = sorted[j]
+                if o.anchor != w.anchor, o.end > w.start, o.distance < w.distance { return false }
+                j += 1
+            }
+            return true
+        }.map(\.1)
+    }
+
     /// `1 device`, `2 devices`.
     public static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
@@ -509,6 +575,7 @@ extension ExposurePolicy {
         window = site.exposure.windowMinutes * 60
         lookback = site.exposure.lookbackDays * 86_400
         separation = Separation(rawValue: site.exposure.separation) ?? .geometric
+        likelihood = site.exposure.likelihood
         longestInteraction = max(60, site.ranging.window * 2)
         for a in site.anchors where a.kind == .kiosk {
             if let room = site.room(a.room) { geometry[a.key] = RoomGeometry(kiosk: a.position, room: room) }

@@ -77,6 +77,25 @@ extension Simulation {
             to: (truth as NSString).appendingPathComponent("pairs.jsonl")
         )
 
+        // Calibration truth per kiosk, in DESIGN.md's format: the spans in which a badge sat still
+        // in the kiosk's room, at its true distance (for `tracer calibrate --truth`).
+        let calibration = (truth as NSString).appendingPathComponent("calibration")
+        try? fm.createDirectory(atPath: calibration, withIntermediateDirectories: true)
+        for kiosk in kiosks {
+            let room = roomIndex(kiosk.room)
+            var spans: [[String: Any]] = []
+            for list in segments {
+                for seg in list where seg.room == room && seg.to - seg.from >= 60 {
+                    spans.append([
+                        "deviceId": people[seg.person].deviceID, "from": Self.round(seg.from, 3), "to": Self.round(seg.to, 3),
+                        "distance": Self.round(Radio.range(seg.position, kiosk.position), 2),
+                    ])
+                }
+            }
+            spans.sort { ($0["from"] as! Double) < ($1["from"] as! Double) }
+            try Self.writeLines(spans, to: (calibration as NSString).appendingPathComponent("\(kiosk.key).jsonl"))
+        }
+
         // The replays, two kiosks at a time (the machine this was written for has two cores).
         let lock = NSLock()
         nonisolated(unsafe) var counts = Array(repeating: 0, count: kiosks.count)

@@ -11,6 +11,8 @@ public struct ExposureSettings: Sendable, Equatable {
     /// `geometric` (by the kiosk's room: the default, the best trade-off in EFFICACY.md), `sum`
     /// (d1 + d2 within the radius) or `possible` (|d1 − d2| within it) (`separation`).
     public var separation = "geometric"
+    /// The geometric rule flags from this chance of being within the radius (`separationLikelihood`).
+    public var likelihood = 0.3
 
     public init() {}
 }

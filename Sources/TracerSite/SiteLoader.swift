@@ -259,7 +259,7 @@ private struct Reader {
             allowed: [
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
-                "lookbackDays", "separation",
+                "lookbackDays", "separation", "separationLikelihood",
             ]
         )
         var e = ExposureSettings()
@@ -273,6 +273,7 @@ private struct Reader {
             }
             e.separation = text
         }
+        if let n = f["separationLikelihood"] { e.likelihood = try bounded(n, "separationLikelihood", 0.01...1) }
         var r = RangingSettings()
         if let n = f["filter"] {
             let text = try string(n, "settings: filter", parent: node.mark)

@@ -29,6 +29,10 @@ struct EvaluateCommand: ParsableCommand {
     @Option(help: "A reporter's device id (repeatable; overrides --reporters).") var reporter: [String] = []
     @Option(help: "The separation rule (default: the map's): \(ExposurePolicy.Separation.allCases.map(\.rawValue).joined(separator: ", ")).")
     var separation: String?
+    @Option(help: "The geometric rule's threshold: the chance of being within the radius that flags (default: the map's, else 0.3).")
+    var likelihood: Double?
+    @Option(help: "Under the geometric rule, leave out windows another kiosk heard closer: on (default) or off.")
+    var attribution: String?
     @Option(help: "Where to draw the pictures (default: SIM/eval).") var pictures: String?
     @Flag(help: "Print the figures as JSON.") var json = false
 
@@ -43,6 +47,14 @@ struct EvaluateCommand: ParsableCommand {
                 )
             }
             policy.separation = rule
+        }
+        if let likelihood {
+            guard likelihood > 0, likelihood <= 1 else { throw ValidationError("--likelihood takes a chance above 0, at most 1") }
+            policy.likelihood = likelihood
+        }
+        if let attribution {
+            guard ["on", "off"].contains(attribution) else { throw ValidationError("--attribution takes on or off") }
+            policy.attribution = attribution == "on"
         }
         let chosen: [String]
         if !reporter.isEmpty {
@@ -168,7 +180,8 @@ struct EvaluateCommand: ParsableCommand {
             ]
         }
         let o: [String: Any] = [
-            "reporters": e.reporters, "separation": policy.separation.rawValue, "overall": counts(e.overall),
+            "reporters": e.reporters, "separation": policy.separation.rawValue, "likelihood": policy.likelihood,
+            "attribution": policy.attribution, "overall": counts(e.overall),
             "byRoom": e.byRoom.mapValues(counts), "detectionRate": e.detectionRate ?? NSNull(),
             "continuity": e.continuity ?? NSNull(), "stays": e.stays, "windows": e.windows,
             "distanceError": e.distanceErrors.map {
