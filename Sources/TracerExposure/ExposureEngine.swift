@@ -268,34 +268,48 @@ public struct ExposureEngine: ExposureFlagging {
         }
 
         // The same for the neighbours: a hit whose window was heard closer by another kiosk at the
-        // time is someone behind a wall. One index range read per device over its hits' span.
+        // time is someone behind a wall. Read from the presence index of the kiosks near the
+        // hit's (those that can hear the same badge), over the spans of the hits only.
         if policy.separation == .geometric && policy.attribution {
-            var spans: [String: (Double, Double)] = [:]
-            for byDevice in hits.values {
-                for (device, list) in byDevice {
-                    for h in list {
-                        let s = spans[device] ?? (h.start, h.end)
-                        spans[device] = (min(s.0, h.start), max(s.1, h.end))
+            for (anchor, byDevice) in hits {
+                guard let here = policy.geometry[anchor] else { continue }
+                let neighbours = policy.geometry.filter { key, g in
+                    key != anchor && g.kioskDistance(to: here) <= RoomGeometry.hearingRange
+                }.keys
+                guard !neighbours.isEmpty else { continue }
+                var spans: [(Double, Double)] = []
+                for list in byDevice.values {
+                    for h in list { spans.append((h.start - policy.longestInteraction, h.end)) }
+                }
+                spans.sort { $0.0 < $1.0 }
+                var merged: [(Double, Double)] = []
+                for sp in spans {
+                    if let last = merged.last, sp.0 <= last.1 {
+                        merged[merged.count - 1].1 = max(last.1, sp.1)
+                    } else {
+                        merged.append(sp)
                     }
                 }
-            }
-            var elsewhere: [String: [Window]] = [:]
-            for (device, span) in spans {
-                elsewhere[device] = try store.getDocuments(
-                    Query(collectionGroup: "interactions")
-                        .where("deviceId", .equal, .string(device))
-                        .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: span.0 - policy.longestInteraction)))
-                        .where("start", .lessThanOrEqual, .timestamp(Timestamp(seconds: span.1)))
-                        .order(by: "start")
-                ).compactMap(Window.init)
-            }
-            for (anchor, byDevice) in hits {
-                for (device, list) in byDevice {
-                    let others = elsewhere[device] ?? []
-                    let kept = list.filter { h in
-                        !others.contains {
-                            $0.anchor != anchor && $0.start < h.end && $0.end > h.start && $0.distance < h.distance
+                var elsewhere: [String: [Window]] = [:]
+                for key in neighbours.sorted() {
+                    for sp in merged {
+                        let entries = try store.indexEntries(
+                            Self.presenceIndex,
+                            in: CollectionPath("beacons/\(key)/interactions"),
+                            from: .timestamp(Timestamp(seconds: sp.0)),
+                            through: .timestamp(Timestamp(seconds: sp.1)),
+                            paths: false
+                        )
+                        for entry in entries {
+                            guard let w = Window(entry, anchor: key), byDevice[w.device] != nil else { continue }
+                            elsewhere[w.device, default: []].append(w)
                         }
+                    }
+                }
+                for (device, list) in byDevice {
+                    guard let others = elsewhere[device] else { continue }
+                    let kept = list.filter { h in
+                        !others.contains { $0.start < h.end && $0.end > h.start && $0.distance < h.distance }
                     }
                     hits[anchor]![device] = kept.isEmpty ? nil : kept
                 }

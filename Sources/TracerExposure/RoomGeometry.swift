@@ -18,6 +18,14 @@ public struct RoomGeometry: Sendable, Equatable {
     public var slack = 1.3
 
     static let samples = 72
+    /// Kiosks further apart than this (metres) are taken never to hear the same badge at once.
+    public static let hearingRange = 40.0
+
+    /// The distance between this kiosk and another.
+    public func kioskDistance(to other: RoomGeometry) -> Double {
+        ((kiosk.x - other.kiosk.x) * (kiosk.x - other.kiosk.x) + (kiosk.y - other.kiosk.y) * (kiosk.y - other.kiosk.y))
+            .squareRoot()
+    }
 
     public init(kiosk: Point, room: Room) {
         self.kiosk = kiosk

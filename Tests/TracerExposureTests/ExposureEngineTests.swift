@@ -140,6 +140,35 @@ import TracerTesting
         #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
     }
 
+    /// Two 4 m rooms side by side, A (x 0–4) and B (x 4–8), kiosks mid-wall: a window at A while
+    /// B heard the same device closer is the device in B, heard through the wall.
+    @Test func theGeometricRuleLeavesOutWindowsAnotherKioskHeardCloser() throws {
+        let s = try Site()
+        try s.seen("R", at: "A", 0, 30, 2)
+        try s.seen("N", at: "A", 0, 30, 2)  // in A with R: flagged
+        try s.seen("W", at: "A", 0, 30, 3)  // heard by A, but B heard it at 1 m: behind the wall
+        try s.seen("W", at: "B", 0, 30, 1)
+        try s.seen("late", at: "A", 200, 230, 2)  // heard closer by B only later: still in A now
+        try s.seen("late", at: "B", 400, 430, 0.5)
+        try s.report("r1", by: "R")
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        let square = { (x: Double) in
+            TracerSite.Room(key: "r", name: "r", outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)])
+        }
+        policy.geometry = [
+            "A": RoomGeometry(kiosk: TracerSite.Point(2, 0), room: square(0)),
+            "B": RoomGeometry(kiosk: TracerSite.Point(6, 0), room: square(4)),
+        ]
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "late"])
+        policy.attribution = false
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "W", "late"])
+        // The reporter heard closer by B at the time was in B: nobody at A is near them.
+        try s.seen("R", at: "B", 0, 30, 0.5)
+        policy.attribution = true
+        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["W"])
+    }
+
     /// Consecutive windows are one episode; a device at two anchors has one per anchor.
     @Test func episodesPerDeviceAndAnchor() throws {
         let s = try Site()
