@@ -13,11 +13,14 @@ aa{qv}; StartDiscovery works before SetDiscoveryFilter) and adds, on org.bluez.M
 - Stream(paths, hz, seconds): PropertiesChanged {RSSI} for each device hz times a second, from
   inside the mock, only while its adapter is powered and discovering and not stalled, as BlueZ
   reports adverts; Emitted() counts what was sent;
+- Replay(adapter, file, start, seconds) -> count: the adverts of a replay file (as `tracer
+  simulate` writes one per kiosk) from `start` for `seconds`, each at its own time from now;
 - SetPowered(adapter, on): the adapter powered off (discovery ends) or on;
 - Stall(adapter): discovery silently stops delivering while Discovering stays true (bluez#1126),
   until the next StartDiscovery.
 '''
 
+import json
 import struct
 import time
 import uuid as uuidlib
@@ -116,9 +119,14 @@ def AddBeacon(self, adapter_name, address, uuid_text, major, minor, power, rssi)
     if adapter_path not in mockobject.objects:
         raise dbus.exceptions.DBusException(f'Adapter {adapter_name} does not exist.',
                                             name=BLUEZ_MOCK_IFACE + '.NoSuchAdapter')
+    return _add_device(self, adapter_path, address, {0x004C: _ibeacon(uuid_text, major, minor, power)}, rssi)
+
+
+def _add_device(self, adapter_path, address, manufacturer_data, rssi):
     path = adapter_path + '/dev_' + address.replace(':', '_').upper()
     manufacturer = dbus.Dictionary(
-        {dbus.UInt16(0x004C): dbus.Array(_ibeacon(uuid_text, major, minor, power), signature='y', variant_level=1)},
+        {dbus.UInt16(company): dbus.Array(data, signature='y', variant_level=1)
+         for company, data in manufacturer_data.items()},
         signature='qv', variant_level=1)
     properties = {
         'Address': dbus.String(address, variant_level=1),
@@ -140,6 +148,51 @@ def AddBeacon(self, adapter_name, address, uuid_text, major, minor, power, rssi)
     _emit('/', OBJECT_MANAGER_IFACE, 'InterfacesAdded', 'oa{sa{sv}}',
           [dbus.ObjectPath(path), dbus.Dictionary({DEVICE_IFACE: properties}, signature='sa{sv}')])
     return path
+
+
+@dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='ssdd', out_signature='t')
+def Replay(self, adapter_name, replay, start, seconds):
+    '''Plays the adverts of a replay file (DESIGN.md's format, as `tracer simulate` writes one per
+    kiosk) whose t lies in [start, start + seconds), each at its own offset from now: a device
+    appears with its first advert, then its RSSI changes (BlueZ reports only an RSSI that
+    changed, so a repeated value is not signalled). Returns the adverts it will play.'''
+    global _emitted
+    adapter_path = '/org/bluez/' + adapter_name
+    if adapter_path not in mockobject.objects:
+        raise dbus.exceptions.DBusException(f'Adapter {adapter_name} does not exist.',
+                                            name=BLUEZ_MOCK_IFACE + '.NoSuchAdapter')
+    adverts = []
+    with open(str(replay)) as f:
+        for line in f:
+            o = json.loads(line)
+            if start <= o['t'] < start + seconds:
+                adverts.append(o)
+    began = time.monotonic()
+    state = {'next': 0}
+
+    def tick():
+        global _emitted
+        now = time.monotonic() - began
+        while state['next'] < len(adverts) and adverts[state['next']]['t'] - start <= now:
+            o = adverts[state['next']]
+            state['next'] += 1
+            if not _scanning(adapter_path):
+                continue
+            path = adapter_path + '/dev_' + o['address'].replace(':', '_').upper()
+            device = mockobject.objects.get(path)
+            if device is None:
+                data = {int(k): bytes.fromhex(v) for k, v in o.get('manufacturerData', {}).items()}
+                _add_device(self, adapter_path, o['address'], data, o['rssi'])
+            elif device.rssi != o['rssi']:
+                device.rssi = o['rssi']
+                _properties_changed(path, DEVICE_IFACE, {'RSSI': dbus.Int16(o['rssi'], variant_level=1)})
+            else:
+                continue
+            _emitted += 1
+        return state['next'] < len(adverts)
+
+    _streams.append(GLib.timeout_add(10, tick))
+    return dbus.UInt64(len(adverts))
 
 
 def _scanning(adapter_path):

@@ -238,7 +238,9 @@ public struct ExposureEngine: ExposureFlagging {
                         guard gap <= policy.window else { continue }
                         let low = abs(distances[i] - theirs.distance)
                         let high = distances[i] + theirs.distance
-                        guard policy.within(anchor: anchor, distances[i], theirs.distance, cache: cache) else { continue }
+                        guard policy.within(anchor: anchor, distances[i], theirs.distance, cache: cache) else {
+                            continue
+                        }
                         let from = min(theirs.start, starts[i])
                         let to = max(theirs.end, ends[i])
                         let shared = (max(theirs.start, starts[i]), min(theirs.end, ends[i]))

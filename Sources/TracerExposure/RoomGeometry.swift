@@ -31,7 +31,10 @@ public struct RoomGeometry: Sendable, Equatable {
         self.kiosk = kiosk
         outline = room.outline
         // The farthest point of a polygon from a point is one of its corners.
-        farthest = room.outline.map { ((($0.x - kiosk.x) * ($0.x - kiosk.x) + ($0.y - kiosk.y) * ($0.y - kiosk.y))).squareRoot() }
+        farthest =
+            room.outline.map {
+                ((($0.x - kiosk.x) * ($0.x - kiosk.x) + ($0.y - kiosk.y) * ($0.y - kiosk.y))).squareRoot()
+            }
             .max() ?? 0
     }
 

@@ -28,7 +28,10 @@ public enum Drawing {
         if let reporter = e.reporters.first {
             try save("timeline.svg", timeline(reporter: reporter, truth: truth, site: site, exposures: exposures))
         }
-        try save("floorplan.svg", floorPlan(site: site, truth: truth, reporter: e.reporters.first, exposures: exposures))
+        try save(
+            "floorplan.svg",
+            floorPlan(site: site, truth: truth, reporter: e.reporters.first, exposures: exposures)
+        )
         return written
     }
 
@@ -74,20 +77,25 @@ public enum Drawing {
             s += "<text x=\"\(f(x(d)))\" y=\"\(f(t + ph + 16))\" text-anchor=\"middle\">\(i)</text>"
             s += "<text x=\"\(f(l - 8))\" y=\"\(f(y(d) + 4))\" text-anchor=\"end\">\(i)</text>\n"
         }
-        s += "<text x=\"\(f(l + pw / 2))\" y=\"\(h - 12)\" text-anchor=\"middle\">true distance from the kiosk (m)</text>"
-        s += "<text transform=\"translate(16 \(f(t + ph / 2))) rotate(-90)\" text-anchor=\"middle\">estimated (m)</text>\n"
+        s +=
+            "<text x=\"\(f(l + pw / 2))\" y=\"\(h - 12)\" text-anchor=\"middle\">true distance from the kiosk (m)</text>"
+        s +=
+            "<text transform=\"translate(16 \(f(t + ph / 2))) rotate(-90)\" text-anchor=\"middle\">estimated (m)</text>\n"
         let stride = max(1, e.scatter.count / 4000)
         for (i, p) in e.scatter.enumerated() where i % stride == 0 {
-            s += "<circle cx=\"\(f(x(p.truth)))\" cy=\"\(f(y(p.estimate)))\" r=\"1.6\" fill=\"#3465a4\" fill-opacity=\"0.25\"/>"
+            s +=
+                "<circle cx=\"\(f(x(p.truth)))\" cy=\"\(f(y(p.estimate)))\" r=\"1.6\" fill=\"#3465a4\" fill-opacity=\"0.25\"/>"
         }
-        s += "\n<line x1=\"\(f(x(0)))\" y1=\"\(f(y(0)))\" x2=\"\(f(x(maxD)))\" y2=\"\(f(y(maxD)))\" stroke=\"#333\" stroke-dasharray=\"4 3\"/>\n"
+        s +=
+            "\n<line x1=\"\(f(x(0)))\" y1=\"\(f(y(0)))\" x2=\"\(f(x(maxD)))\" y2=\"\(f(y(maxD)))\" stroke=\"#333\" stroke-dasharray=\"4 3\"/>\n"
         var medians: [(Double, Double)] = []
         for m in 0..<Int(maxD) {
             let ests = e.scatter.filter { $0.truth >= Double(m) && $0.truth < Double(m + 1) }.map(\.estimate).sorted()
             if ests.count >= 5 { medians.append((Double(m) + 0.5, Evaluation.quantile(ests, 0.5))) }
         }
         if !medians.isEmpty {
-            s += "<polyline fill=\"none\" stroke=\"#cc0000\" stroke-width=\"2.5\" points=\""
+            s +=
+                "<polyline fill=\"none\" stroke=\"#cc0000\" stroke-width=\"2.5\" points=\""
                 + medians.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " ") + "\"/>\n"
         }
         s += "<text x=\"\(f(l + 10))\" y=\"\(f(t + 14))\" fill=\"#cc0000\">— median estimate per metre</text>"
@@ -113,8 +121,14 @@ public enum Drawing {
         let trueDevices = Set(pairs.map { $0.other(than: reporter) })
         let flaggedDevices = Set(mine.map(\.device))
         let rows = trueDevices.union(flaggedDevices).sorted { a, b in
-            let fa = pairs.filter { $0.other(than: reporter) == a }.map(\.from).min() ?? mine.filter { $0.device == a }.map(\.from).min() ?? 0
-            let fb = pairs.filter { $0.other(than: reporter) == b }.map(\.from).min() ?? mine.filter { $0.device == b }.map(\.from).min() ?? 0
+            let fa =
+                pairs.filter { $0.other(than: reporter) == a }.map(\.from).min() ?? mine.filter { $0.device == a }.map(
+                    \.from
+                ).min() ?? 0
+            let fb =
+                pairs.filter { $0.other(than: reporter) == b }.map(\.from).min() ?? mine.filter { $0.device == b }.map(
+                    \.from
+                ).min() ?? 0
             return (fa, a) < (fb, b)
         }
         let w = 1000
@@ -124,23 +138,27 @@ public enum Drawing {
         let pw = Double(w) - l - r
         func x(_ time: Double) -> Double { l + (time - truth.start) / (truth.end - truth.start) * pw }
         var s = header(w, h, "A reporter's day: \(short(reporter)), \(rows.count) people near or flagged")
-        s += "<text x=\"\(f(l))\" y=\"44\">"
+        s +=
+            "<text x=\"\(f(l))\" y=\"44\">"
             + "<tspan fill=\"#4e9a06\">■ truly within the radius</tspan>   <tspan fill=\"#3465a4\">■ flagged, right</tspan>   "
             + "<tspan fill=\"#cc0000\">■ flagged, wrong</tspan>   <tspan fill=\"#f57900\">missed: flagged by no rule</tspan></text>\n"
         // Hours.
         var hour = (truth.start / 3600).rounded(.up) * 3600
         while hour <= truth.end {
-            s += "<line x1=\"\(f(x(hour)))\" y1=\"\(f(t - 20))\" x2=\"\(f(x(hour)))\" y2=\"\(f(t + rowH * Double(rows.count + 1)))\" stroke=\"#ddd\"/>"
+            s +=
+                "<line x1=\"\(f(x(hour)))\" y1=\"\(f(t - 20))\" x2=\"\(f(x(hour)))\" y2=\"\(f(t + rowH * Double(rows.count + 1)))\" stroke=\"#ddd\"/>"
             s += "<text x=\"\(f(x(hour)))\" y=\"\(f(t - 24))\" text-anchor=\"middle\">\(clock(hour))</text>\n"
             hour += 3600
         }
         // The reporter's rooms.
-        s += "<text x=\"\(f(l - 8))\" y=\"\(f(t + 13))\" text-anchor=\"end\" font-weight=\"bold\">reporter's rooms</text>"
+        s +=
+            "<text x=\"\(f(l - 8))\" y=\"\(f(t + 13))\" text-anchor=\"end\" font-weight=\"bold\">reporter's rooms</text>"
         for seg in truth.segments[reporter] ?? [] {
             guard let room = seg.room else { continue }
             let x0 = x(seg.from)
             let x1 = x(seg.to)
-            s += "<rect x=\"\(f(x0))\" y=\"\(f(t))\" width=\"\(f(max(0.5, x1 - x0)))\" height=\"\(f(rowH - 2))\" fill=\"\(colour(room))\"><title>\(escape(room))</title></rect>"
+            s +=
+                "<rect x=\"\(f(x0))\" y=\"\(f(t))\" width=\"\(f(max(0.5, x1 - x0)))\" height=\"\(f(rowH - 2))\" fill=\"\(colour(room))\"><title>\(escape(room))</title></rect>"
             if x1 - x0 > 40 {
                 s += "<text x=\"\(f(x0 + 3))\" y=\"\(f(t + 12))\" font-size=\"10\">\(escape(room))</text>"
             }
@@ -151,12 +169,15 @@ public enum Drawing {
             let missed = !flaggedDevices.contains(device)
             let wrong = !trueDevices.contains(device)
             let colour = missed ? "#f57900" : wrong ? "#cc0000" : "#333"
-            s += "<text x=\"\(f(l - 8))\" y=\"\(f(y0 + 12))\" text-anchor=\"end\" fill=\"\(colour)\">\(escape(short(device)))\(missed ? " missed" : "")</text>"
+            s +=
+                "<text x=\"\(f(l - 8))\" y=\"\(f(y0 + 12))\" text-anchor=\"end\" fill=\"\(colour)\">\(escape(short(device)))\(missed ? " missed" : "")</text>"
             for p in pairs where p.other(than: reporter) == device {
-                s += "<rect x=\"\(f(x(p.from)))\" y=\"\(f(y0 + 1))\" width=\"\(f(max(1, x(p.to) - x(p.from))))\" height=\"7\" fill=\"#4e9a06\"><title>\(escape(p.room)): closest \(f(p.closest)) m</title></rect>"
+                s +=
+                    "<rect x=\"\(f(x(p.from)))\" y=\"\(f(y0 + 1))\" width=\"\(f(max(1, x(p.to) - x(p.from))))\" height=\"7\" fill=\"#4e9a06\"><title>\(escape(p.room)): closest \(f(p.closest)) m</title></rect>"
             }
             for ex in mine where ex.device == device {
-                s += "<rect x=\"\(f(x(ex.from)))\" y=\"\(f(y0 + 8))\" width=\"\(f(max(1, x(ex.to) - x(ex.from))))\" height=\"7\" fill=\"\(wrong ? "#cc0000" : "#3465a4")\"><title>flagged at \(escape(ex.anchor))</title></rect>"
+                s +=
+                    "<rect x=\"\(f(x(ex.from)))\" y=\"\(f(y0 + 8))\" width=\"\(f(max(1, x(ex.to) - x(ex.from))))\" height=\"7\" fill=\"\(wrong ? "#cc0000" : "#3465a4")\"><title>flagged at \(escape(ex.anchor))</title></rect>"
             }
             s += "\n"
         }
@@ -188,9 +209,11 @@ public enum Drawing {
             s += "<polygon points=\"\(points)\" fill=\"\(colour(room.key))\" fill-opacity=\"0.45\" stroke=\"#555\"/>"
             let (lo, hi) = room.bounds
             let (cx, cy) = px(Point((lo.x + hi.x) / 2, (lo.y + hi.y) / 2))
-            s += "<text x=\"\(f(cx))\" y=\"\(f(cy - 4))\" text-anchor=\"middle\" font-size=\"11\">\(escape(room.name))</text>"
+            s +=
+                "<text x=\"\(f(cx))\" y=\"\(f(cy - 4))\" text-anchor=\"middle\" font-size=\"11\">\(escape(room.name))</text>"
             if let n = exposed[room.key]?.count, n > 0 {
-                s += "<text x=\"\(f(cx))\" y=\"\(f(cy + 12))\" text-anchor=\"middle\" font-size=\"11\" fill=\"#cc0000\" font-weight=\"bold\">\(n) exposed</text>"
+                s +=
+                    "<text x=\"\(f(cx))\" y=\"\(f(cy + 12))\" text-anchor=\"middle\" font-size=\"11\" fill=\"#cc0000\" font-weight=\"bold\">\(n) exposed</text>"
             }
             s += "\n"
         }
@@ -199,7 +222,8 @@ public enum Drawing {
                 let (x, y) = px(seg.position)
                 return "\(f(x)),\(f(y))"
             }
-            s += "<polyline fill=\"none\" stroke=\"#cc0000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\" points=\"\(pts.joined(separator: " "))\"/>"
+            s +=
+                "<polyline fill=\"none\" stroke=\"#cc0000\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\" points=\"\(pts.joined(separator: " "))\"/>"
             for p in pts {
                 let xy = p.split(separator: ",")
                 s += "<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"3\" fill=\"#cc0000\"/>"
@@ -209,16 +233,21 @@ public enum Drawing {
         for a in site.anchors {
             let (x, y) = px(a.position)
             if a.kind == .kiosk {
-                s += "<rect x=\"\(f(x - 5))\" y=\"\(f(y - 5))\" width=\"10\" height=\"10\" fill=\"#204a87\"><title>\(escape(a.key))</title></rect>"
+                s +=
+                    "<rect x=\"\(f(x - 5))\" y=\"\(f(y - 5))\" width=\"10\" height=\"10\" fill=\"#204a87\"><title>\(escape(a.key))</title></rect>"
             } else {
-                s += "<circle cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"4\" fill=\"#fcaf3e\" stroke=\"#555\"><title>\(escape(a.key))</title></circle>"
+                s +=
+                    "<circle cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"4\" fill=\"#fcaf3e\" stroke=\"#555\"><title>\(escape(a.key))</title></circle>"
             }
         }
         let ly = Double(h) - 30
-        s += "\n<rect x=\"40\" y=\"\(f(ly - 9))\" width=\"10\" height=\"10\" fill=\"#204a87\"/><text x=\"56\" y=\"\(f(ly))\">kiosk</text>"
-        s += "<circle cx=\"115\" cy=\"\(f(ly - 4))\" r=\"4\" fill=\"#fcaf3e\" stroke=\"#555\"/><text x=\"124\" y=\"\(f(ly))\">fixed beacon</text>"
+        s +=
+            "\n<rect x=\"40\" y=\"\(f(ly - 9))\" width=\"10\" height=\"10\" fill=\"#204a87\"/><text x=\"56\" y=\"\(f(ly))\">kiosk</text>"
+        s +=
+            "<circle cx=\"115\" cy=\"\(f(ly - 4))\" r=\"4\" fill=\"#fcaf3e\" stroke=\"#555\"/><text x=\"124\" y=\"\(f(ly))\">fixed beacon</text>"
         if let reporter {
-            s += "<circle cx=\"225\" cy=\"\(f(ly - 4))\" r=\"3\" fill=\"#cc0000\"/><text x=\"234\" y=\"\(f(ly))\">where \(escape(short(reporter))) was (reporter)</text>"
+            s +=
+                "<circle cx=\"225\" cy=\"\(f(ly - 4))\" r=\"3\" fill=\"#cc0000\"/><text x=\"234\" y=\"\(f(ly))\">where \(escape(short(reporter))) was (reporter)</text>"
         }
         s += "\n</svg>\n"
         return s

@@ -112,9 +112,13 @@ public struct Evaluation: Sendable {
             var room: String
         }
         for r in reporters {
-            let trueUnits = Set(truth.pairs.filter { $0.involves(r) }.map { Unit(device: $0.other(than: r), room: $0.room) })
+            let trueUnits = Set(
+                truth.pairs.filter { $0.involves(r) }.map { Unit(device: $0.other(than: r), room: $0.room) }
+            )
             let flaggedUnits = Set(
-                exposures.filter { $0.reporter == r }.map { Unit(device: $0.device, room: roomOf[$0.anchor] ?? $0.anchor) }
+                exposures.filter { $0.reporter == r }.map {
+                    Unit(device: $0.device, room: roomOf[$0.anchor] ?? $0.anchor)
+                }
             )
             overall.add(truth: Set(trueUnits.map(\.device)), flagged: Set(flaggedUnits.map(\.device)))
             for room in Set(trueUnits.map(\.room)).union(flaggedUnits.map(\.room)) {

@@ -79,7 +79,8 @@ public struct GroundTruth: Sendable {
                     let t = sorted[j]
                     j += 1
                     guard t.deviceID != s.deviceID else { continue }
-                    let d = ((s.position.x - t.position.x) * (s.position.x - t.position.x)
+                    let d =
+                        ((s.position.x - t.position.x) * (s.position.x - t.position.x)
                         + (s.position.y - t.position.y) * (s.position.y - t.position.y)).squareRoot()
                     guard d <= radius + 1e-9 else { continue }
                     let (a, b) = s.deviceID < t.deviceID ? (s.deviceID, t.deviceID) : (t.deviceID, s.deviceID)

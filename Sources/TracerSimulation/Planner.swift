@@ -96,11 +96,13 @@ struct Planner {
         switch person.role {
         case .staff:
             arrival = t0 + rng.uniform(0, min(2700, span * 0.2))
-            departure = rng.chance(0.15) ? t0 + span * rng.uniform(0.5, 0.9) : t1 - rng.uniform(0, min(1800, span * 0.1))
+            departure =
+                rng.chance(0.15) ? t0 + span * rng.uniform(0.5, 0.9) : t1 - rng.uniform(0, min(1800, span * 0.1))
             home = fallback[rng.weighted(fallback.map { areas[$0] })]
         case .student:
             arrival = t0 + rng.uniform(0, min(3000, span * 0.25))
-            departure = rng.chance(0.2) ? t0 + span * rng.uniform(0.5, 0.95) : t1 - rng.uniform(0, min(1200, span * 0.1))
+            departure =
+                rng.chance(0.2) ? t0 + span * rng.uniform(0.5, 0.95) : t1 - rng.uniform(0, min(1200, span * 0.1))
             let free = fallback + dining
             home = free[rng.weighted(free.map { areas[$0] })]
         case .visitor:
@@ -128,17 +130,27 @@ struct Planner {
                 if !classes.isEmpty, rng.chance(0.8) {
                     let s = classes[rng.weighted(classes.map { areas[$0.room] })]
                     // Some come a little early, some a little late.
-                    fixed.append(Activity(room: s.room, from: s.from + rng.uniform(-180, 120), to: s.to + rng.uniform(0, 120)))
+                    fixed.append(
+                        Activity(room: s.room, from: s.from + rng.uniform(-180, 120), to: s.to + rng.uniform(0, 120))
+                    )
                     if !dining.isEmpty, rng.chance(0.3) {
                         let from = s.to + 150
-                        fixed.append(Activity(room: dining[rng.index(dining.count)], from: from, to: from + rng.uniform(300, 450)))
+                        fixed.append(
+                            Activity(
+                                room: dining[rng.index(dining.count)],
+                                from: from,
+                                to: from + rng.uniform(300, 450)
+                            )
+                        )
                     }
                 }
             case .staff:
                 let meetings = sessions[k].filter { site.rooms[$0.room].use == .meeting }
                 if !meetings.isEmpty, rng.chance(0.35) {
                     let s = meetings[rng.index(meetings.count)]
-                    fixed.append(Activity(room: s.room, from: s.from + rng.uniform(-120, 180), to: s.to + rng.uniform(-60, 120)))
+                    fixed.append(
+                        Activity(room: s.room, from: s.from + rng.uniform(-120, 180), to: s.to + rng.uniform(-60, 120))
+                    )
                 } else if !dining.isEmpty, rng.chance(0.3) {
                     let from = p0 + rng.uniform(600, 2400)
                     let near = dining.filter { site.rooms[$0].building == site.rooms[home].building }
@@ -217,7 +229,9 @@ struct Planner {
                 let budget = (b.to - b.from) / 3
                 if site.rooms[a.room].building != site.rooms[b.room].building {
                     let outside = min(rng.uniform(90, 180), budget)
-                    walks[p].append(Segment(person: p, room: nil, from: t, to: t + outside, position: Point(0, 0), facing: 0))
+                    walks[p].append(
+                        Segment(person: p, room: nil, from: t, to: t + outside, position: Point(0, 0), facing: 0)
+                    )
                     t += outside
                     if let door = entrance(of: b.room), door != b.room {
                         let walk = min(rng.uniform(15, 30), budget / 2)

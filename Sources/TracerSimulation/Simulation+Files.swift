@@ -51,7 +51,8 @@ extension Simulation {
         try Self.writeLines(
             people.map {
                 [
-                    "deviceId": $0.deviceID, "role": $0.role.rawValue, "intervalMs": Int(($0.interval * 1000).rounded()),
+                    "deviceId": $0.deviceID, "role": $0.role.rawValue,
+                    "intervalMs": Int(($0.interval * 1000).rounded()),
                     "offsetDb": Self.round($0.offset, 1),
                 ]
             },
@@ -87,7 +88,8 @@ extension Simulation {
             for list in segments {
                 for seg in list where seg.room == room && seg.to - seg.from >= 60 {
                     spans.append([
-                        "deviceId": people[seg.person].deviceID, "from": Self.round(seg.from, 3), "to": Self.round(seg.to, 3),
+                        "deviceId": people[seg.person].deviceID, "from": Self.round(seg.from, 3),
+                        "to": Self.round(seg.to, 3),
                         "distance": Self.round(Radio.range(seg.position, kiosk.position), 2),
                     ])
                 }
@@ -131,7 +133,11 @@ extension Simulation {
             },
         ]
         let data = try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])
-        guard fm.createFile(atPath: (directory as NSString).appendingPathComponent("manifest.json"), contents: data + [10])
+        guard
+            fm.createFile(
+                atPath: (directory as NSString).appendingPathComponent("manifest.json"),
+                contents: data + [10]
+            )
         else { throw SimulationError("cannot write \(directory)/manifest.json") }
     }
 
@@ -196,7 +202,14 @@ extension GroundTruth {
                 let from = (o["from"] as? NSNumber)?.doubleValue, let to = (o["to"] as? NSNumber)?.doubleValue
             else { throw SimulationError("\(pairsPath):\(line): needs a, b, room, from and to") }
             pairs.append(
-                TruthPair(a: a, b: b, room: room, from: from, to: to, closest: (o["closest"] as? NSNumber)?.doubleValue ?? 0)
+                TruthPair(
+                    a: a,
+                    b: b,
+                    room: room,
+                    from: from,
+                    to: to,
+                    closest: (o["closest"] as? NSNumber)?.doubleValue ?? 0
+                )
             )
         }
         return GroundTruth(

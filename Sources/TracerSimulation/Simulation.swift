@@ -46,7 +46,9 @@ public struct Simulation: Sendable {
         radio = Radio(site: site, parameters: parameters)
 
         var rng = SeededGenerator(seed: parameters.seed, stream: "people")
-        let uuids = (site.deviceUUIDOrder.isEmpty ? site.deviceUUIDs.sorted { $0.description < $1.description } : site.deviceUUIDOrder).map(\.description)
+        let uuids =
+            (site.deviceUUIDOrder.isEmpty
+            ? site.deviceUUIDs.sorted { $0.description < $1.description } : site.deviceUUIDOrder).map(\.description)
         var people: [Person] = []
         for i in 0..<parameters.people {
             let r = rng.unit()
@@ -167,7 +169,10 @@ public struct Simulation: Sendable {
                 .joined(separator: ":")
         }
         func tail(_ address: String, _ payload: String) -> ([UInt8], [UInt8]) {
-            (Array(", \"address\": \"\(address)\", \"rssi\": ".utf8), Array(", \"manufacturerData\": {\"76\": \"\(payload)\"}}\n".utf8))
+            (
+                Array(", \"address\": \"\(address)\", \"rssi\": ".utf8),
+                Array(", \"manufacturerData\": {\"76\": \"\(payload)\"}}\n".utf8)
+            )
         }
         let personParts = people.map {
             tail($0.address, Self.payload(uuid: $0.uuid, major: $0.major, minor: $0.minor, power: $0.measuredPower))

@@ -27,9 +27,15 @@ struct EvaluateCommand: ParsableCommand {
     @Option(help: "The BeaconMap (default: the one the simulation ran on).") var map: String?
     @Option(help: "How many reporters to draw (all: everyone).") var reporters = "10"
     @Option(help: "A reporter's device id (repeatable; overrides --reporters).") var reporter: [String] = []
-    @Option(help: "The separation rule (default: the map's): \(ExposurePolicy.Separation.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(
+        help:
+            "The separation rule (default: the map's): \(ExposurePolicy.Separation.allCases.map(\.rawValue).joined(separator: ", "))."
+    )
     var separation: String?
-    @Option(help: "The geometric rule's threshold: the chance of being within the radius that flags (default: the map's, else 0.3).")
+    @Option(
+        help:
+            "The geometric rule's threshold: the chance of being within the radius that flags (default: the map's, else 0.3)."
+    )
     var likelihood: Double?
     @Option(help: "Under the geometric rule, leave out windows another kiosk heard closer: on (default) or off.")
     var attribution: String?
@@ -49,7 +55,9 @@ struct EvaluateCommand: ParsableCommand {
             policy.separation = rule
         }
         if let likelihood {
-            guard likelihood > 0, likelihood <= 1 else { throw ValidationError("--likelihood takes a chance above 0, at most 1") }
+            guard likelihood > 0, likelihood <= 1 else {
+                throw ValidationError("--likelihood takes a chance above 0, at most 1")
+            }
             policy.likelihood = likelihood
         }
         if let attribution {
@@ -84,11 +92,15 @@ struct EvaluateCommand: ParsableCommand {
 
         var exposures: [FlaggedExposure] = []
         for (id, device) in reportOf {
-            for doc in try store.getDocuments(Query(collectionGroup: "exposures").where("reportId", .equal, .string(id))) {
+            for doc in try store.getDocuments(
+                Query(collectionGroup: "exposures").where("reportId", .equal, .string(id))
+            ) {
                 guard case .string(let d)? = doc["deviceId"], case .string(let anchor)? = doc["beaconKey"],
                     let from = doc["from"]?.timestampValue, let to = doc["to"]?.timestampValue
                 else { continue }
-                exposures.append(FlaggedExposure(reporter: device, device: d, anchor: anchor, from: from.seconds, to: to.seconds))
+                exposures.append(
+                    FlaggedExposure(reporter: device, device: d, anchor: anchor, from: from.seconds, to: to.seconds)
+                )
             }
         }
         var observed: [ObservedWindow] = []
@@ -108,7 +120,9 @@ struct EvaluateCommand: ParsableCommand {
             )
         }
         guard !observed.isEmpty else {
-            throw ValidationError("\(options.resolvedPath): no interactions: run tracer daemon on the replays in \(sim)/replays first")
+            throw ValidationError(
+                "\(options.resolvedPath): no interactions: run tracer daemon on the replays in \(sim)/replays first"
+            )
         }
         let e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
 
@@ -166,7 +180,13 @@ struct EvaluateCommand: ParsableCommand {
         for d in e.distanceErrors {
             lines.append(
                 "  \(Int(d.nominal)) m ± 0.5".padding(toLength: 16, withPad: " ", startingAt: 0)
-                    + String(format: "%8d  %12.2f m  %9.2f m  %+10.2f m", d.count, d.medianAbsolute, d.p90Absolute, d.medianSigned)
+                    + String(
+                        format: "%8d  %12.2f m  %9.2f m  %+10.2f m",
+                        d.count,
+                        d.medianAbsolute,
+                        d.p90Absolute,
+                        d.medianSigned
+                    )
             )
         }
         return lines
@@ -175,7 +195,8 @@ struct EvaluateCommand: ParsableCommand {
     static func json(_ e: Evaluation, policy: ExposurePolicy, pictures: [String]) -> String {
         func counts(_ c: Counts) -> [String: Any] {
             [
-                "truePositives": c.truePositives, "falsePositives": c.falsePositives, "falseNegatives": c.falseNegatives,
+                "truePositives": c.truePositives, "falsePositives": c.falsePositives,
+                "falseNegatives": c.falseNegatives,
                 "precision": c.precision ?? NSNull(), "recall": c.recall ?? NSNull(),
             ]
         }
@@ -186,7 +207,8 @@ struct EvaluateCommand: ParsableCommand {
             "continuity": e.continuity ?? NSNull(), "stays": e.stays, "windows": e.windows,
             "distanceError": e.distanceErrors.map {
                 [
-                    "nominal": $0.nominal, "count": $0.count, "medianAbsolute": $0.medianAbsolute, "p90Absolute": $0.p90Absolute,
+                    "nominal": $0.nominal, "count": $0.count, "medianAbsolute": $0.medianAbsolute,
+                    "p90Absolute": $0.p90Absolute,
                     "medianSigned": $0.medianSigned,
                 ]
             },

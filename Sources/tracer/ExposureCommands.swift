@@ -180,7 +180,10 @@ struct ReportCommand: AsyncParsableCommand {
         @Option(help: "Separation radius, metres (default 6).") var radius: Double?
         @Option(help: "Minutes between windows that still count (default 5).") var window: Double?
         @Option(help: "Days looked back from the collection date (default 14).") var lookbackDays: Double?
-        @Option(help: "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs --map).") var separation: String?
+        @Option(
+            help:
+                "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs --map)."
+        ) var separation: String?
 
         var engine: ExposureEngine {
             get throws {

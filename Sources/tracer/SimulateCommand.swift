@@ -46,7 +46,12 @@ struct SimulateCommand: ParsableCommand {
         let simulation = try Simulation(site: site, parameters: p)
         let radius = radius ?? site.exposure.radius
         let window = (window ?? site.exposure.windowMinutes) * 60
-        try simulation.write(to: out, mapPath: URL(fileURLWithPath: map).standardizedFileURL.path, radius: radius, window: window) { done, total, adverts in
+        try simulation.write(
+            to: out,
+            mapPath: URL(fileURLWithPath: map).standardizedFileURL.path,
+            radius: radius,
+            window: window
+        ) { done, total, adverts in
             Output.progress("simulate: kiosks", done, total)
             if !Output.stderrIsTerminal {
                 Output.error("simulate: \(done)/\(total) kiosks, \(adverts) adverts")

@@ -9,7 +9,8 @@ struct Tracer: AsyncParsableCommand {
         abstract: "Institutional contact tracing: iBeacon ranging, exposure flagging, and its document store.",
         subcommands: [
             DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, StatusCommand.self, ExposureCommand.self,
-            ReportCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self, Calibrate.self, DB.self, Decode.self, Map.self, Bench.self,
+            ReportCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self, Calibrate.self, DB.self,
+            Decode.self, Map.self, Bench.self,
         ]
     )
 

@@ -105,4 +105,54 @@ import TracerTesting
         while let message = notify.receive(timeout: 1) { messages.append(message) }
         #expect(messages.contains("STOPPING=1"), "\(messages)")
     }
+
+    /// A simulated kiosk's replay played through the stand-in as BlueZ signals: the live daemon
+    /// writes a window for exactly the badges heard in that slice.
+    @Test func aSimulatedReplayThroughTheStandInReachesTheStore() throws {
+        let sim = try TracerProcess.run([
+            "simulate", "--map", Self.map, "--people", "12", "--hours", "1", "--seed", "3",
+            "--start", "2026-11-23T11:30:00Z", "--out", dir.file("sim"),
+        ])
+        try #require(sim.status == 0, "\(sim.stderr)")
+        let replay = dir.file("sim/replays/kiosk-lab.jsonl")
+        let lines = try String(contentsOfFile: replay, encoding: .utf8).split(separator: "\n")
+        // The busiest four seconds' start: the first advert of the replay's middle line.
+        let middle = try JSONSerialization.jsonObject(with: Data(lines[lines.count / 2].utf8)) as! [String: Any]
+        let from = (middle["t"] as! NSNumber).doubleValue
+        var badges = Set<String>()
+        for line in lines {
+            let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            let t = (o["t"] as! NSNumber).doubleValue
+            guard t >= from, t < from + 4 else { continue }
+            let hex = (o["manufacturerData"] as! [String: String])["76"]!
+            let u = Array(hex.dropFirst(4).prefix(32))
+            let uuid = [u[0..<8], u[8..<12], u[12..<16], u[16..<20], u[20..<32]].map { String($0) }.joined(
+                separator: "-"
+            )
+            guard uuid == Self.badge || uuid == "2f234454-cf6d-4a0f-adf2-f4911ba9ffa6" else { continue }
+            let major = Int(String(hex.dropFirst(36).prefix(4)), radix: 16)!
+            let minor = Int(String(hex.dropFirst(40).prefix(4)), radix: 16)!
+            badges.insert("\(uuid):\(major):\(minor)")
+        }
+        try #require(!badges.isEmpty, "the slice has badges in it")
+
+        let bluez = try BlueZMock(bus: PrivateBus(), template: .standIn)
+        try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
+        let store = dir.file("live.sqlite")
+        let daemon = try TracerProcess.start(
+            ["daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--store", store, "--status-interval", "0.5"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bluez.bus.address]
+        )
+        while let line = daemon.nextLine(timeout: 15), !line.hasPrefix("status: scanning on hci0") {}
+        let count = try bluez.control("Replay", [.string("hci0"), .string(replay), .double(from), .double(4)])
+        #expect(count.first.map { "\($0)" }?.isEmpty == false)
+        var status = ""
+        while let line = daemon.nextLine(timeout: 15), !line.contains("\(badges.count) in range") { status = line }
+        daemon.kill(SIGTERM)
+        #expect(daemon.process.terminationStatus == 0, "\(status)")
+        let query = try TracerProcess.run(["db", "query", "beacons/kiosk-lab/interactions", "--json", "--store", store])
+        let docs = try JSONSerialization.jsonObject(with: Data(query.stdout.utf8)) as? [[String: Any]] ?? []
+        let written = Set(docs.compactMap { ($0["data"] as? [String: Any])?["deviceId"] as? String })
+        #expect(written == badges)
+    }
 }

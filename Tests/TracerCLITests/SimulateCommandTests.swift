@@ -30,7 +30,10 @@ import TracerTesting
         for name in ["replays/kiosk-cafe.jsonl", "truth/positions.jsonl", "truth/pairs.jsonl"] {
             #expect(fm.contents(atPath: dir.file("a/\(name)")) == fm.contents(atPath: dir.file("b/\(name)")), "\(name)")
         }
-        #expect(fm.contents(atPath: dir.file("a/truth/positions.jsonl")) != fm.contents(atPath: dir.file("c/truth/positions.jsonl")))
+        #expect(
+            fm.contents(atPath: dir.file("a/truth/positions.jsonl"))
+                != fm.contents(atPath: dir.file("c/truth/positions.jsonl"))
+        )
 
         // Every line is DESIGN.md's replay format, in time order.
         let cafe = String(decoding: fm.contents(atPath: dir.file("a/replays/kiosk-cafe.jsonl"))!, as: UTF8.self)

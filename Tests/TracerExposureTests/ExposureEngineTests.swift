@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TracerStore
 import TracerSite
+import TracerStore
 import TracerTesting
 
 @testable import TracerExposure
@@ -129,7 +129,11 @@ import TracerTesting
         var policy = ExposurePolicy()
         #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
         policy.separation = .possible
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["nextDoor", "sameRoom"])
+        #expect(
+            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == [
+                "nextDoor", "sameRoom",
+            ]
+        )
         policy.separation = .geometric
         policy.geometry = ["A": Self.smallRoom()]
         let r = try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store)
@@ -160,9 +164,15 @@ import TracerTesting
             "A": RoomGeometry(kiosk: TracerSite.Point(2, 0), room: square(0)),
             "B": RoomGeometry(kiosk: TracerSite.Point(6, 0), room: square(4)),
         ]
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "late"])
+        #expect(
+            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "late"]
+        )
         policy.attribution = false
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "W", "late"])
+        #expect(
+            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == [
+                "N", "W", "late",
+            ]
+        )
         // The reporter heard closer by B at the time was in B: nobody at A is near them.
         try s.seen("R", at: "B", 0, 30, 0.5)
         policy.attribution = true

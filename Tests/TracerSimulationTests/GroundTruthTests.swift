@@ -1,12 +1,19 @@
 import Foundation
 import Testing
-@testable import TracerSite
 
 @testable import TracerSimulation
+@testable import TracerSite
 
 /// True pairs and the evaluation's counts, on scenarios worked out by hand.
 @Suite struct GroundTruthTests {
-    static func seg(_ d: String, _ room: String?, _ from: Double, _ to: Double, _ x: Double, _ y: Double) -> TruthSegment {
+    static func seg(
+        _ d: String,
+        _ room: String?,
+        _ from: Double,
+        _ to: Double,
+        _ x: Double,
+        _ y: Double
+    ) -> TruthSegment {
         TruthSegment(deviceID: d, room: room, from: from, to: to, position: Point(x, y))
     }
 
@@ -77,8 +84,16 @@ import Testing
         // R seen in every window with distance 3.5 (true √9.25 = 3.04); N in the first 5 of 10
         // windows; M and O never.
         var observed: [ObservedWindow] = []
-        for w in 0..<10 { observed.append(ObservedWindow(device: "R", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: 3.5)) }
-        for w in 0..<5 { observed.append(ObservedWindow(device: "N", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: nil)) }
+        for w in 0..<10 {
+            observed.append(
+                ObservedWindow(device: "R", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: 3.5)
+            )
+        }
+        for w in 0..<5 {
+            observed.append(
+                ObservedWindow(device: "N", anchor: "k", start: Double(w) * 30, end: Double(w) * 30 + 29, distance: nil)
+            )
+        }
         let e = Evaluation(truth: t, site: Self.site, reporters: ["R"], exposures: exposures, observed: observed)
         #expect(e.overall.truePositives == 1 && e.overall.falsePositives == 1 && e.overall.falseNegatives == 1)
         #expect(e.overall.precision == 0.5 && e.overall.recall == 0.5)

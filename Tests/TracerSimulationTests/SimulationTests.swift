@@ -16,7 +16,10 @@ import TracerSite
     static let start = 1_795_420_800.0
 
     static func simulation(seed: UInt64 = 3, people: Int = 30, hours: Double = 4) throws -> Simulation {
-        try Simulation(site: site, parameters: SimulationParameters(people: people, hours: hours, seed: seed, start: start))
+        try Simulation(
+            site: site,
+            parameters: SimulationParameters(people: people, hours: hours, seed: seed, start: start)
+        )
     }
 
     @Test func theSameSeedGivesTheSameDayAndAnotherSeedAnother() throws {
