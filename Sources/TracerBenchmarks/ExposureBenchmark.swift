@@ -58,13 +58,7 @@ public struct ExposureBenchmark: Measuring {
             // A store kept from an earlier run has this report flagged already: withdrawn first,
             // so that the first flag below writes everything again.
             if try store.get(DocumentPath("reports/\(id)")).exists { try engine.revoke(reportID: id, store: store) }
-            try store.set(
-                DocumentPath("reports/\(id)"),
-                [
-                    "deviceId": .string(device), "status": "accepted",
-                    "collectedAt": .timestamp(Timestamp(seconds: Self.t0 + Double(days) * 86_400)),
-                ]
-            )
+            try accept(id, by: device, in: store)
             var result: FlagResult?
             first.append(try time { result = try engine.flag(reportID: id, store: store) })
             told.append(result?.secondsToFlagged ?? .nan)
@@ -104,13 +98,7 @@ public struct ExposureBenchmark: Measuring {
             let id = "bench-r\(r)"
             let device = Self.deviceID(r * (devices / max(reports, 1)))
             try engine.revoke(reportID: id, store: store)
-            try store.set(
-                DocumentPath("reports/\(id)"),
-                [
-                    "deviceId": .string(device), "status": "accepted",
-                    "collectedAt": .timestamp(Timestamp(seconds: Self.t0 + Double(days) * 86_400)),
-                ]
-            )
+            try accept(id, by: device, in: store)
             var result: FlagResult?
             geometricFirst.append(try time { result = try geometric.flag(reportID: id, store: store) })
             geometricTold.append(result?.secondsToFlagged ?? .nan)
@@ -196,6 +184,17 @@ public struct ExposureBenchmark: Measuring {
             "status change to `tracer status --watch` in another process: \(seen) of 200 seen; median "
                 + "\(ms(median(latencies))) ms, p99 \(ms(percentile(latencies, 0.99))) ms "
                 + verdict(percentile(latencies, 0.99) <= 0.1 && seen == 200, "target p99 ≤ 100 ms")
+        )
+    }
+
+    /// An accepted report by a device, collected on the last day.
+    func accept(_ id: String, by device: String, in store: DocumentStore) throws {
+        try store.set(
+            DocumentPath("reports/\(id)"),
+            [
+                "deviceId": .string(device), "status": "accepted",
+                "collectedAt": .timestamp(Timestamp(seconds: Self.t0 + Double(days) * 86_400)),
+            ]
         )
     }
 

@@ -13,10 +13,11 @@ public struct ExposurePolicy: Sendable, Equatable {
         case sum
         /// |d1 − d2| ≤ radius: possibly within it. Flags more, including the far side of a room.
         case possible
-        /// By the kiosk's room (the map's outline and the kiosk's position): flagged when two
-        /// devices at d1 and d2 are more likely than not within the radius, taking each anywhere
-        /// on its arc inside the room; a distance that fits nowhere in the room is a device
-        /// behind a wall. Falls back to `sum` at anchors the map does not place.
+        /// By the kiosk's room (the map's outline and the kiosk's position): flagged when the
+        /// chance that two devices at d1 and d2 are within the radius reaches `likelihood`,
+        /// taking each anywhere on its arc inside the room; a distance that fits nowhere in the
+        /// room is a device behind a wall, and so is a window another kiosk heard closer
+        /// (`attribution`). Falls back to `sum` at anchors the map does not place.
         case geometric
     }
 

@@ -141,7 +141,7 @@ public enum Drawing {
         s +=
             "<text x=\"\(f(l))\" y=\"44\">"
             + "<tspan fill=\"#4e9a06\">■ truly within the radius</tspan>   <tspan fill=\"#3465a4\">■ flagged, right</tspan>   "
-            + "<tspan fill=\"#cc0000\">■ flagged, wrong</tspan>   <tspan fill=\"#f57900\">missed: flagged by no rule</tspan></text>\n"
+            + "<tspan fill=\"#cc0000\">■ flagged, wrong</tspan>   <tspan fill=\"#f57900\">missed: truly near, not flagged</tspan></text>\n"
         // Hours.
         var hour = (truth.start / 3600).rounded(.up) * 3600
         while hour <= truth.end {
