@@ -57,6 +57,14 @@ import Testing
         #expect(site.ranging.thresholds.near == 2.5)
         #expect(site.exposure.radius == 4 && site.exposure.separation == "possible")
         #expect(site.exposure.windowMinutes == 5 && site.exposure.lookbackDays == 14)
+        // Without settings: the geometric rule from a 0.3 chance; rooms are for work unless told.
+        let plain = try Site.parse(
+            Self.good.replacingOccurrences(of: "name: Lab,", with: "name: Lab, use: teaching,")
+                .split(separator: "\n").filter { !$0.hasPrefix("settings:") }.joined(separator: "\n"),
+            file: "t.yaml"
+        )
+        #expect(plain.exposure.separation == "geometric" && plain.exposure.likelihood == 0.3)
+        #expect(plain.rooms[0].use == .teaching && site.rooms[0].use == .work)
     }
 
     static let broken: [(String, String, String)] = [
@@ -77,6 +85,14 @@ import Testing
         ("kind: kiosk", "kind: kiosque", "t.yaml:6: anchor 'kiosk-lab': kind must be kiosk or beacon, not 'kiosque'"),
         ("filter: arma", "filter: median", "t.yaml:8: settings: filter must be one of trimmed-mean, arma, kalman"),
         ("name: Lab,", "name: Lab, colour: red,", "t.yaml:4: a room: unknown field 'colour'"),
+        (
+            "name: Lab,", "name: Lab, use: attic,",
+            "t.yaml:4: room 'lab': use must be one of teaching, meeting, work, dining, circulation, entrance, care, not 'attic'"
+        ),
+        (
+            "exposureRadius: 4", "exposureRadius: 4, separationLikelihood: 2",
+            "t.yaml:8: settings: separationLikelihood must be from 0.01 to 1.0, not 2.0"
+        ),
         (
             "separation: possible", "separation: maybe",
             "t.yaml:8: settings: separation must be sum, possible or geometric, not 'maybe'"
