@@ -62,6 +62,8 @@ public final class Daemon: Sendable {
         // The exposure engine's presence index (ExposureEngine.presenceIndex): declared here so
         // that it is built as interactions are written, not all at once at the first report.
         IndexDefinition(collectionID: "interactions", "start", "deviceId", "end", "distance"),
+        // And its whereabouts index (ExposureEngine.whereaboutsIndex), for room attribution.
+        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start", "end", "distance"),
     ]
 
     /// Runs until the source ends, or until the task is cancelled (SIGTERM, SIGINT); either way

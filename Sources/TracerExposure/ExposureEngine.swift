@@ -101,9 +101,21 @@ public struct ExposureEngine: ExposureFlagging {
         "distance"
     )
 
+    /// Where else a device was heard, read from the index alone: the geometric rule's room
+    /// attribution reads the flagged devices' windows by it (the daemon declares it too).
+    public static let whereaboutsIndex = IndexDefinition(
+        collectionID: "interactions",
+        scope: .collectionGroup,
+        "deviceId",
+        "start",
+        "end",
+        "distance"
+    )
+
     /// The indexes flagging and the admin's queries use.
     public static let indexes = [
         presenceIndex,
+        whereaboutsIndex,
         IndexDefinition(collectionID: "interactions", "start"),
         IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
         IndexDefinition(collectionID: "exposures", scope: .collectionGroup, "reportId"),
@@ -141,6 +153,21 @@ public struct ExposureEngine: ExposureFlagging {
             else { return nil }
             self.device = device
             self.anchor = anchor
+            self.start = start.seconds
+            self.end = end.seconds
+            self.distance = distance
+        }
+
+        /// From a whereabouts-index entry: deviceId, start, end, distance, and the path.
+        init?(whereabouts entry: IndexEntry) {
+            guard entry.values.count == 4, case .string(let device) = entry.values[0],
+                let start = entry.values[1].timestampValue, let end = entry.values[2].timestampValue,
+                let distance = entry.values[3].doubleValue, let path = entry.path
+            else { return nil }
+            let segments = path.description.split(separator: "/")
+            guard segments.count >= 4, segments[0] == "beacons" else { return nil }
+            self.device = device
+            self.anchor = String(segments[1])
             self.start = start.seconds
             self.end = end.seconds
             self.distance = distance
@@ -270,47 +297,47 @@ public struct ExposureEngine: ExposureFlagging {
             }
         }
 
-        // The same for the neighbours: a hit whose window was heard closer by another kiosk at the
-        // time is someone behind a wall. Read from the presence index of the kiosks near the
-        // hit's (those that can hear the same badge), over the spans of the hits only.
+        // The same for the neighbours: a hit whose window was heard closer by another kiosk
+        // within hearing range at the time is someone behind a wall. Each flagged device's
+        // windows near its hits, from the whereabouts index (no document loaded).
         if policy.separation == .geometric && policy.attribution {
-            for (anchor, byDevice) in hits {
-                guard let here = policy.geometry[anchor] else { continue }
-                let neighbours = policy.geometry.filter { key, g in
-                    key != anchor && g.kioskDistance(to: here) <= RoomGeometry.hearingRange
-                }.keys
-                guard !neighbours.isEmpty else { continue }
-                var spans: [(Double, Double)] = []
-                for list in byDevice.values {
-                    for h in list { spans.append((h.start - policy.longestInteraction, h.end)) }
+            var spans: [String: [(Double, Double)]] = [:]
+            for byDevice in hits.values {
+                for (device, list) in byDevice {
+                    for h in list { spans[device, default: []].append((h.start - policy.longestInteraction, h.end)) }
                 }
-                spans.sort { $0.0 < $1.0 }
+            }
+            var elsewhere: [String: [Window]] = [:]
+            for (device, list) in spans {
                 var merged: [(Double, Double)] = []
-                for sp in spans {
-                    if let last = merged.last, sp.0 <= last.1 {
+                for sp in list.sorted(by: { $0.0 < $1.0 }) {
+                    if let last = merged.last, sp.0 <= last.1 + policy.window {
                         merged[merged.count - 1].1 = max(last.1, sp.1)
                     } else {
                         merged.append(sp)
                     }
                 }
-                var elsewhere: [String: [Window]] = [:]
-                for key in neighbours.sorted() {
-                    for sp in merged {
-                        let entries = try store.indexEntries(
-                            Self.presenceIndex,
-                            in: CollectionPath("beacons/\(key)/interactions"),
-                            from: .timestamp(Timestamp(seconds: sp.0)),
-                            through: .timestamp(Timestamp(seconds: sp.1)),
-                            paths: false
-                        )
-                        for entry in entries {
-                            guard let w = Window(entry, anchor: key), byDevice[w.device] != nil else { continue }
-                            elsewhere[w.device, default: []].append(w)
-                        }
+                for sp in merged {
+                    let entries = try store.groupIndexEntries(
+                        Self.whereaboutsIndex,
+                        equal: .string(device),
+                        from: .timestamp(Timestamp(seconds: sp.0)),
+                        through: .timestamp(Timestamp(seconds: sp.1))
+                    )
+                    for entry in entries {
+                        guard let w = Window(whereabouts: entry) else { continue }
+                        elsewhere[device, default: []].append(w)
                     }
                 }
+            }
+            for (anchor, byDevice) in hits {
+                guard let here = policy.geometry[anchor] else { continue }
                 for (device, list) in byDevice {
-                    guard let others = elsewhere[device] else { continue }
+                    let others = (elsewhere[device] ?? []).filter { w in
+                        guard w.anchor != anchor, let there = policy.geometry[w.anchor] else { return false }
+                        return there.kioskDistance(to: here) <= RoomGeometry.hearingRange
+                    }
+                    guard !others.isEmpty else { continue }
                     let kept = list.filter { h in
                         !others.contains { $0.start < h.end && $0.end > h.start && $0.distance < h.distance }
                     }

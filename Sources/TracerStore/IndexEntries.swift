@@ -79,6 +79,73 @@ extension DocumentStore {
     }
 }
 
+extension DocumentStore {
+    /// The entries of a declared collection-group index whose first field equals `equal` and
+    /// whose second lies in `lower...upper`, in key order, read from the index alone, each with
+    /// its document's path: a covering read of one value's range (one device's windows, say).
+    /// The index's fields must be ascending, and at least two.
+    public func groupIndexEntries(
+        _ definition: IndexDefinition,
+        equal: Value,
+        from lower: Value,
+        through upper: Value
+    ) throws -> [IndexEntry] {
+        guard definition.scope == .collectionGroup, definition.fields.count >= 2,
+            definition.fields.allSatisfy({ !$0.descending })
+        else {
+            throw StoreError(
+                .invalidQuery,
+                "a covering group read needs an ascending collection-group index of two fields or more",
+                context: "\(definition)"
+            )
+        }
+        return try pool.read { db in
+            guard
+                let index = try catalog.indexes(for: definition.collectionID, db).first(where: {
+                    $0.definition == definition
+                })
+            else {
+                throw StoreError(.invalidQuery, "no such index is declared", context: "\(definition)")
+            }
+            var prefix: [UInt8] = []
+            IndexKey.append(equal, to: &prefix)
+            var low = prefix
+            IndexKey.append(lower, to: &low)
+            var high = prefix
+            IndexKey.append(upper, to: &high)
+            high.append(0xFF)
+            let s = try db.statement(
+                "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
+            )
+            defer { s.reset() }
+            s.bind(1, index.id)
+            s.bindBlob(2, low)
+            s.bindBlob(3, high)
+            var out: [IndexEntry] = []
+            let fields = definition.fields.count
+            let skipped = Array(repeating: false, count: fields)
+            while try s.step() {
+                let key = s.blob(0)
+                var i = 0
+                var values: [Value] = []
+                values.reserveCapacity(fields)
+                for _ in 0..<fields {
+                    guard let (value, next) = IndexKey.decode(key, at: i) else { break }
+                    values.append(value)
+                    i = next
+                }
+                guard values.count == fields,
+                    let name = IndexKey.name(in: key, skipping: skipped, nameDescending: false)
+                else {
+                    throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
+                }
+                out.append(IndexEntry(values: values, path: DocumentPath(validated: name)))
+            }
+            return out
+        }
+    }
+}
+
 extension IndexKey {
     /// The value encoded (ascending) at `i`, and the offset after it: null, booleans, numbers
     /// (as doubles, or integers when exact), timestamps and strings; nil for the rest.

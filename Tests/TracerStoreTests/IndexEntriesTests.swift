@@ -78,4 +78,44 @@ import TracerTesting
             )
         }
     }
+
+    /// One device's windows across every beacon, by (deviceId, start), from a group index alone.
+    @Test func aGroupIndexGivesOneValuesRangeAcrossCollectionsWithPaths() throws {
+        let (store, dir) = try DocumentStore.temporary()
+        _ = dir
+        let index = IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start", "end", "distance")
+        try store.declareIndex(index)
+        let rows: [(String, String, Double, Double)] = [
+            ("a", "d", 100, 1.5), ("b", "d", 50, 2), ("a", "d", 400, 3), ("a", "e", 100, 4), ("c", "d\u{0}", 100, 5),
+        ]
+        for (n, r) in rows.enumerated() {
+            try store.set(
+                CollectionPath("beacons/\(r.0)/interactions").document("i\(n)"),
+                [
+                    "deviceId": .string(r.1), "start": .timestamp(Timestamp(seconds: r.2)),
+                    "end": .timestamp(Timestamp(seconds: r.2 + 29)), "distance": .double(r.3),
+                ]
+            )
+        }
+        let entries = try store.groupIndexEntries(
+            index,
+            equal: "d",
+            from: .timestamp(Timestamp(seconds: 50)),
+            through: .timestamp(Timestamp(seconds: 100))
+        )
+        #expect(entries.map { $0.path?.description ?? "" } == ["beacons/b/interactions/i1", "beacons/a/interactions/i0"])
+        #expect(
+            entries.last?.values == [
+                "d", .timestamp(Timestamp(seconds: 100)), .timestamp(Timestamp(seconds: 129)), .double(1.5),
+            ]
+        )
+        #expect(throws: StoreError.self) {
+            try store.groupIndexEntries(
+                IndexDefinition(collectionID: "interactions", "start", "deviceId"),
+                equal: "d",
+                from: .null,
+                through: .null
+            )
+        }
+    }
 }
