@@ -83,7 +83,14 @@ import TracerTesting
     @Test func aGroupIndexGivesOneValuesRangeAcrossCollectionsWithPaths() throws {
         let (store, dir) = try DocumentStore.temporary()
         _ = dir
-        let index = IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start", "end", "distance")
+        let index = IndexDefinition(
+            collectionID: "interactions",
+            scope: .collectionGroup,
+            "deviceId",
+            "start",
+            "end",
+            "distance"
+        )
         try store.declareIndex(index)
         let rows: [(String, String, Double, Double)] = [
             ("a", "d", 100, 1.5), ("b", "d", 50, 2), ("a", "d", 400, 3), ("a", "e", 100, 4), ("c", "d\u{0}", 100, 5),
@@ -103,7 +110,9 @@ import TracerTesting
             from: .timestamp(Timestamp(seconds: 50)),
             through: .timestamp(Timestamp(seconds: 100))
         )
-        #expect(entries.map { $0.path?.description ?? "" } == ["beacons/b/interactions/i1", "beacons/a/interactions/i0"])
+        #expect(
+            entries.map { $0.path?.description ?? "" } == ["beacons/b/interactions/i1", "beacons/a/interactions/i0"]
+        )
         #expect(
             entries.last?.values == [
                 "d", .timestamp(Timestamp(seconds: 100)), .timestamp(Timestamp(seconds: 129)), .double(1.5),
