@@ -27,6 +27,21 @@ public struct TracerProcess {
         return "tracer"
     }
 
+    /// Runs `tracer ARGS…` to completion on a thread of its own, so that an async test waiting
+    /// for it holds none of Swift Testing's few cooperative threads (on 2 cores, a few blocked
+    /// tests stall every async one).
+    public static func running(
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Swift.Result { try run(arguments, environment: environment) })
+            }
+            thread.start()
+        }
+    }
+
     /// Runs `tracer ARGS…` to completion.
     public static func run(
         _ arguments: [String],

@@ -9,19 +9,21 @@ import TracerTesting
     static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
 
-    func simulate(_ out: String, seed: String = "5") throws -> TracerProcess.Result {
-        try TracerProcess.run([
+    func simulate(_ out: String, seed: String = "5") async throws -> TracerProcess.Result {
+        try await TracerProcess.running([
             "simulate", "--map", Self.map, "--people", "8", "--hours", "1", "--seed", seed,
             "--start", "2026-11-23T11:30:00Z", "--out", dir.file(out),
         ])
     }
 
-    @Test func aMorningSimulatedRangedAndEvaluated() throws {
-        let a = try simulate("a")
+    /// Async, its commands on threads of their own: it runs for a while, and must not hold one
+    /// of the few cooperative threads the async tests share.
+    @Test func aMorningSimulatedRangedAndEvaluated() async throws {
+        let a = try await simulate("a")
         #expect(a.status == 0, "\(a.stderr)")
         #expect(a.stdout.contains("simulated 8 people for 1 h at Example Campus (seed 5"), "\(a.stdout)")
-        #expect(try simulate("b").status == 0)
-        #expect(try simulate("c", seed: "6").status == 0)
+        #expect(try await simulate("b").status == 0)
+        #expect(try await simulate("c", seed: "6").status == 0)
 
         // Deterministic: the same seed writes the same bytes; another seed, others.
         let fm = FileManager.default
@@ -54,17 +56,17 @@ import TracerTesting
         let store = dir.file("campus.sqlite")
         for name in replays {
             let kiosk = String(name.dropLast(".jsonl".count))
-            let r = try TracerProcess.run([
+            let r = try await TracerProcess.running([
                 "daemon", "--map", Self.map, "--anchor", kiosk, "--source", "replay:\(dir.file("a/replays/\(name)"))",
                 "--store", store,
             ])
             #expect(r.status == 0, "\(kiosk): \(r.stderr)")
         }
         // No Bluetooth address reaches the store.
-        let export = try TracerProcess.run(["db", "export", "/", "--store", store])
+        let export = try await TracerProcess.running(["db", "export", "/", "--store", store])
         #expect(!export.stdout.isEmpty && addresses.allSatisfy { !export.stdout.contains($0) })
 
-        let e = try TracerProcess.run([
+        let e = try await TracerProcess.running([
             "evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "all", "--json",
             "--pictures", dir.file("pictures"),
         ])
@@ -84,7 +86,9 @@ import TracerTesting
         }
 
         // The table for people names the rule and every room with pairs.
-        let table = try TracerProcess.run(["evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "3"])
+        let table = try await TracerProcess.running([
+            "evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "3",
+        ])
         #expect(table.status == 0 && table.stdout.contains("all (per device)") && table.stdout.contains("continuity"))
     }
 

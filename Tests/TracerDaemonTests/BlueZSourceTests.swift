@@ -61,7 +61,7 @@ import TracerTesting
     /// more after the deadline (a busy machine may resume it late). Timings that matter are taken
     /// from the source's own clock, not from this.
     @discardableResult
-    static func wait(_ timeout: Double = 30, _ condition: () throws -> Bool) async throws -> Double? {
+    static func wait(_ timeout: Double = 90, _ condition: () throws -> Bool) async throws -> Double? {
         let start = Date()
         while true {
             if try condition() { return Date().timeIntervalSince(start) }
