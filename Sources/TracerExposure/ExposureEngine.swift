@@ -145,12 +145,7 @@ public struct ExposureEngine: ExposureFlagging {
         var end: Double
         var distance: Double
 
-        /// From a presence-index entry: start, deviceId, end, distance.
-        init?(_ entry: IndexEntry, anchor: String) {
-            guard entry.values.count == 4, let start = entry.values[0].timestampValue,
-                case .string(let device) = entry.values[1], let end = entry.values[2].timestampValue,
-                let distance = entry.values[3].doubleValue
-            else { return nil }
+        init(device: String, anchor: String, start: Timestamp, end: Timestamp, distance: Double) {
             self.device = device
             self.anchor = anchor
             self.start = start.seconds
@@ -158,33 +153,37 @@ public struct ExposureEngine: ExposureFlagging {
             self.distance = distance
         }
 
+        /// The beacon an interaction document belongs to: its parent, `beacons/{key}/…`.
+        static func anchor(of path: DocumentPath) -> String? {
+            let segments = path.description.split(separator: "/")
+            guard segments.count >= 4, segments[0] == "beacons" else { return nil }
+            return String(segments[1])
+        }
+
+        /// From a presence-index entry: start, deviceId, end, distance.
+        init?(_ entry: IndexEntry, anchor: String) {
+            guard entry.values.count == 4, let start = entry.values[0].timestampValue,
+                case .string(let device) = entry.values[1], let end = entry.values[2].timestampValue,
+                let distance = entry.values[3].doubleValue
+            else { return nil }
+            self.init(device: device, anchor: anchor, start: start, end: end, distance: distance)
+        }
+
         /// From a whereabouts-index entry: deviceId, start, end, distance, and the path.
         init?(whereabouts entry: IndexEntry) {
             guard entry.values.count == 4, case .string(let device) = entry.values[0],
                 let start = entry.values[1].timestampValue, let end = entry.values[2].timestampValue,
-                let distance = entry.values[3].doubleValue, let path = entry.path
+                let distance = entry.values[3].doubleValue, let path = entry.path, let anchor = Self.anchor(of: path)
             else { return nil }
-            let segments = path.description.split(separator: "/")
-            guard segments.count >= 4, segments[0] == "beacons" else { return nil }
-            self.device = device
-            self.anchor = String(segments[1])
-            self.start = start.seconds
-            self.end = end.seconds
-            self.distance = distance
+            self.init(device: device, anchor: anchor, start: start, end: end, distance: distance)
         }
 
         init?(_ doc: DocumentSnapshot) {
             guard case .string(let device)? = doc["deviceId"], let start = doc["start"]?.timestampValue,
-                let end = doc["end"]?.timestampValue, let distance = doc["distance"]?.doubleValue
+                let end = doc["end"]?.timestampValue, let distance = doc["distance"]?.doubleValue,
+                let anchor = Self.anchor(of: doc.path)
             else { return nil }
-            // The anchor is the interaction's parent beacon.
-            let segments = doc.path.description.split(separator: "/")
-            guard segments.count >= 4, segments[0] == "beacons" else { return nil }
-            self.device = device
-            self.anchor = String(segments[1])
-            self.start = start.seconds
-            self.end = end.seconds
-            self.distance = distance
+            self.init(device: device, anchor: anchor, start: start, end: end, distance: distance)
         }
     }
 

@@ -120,17 +120,13 @@ public enum Drawing {
         let pairs = truth.pairs.filter { $0.involves(reporter) }
         let trueDevices = Set(pairs.map { $0.other(than: reporter) })
         let flaggedDevices = Set(mine.map(\.device))
-        let rows = trueDevices.union(flaggedDevices).sorted { a, b in
-            let fa =
-                pairs.filter { $0.other(than: reporter) == a }.map(\.from).min() ?? mine.filter { $0.device == a }.map(
-                    \.from
-                ).min() ?? 0
-            let fb =
-                pairs.filter { $0.other(than: reporter) == b }.map(\.from).min() ?? mine.filter { $0.device == b }.map(
-                    \.from
-                ).min() ?? 0
-            return (fa, a) < (fb, b)
+        // Rows by when each person first came near (or was first flagged).
+        var first: [String: Double] = [:]
+        for p in pairs { first[p.other(than: reporter)] = min(first[p.other(than: reporter)] ?? .infinity, p.from) }
+        for e in mine where !trueDevices.contains(e.device) {
+            first[e.device] = min(first[e.device] ?? .infinity, e.from)
         }
+        let rows = trueDevices.union(flaggedDevices).sorted { (first[$0] ?? 0, $0) < (first[$1] ?? 0, $1) }
         let w = 1000
         let rowH = 18.0
         let (l, r, t) = (190.0, 30.0, 90.0)

@@ -19,24 +19,37 @@ extension Simulation {
 
     /// The true co-location pairs at the site's kiosk rooms.
     public func truePairs(radius: Double = 6, window: Double = 300) -> [TruthPair] {
+        truePairs(truthSegments, radius: radius, window: window)
+    }
+
+    func truePairs(_ segments: [TruthSegment], radius: Double, window: Double) -> [TruthPair] {
         GroundTruth.pairs(
-            truthSegments,
+            segments,
             rooms: Set(kiosks.map(\.room)),
             radius: radius,
             window: window
         )
     }
 
+    /// What `write` wrote.
+    public struct Written: Sendable {
+        public var replays: Int
+        public var adverts: Int
+        public var segments: Int
+        public var pairs: Int
+    }
+
     /// Writes the replays (`replays/KIOSK.jsonl`) and the truth (`truth/*.jsonl`,
     /// `manifest.json`) into a directory, kiosks two at a time; `progress` hears of each
     /// kiosk done.
+    @discardableResult
     public func write(
         to directory: String,
         mapPath: String,
         radius: Double = 6,
         window: Double = 300,
         progress: @Sendable (_ done: Int, _ total: Int, _ adverts: Int) -> Void = { _, _, _ in }
-    ) throws {
+    ) throws -> Written {
         let fm = FileManager.default
         let replays = (directory as NSString).appendingPathComponent("replays")
         let truth = (directory as NSString).appendingPathComponent("truth")
@@ -58,8 +71,9 @@ extension Simulation {
             },
             to: (truth as NSString).appendingPathComponent("people.jsonl")
         )
+        let positions = truthSegments
         try Self.writeLines(
-            truthSegments.map {
+            positions.map {
                 [
                     "deviceId": $0.deviceID, "room": $0.room ?? NSNull(), "from": Self.round($0.from, 3),
                     "to": Self.round($0.to, 3), "x": Self.round($0.position.x, 2), "y": Self.round($0.position.y, 2),
@@ -67,7 +81,7 @@ extension Simulation {
             },
             to: (truth as NSString).appendingPathComponent("positions.jsonl")
         )
-        let pairs = truePairs(radius: radius, window: window)
+        let pairs = truePairs(positions, radius: radius, window: window)
         try Self.writeLines(
             pairs.map {
                 [
@@ -139,6 +153,7 @@ extension Simulation {
                 contents: data + [10]
             )
         else { throw SimulationError("cannot write \(directory)/manifest.json") }
+        return Written(replays: kiosks.count, adverts: total, segments: positions.count, pairs: pairs.count)
     }
 
     static func round(_ x: Double, _ places: Int) -> Double {

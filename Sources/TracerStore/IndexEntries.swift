@@ -27,59 +27,19 @@ extension DocumentStore {
                 context: "\(definition)"
             )
         }
-        return try pool.read { db in
-            guard
-                let index = try catalog.indexes(for: definition.collectionID, db).first(where: {
-                    $0.definition == definition
-                })
-            else {
-                throw StoreError(.invalidQuery, "no such index is declared", context: "\(definition)")
+        var prefix: [UInt8] = []
+        IndexKey.append(.string(collection.description), to: &prefix)
+        // Keys start with the parent path, then the fields, then the document's id.
+        return try coveringRead(definition, prefix: prefix, from: lower, through: upper, skippingParent: true) {
+            key in
+            guard paths else { return .some(nil) }
+            let skipped = Array(repeating: false, count: definition.fields.count + 1)
+            return IndexKey.name(in: key, skipping: skipped, nameDescending: false).map {
+                DocumentPath(validated: collection.segments + $0)
             }
-            var prefix: [UInt8] = []
-            IndexKey.append(.string(collection.description), to: &prefix)
-            var low = prefix
-            IndexKey.append(lower, to: &low)
-            var high = prefix
-            IndexKey.append(upper, to: &high)
-            high.append(0xFF)  // every continuation of the upper value (tags and names sort below)
-            let s = try db.statement(
-                "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
-            )
-            defer { s.reset() }
-            s.bind(1, index.id)
-            s.bindBlob(2, low)
-            s.bindBlob(3, high)
-            var out: [IndexEntry] = []
-            let fields = definition.fields.count
-            while try s.step() {
-                let key = s.blob(0)
-                guard var i = IndexKey.skip(key, at: 0, inverted: false) else { continue }
-                var values: [Value] = []
-                values.reserveCapacity(fields)
-                for _ in 0..<fields {
-                    guard let (value, next) = IndexKey.decode(key, at: i) else { break }
-                    values.append(value)
-                    i = next
-                }
-                guard values.count == fields else {
-                    throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
-                }
-                var path: DocumentPath?
-                if paths {
-                    let skipped = Array(repeating: false, count: fields + 1)
-                    guard let name = IndexKey.name(in: key, skipping: skipped, nameDescending: false) else {
-                        throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
-                    }
-                    path = DocumentPath(validated: collection.segments + name)
-                }
-                out.append(IndexEntry(values: values, path: path))
-            }
-            return out
         }
     }
-}
 
-extension DocumentStore {
     /// The entries of a declared collection-group index whose first field equals `equal` and
     /// whose second lies in `lower...upper`, in key order, read from the index alone, each with
     /// its document's path: a covering read of one value's range (one device's windows, say).
@@ -99,7 +59,30 @@ extension DocumentStore {
                 context: "\(definition)"
             )
         }
-        return try pool.read { db in
+        var prefix: [UInt8] = []
+        IndexKey.append(equal, to: &prefix)
+        // Keys start with the fields, then the document's whole path.
+        return try coveringRead(definition, prefix: prefix, from: lower, through: upper, skippingParent: false) {
+            key in
+            let skipped = Array(repeating: false, count: definition.fields.count)
+            return IndexKey.name(in: key, skipping: skipped, nameDescending: false).map {
+                DocumentPath(validated: $0)
+            }
+        }
+    }
+
+    /// The entries of a declared index whose keys start with `prefix`, then a value in
+    /// `lower...upper`: each key's field values decoded, and its path by `path` (nil: the entry
+    /// cannot be read; `.some(nil)`: not asked for).
+    private func coveringRead(
+        _ definition: IndexDefinition,
+        prefix: [UInt8],
+        from lower: Value,
+        through upper: Value,
+        skippingParent: Bool,
+        path: ([UInt8]) -> DocumentPath??
+    ) throws -> [IndexEntry] {
+        try pool.read { db in
             guard
                 let index = try catalog.indexes(for: definition.collectionID, db).first(where: {
                     $0.definition == definition
@@ -107,13 +90,11 @@ extension DocumentStore {
             else {
                 throw StoreError(.invalidQuery, "no such index is declared", context: "\(definition)")
             }
-            var prefix: [UInt8] = []
-            IndexKey.append(equal, to: &prefix)
             var low = prefix
             IndexKey.append(lower, to: &low)
             var high = prefix
             IndexKey.append(upper, to: &high)
-            high.append(0xFF)
+            high.append(0xFF)  // every continuation of the upper value (tags and names sort below)
             let s = try db.statement(
                 "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
             )
@@ -123,10 +104,13 @@ extension DocumentStore {
             s.bindBlob(3, high)
             var out: [IndexEntry] = []
             let fields = definition.fields.count
-            let skipped = Array(repeating: false, count: fields)
             while try s.step() {
                 let key = s.blob(0)
                 var i = 0
+                if skippingParent {
+                    guard let next = IndexKey.skip(key, at: 0, inverted: false) else { continue }
+                    i = next
+                }
                 var values: [Value] = []
                 values.reserveCapacity(fields)
                 for _ in 0..<fields {
@@ -134,12 +118,10 @@ extension DocumentStore {
                     values.append(value)
                     i = next
                 }
-                guard values.count == fields,
-                    let name = IndexKey.name(in: key, skipping: skipped, nameDescending: false)
-                else {
+                guard values.count == fields, let entryPath = path(key) else {
                     throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
                 }
-                out.append(IndexEntry(values: values, path: DocumentPath(validated: name)))
+                out.append(IndexEntry(values: values, path: entryPath))
             }
             return out
         }

@@ -46,7 +46,7 @@ struct SimulateCommand: ParsableCommand {
         let simulation = try Simulation(site: site, parameters: p)
         let radius = radius ?? site.exposure.radius
         let window = (window ?? site.exposure.windowMinutes) * 60
-        try simulation.write(
+        let written = try simulation.write(
             to: out,
             mapPath: URL(fileURLWithPath: map).standardizedFileURL.path,
             radius: radius,
@@ -58,19 +58,17 @@ struct SimulateCommand: ParsableCommand {
             }
         }
         Output.endProgress()
-        let manifest = try GroundTruth.load(directory: out)
-        let adverts = manifest.kiosks.map(\.adverts).reduce(0, +)
         let seconds = Date().timeIntervalSince(began)
         Output.line(
             "simulated \(people) people for \(Self.number(hours)) h at \(site.name) (seed \(seed), σ \(Self.number(noise)) dB, "
                 + "\(Int((loss * 100).rounded()))% lost) in \(String(format: "%.1f", seconds)) s"
         )
         Output.line(
-            "  \(manifest.kiosks.count) replays, \(adverts) adverts: \(out)/replays/"
+            "  \(written.replays) replays, \(written.adverts) adverts: \(out)/replays/"
         )
         Output.line(
-            "  truth: \(manifest.segments.values.map(\.count).reduce(0, +)) position segments, "
-                + "\(manifest.pairs.count) co-location episodes (≤ \(Self.number(radius)) m within \(Self.number(window / 60)) min): \(out)/truth/"
+            "  truth: \(written.segments) position segments, "
+                + "\(written.pairs) co-location episodes (≤ \(Self.number(radius)) m within \(Self.number(window / 60)) min): \(out)/truth/"
         )
     }
 
