@@ -32,11 +32,12 @@ public struct TracerProcess {
     /// tests stall every async one).
     public static func running(
         _ arguments: [String],
+        stdin: String? = nil,
         environment: [String: String] = [:]
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                continuation.resume(with: Swift.Result { try run(arguments, environment: environment) })
+                continuation.resume(with: Swift.Result { try run(arguments, stdin: stdin, environment: environment) })
             }
             thread.start()
         }

@@ -91,7 +91,7 @@ struct SelfReportCommand: ParsableCommand {
     @OptionGroup var options: VerifyOptions
     @OptionGroup var storeOptions: StoreOptions
     @Option(help: "The reporter's anonymous device id (uuid:major:minor).") var device: String?
-    @Option(help: "On a kiosk: its anchor key; the device is the one at immediate range in the last 30 s.")
+    @Option(help: "On a kiosk: its anchor key; the device is the one at immediate range in the 30 s before the command started.")
     var anchor: String?
     @Flag(help: "Record without asking for confirmation.") var yes = false
     @OptionGroup(title: "Exposure policy") var policy: ReportCommand.PolicyOptions
@@ -113,6 +113,8 @@ struct SelfReportCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The person is at the kiosk when they start, not when the OCR is done reading.
+        let started = Date()
         let engine = try policy.engine  // a bad map or option is an error before anything is read
         let (v, sha) = try options.verify()
         if !v.accepted {
@@ -124,7 +126,7 @@ struct SelfReportCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let store = try storeOptions.open()
-        let deviceID = try resolveDevice(store)
+        let deviceID = try resolveDevice(store, at: started)
         if !options.json { VerifyOptions.show(v) }
         if !yes {
             guard isatty(0) == 1 else {
@@ -179,15 +181,15 @@ struct SelfReportCommand: ParsableCommand {
         }
     }
 
-    func resolveDevice(_ store: DocumentStore) throws -> String {
+    func resolveDevice(_ store: DocumentStore, at started: Date) throws -> String {
         if let device { return device }
         let anchor = anchor ?? ""
-        let seen = try SelfReport.immediateDevices(at: anchor, store: store)
+        let seen = try SelfReport.immediateDevices(at: anchor, now: started, store: store)
         switch seen.count {
         case 1: return seen[0]
         case 0:
             throw ValidationError(
-                "no device at immediate range of \(anchor) in the last 30 s: hold the phone or badge at the kiosk, or give --device ID"
+                "no device at immediate range of \(anchor) in the 30 s before this began: hold the phone or badge at the kiosk, or give --device ID"
             )
         default:
             throw ValidationError(

@@ -12,7 +12,7 @@ import TracerTesting
 
     /// Three badges heard at 10 Hz; status lines and metrics while it runs; SIGTERM stops
     /// discovery, writes the three open windows, and exits 0 within 2 s; no address is stored.
-    @Test func rangesBlueZAdvertsAndFlushesOnSIGTERM() throws {
+    @Test func rangesBlueZAdvertsAndFlushesOnSIGTERM() async throws {
         let bluez = try BlueZMock(bus: PrivateBus(), template: .standIn)
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
         let store = dir.file("s.sqlite")
@@ -20,7 +20,7 @@ import TracerTesting
         let old = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: -15 * 86_400))
         let recent = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: -13 * 86_400))
         for (id, time) in [("old", old), ("recent", recent)] {
-            let set = try TracerProcess.run([
+            let set = try await TracerProcess.running([
                 "db", "set", "beacons/kiosk-lab/interactions/\(id)", #"{"start": {"__time__": "\#(time)"}}"#,
                 "--store", store,
             ])
@@ -66,7 +66,7 @@ import TracerTesting
         #expect(last.hasPrefix("stopped after") && last.hasSuffix("wrote 3 interaction documents"), "\(last)")
         #expect(try bluez.calls(on: "/org/bluez/hci0").last == "StopDiscovery")
 
-        let export = try TracerProcess.run(["db", "export", "--store", store])
+        let export = try await TracerProcess.running(["db", "export", "--store", store])
         #expect(export.status == 0)
         #expect(!export.stdout.contains("interactions/old") && export.stdout.contains("interactions/recent"))
         #expect(export.stdout.contains("\(Self.badge):1:3"))
@@ -108,8 +108,8 @@ import TracerTesting
 
     /// A simulated kiosk's replay played through the stand-in as BlueZ signals: the live daemon
     /// writes a window for exactly the badges heard in that slice.
-    @Test func aSimulatedReplayThroughTheStandInReachesTheStore() throws {
-        let sim = try TracerProcess.run([
+    @Test func aSimulatedReplayThroughTheStandInReachesTheStore() async throws {
+        let sim = try await TracerProcess.running([
             "simulate", "--map", Self.map, "--people", "12", "--hours", "1", "--seed", "3",
             "--start", "2026-11-23T11:30:00Z", "--out", dir.file("sim"),
         ])
@@ -150,7 +150,9 @@ import TracerTesting
         while let line = daemon.nextLine(timeout: 15), !line.contains("\(badges.count) in range") { status = line }
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0, "\(status)")
-        let query = try TracerProcess.run(["db", "query", "beacons/kiosk-lab/interactions", "--json", "--store", store])
+        let query = try await TracerProcess.running([
+            "db", "query", "beacons/kiosk-lab/interactions", "--json", "--store", store,
+        ])
         let docs = try JSONSerialization.jsonObject(with: Data(query.stdout.utf8)) as? [[String: Any]] ?? []
         let written = Set(docs.compactMap { ($0["data"] as? [String: Any])?["deviceId"] as? String })
         #expect(written == badges)

@@ -8,23 +8,23 @@ import TracerTesting
     let dir = TemporaryDirectory("tracer-cli")
     var store: String { dir.file("store.sqlite") }
 
-    func tracer(_ args: String...) throws -> TracerProcess.Result {
-        try TracerProcess.run(args + ["--store", store])
+    func tracer(_ args: String...) async throws -> TracerProcess.Result {
+        try await TracerProcess.running(args + ["--store", store])
     }
 
-    @Test func setGetJSONRoundTrip() throws {
-        let set = try tracer("db", "set", "beacons/b-101", #"{"name": "Lab door", "major": 2, "pos": [0.5, 5]}"#)
+    @Test func setGetJSONRoundTrip() async throws {
+        let set = try await tracer("db", "set", "beacons/b-101", #"{"name": "Lab door", "major": 2, "pos": [0.5, 5]}"#)
         #expect(set.status == 0 && set.stdout.isEmpty, "\(set.stderr)")
-        let get = try tracer("db", "get", "beacons/b-101", "--json")
+        let get = try await tracer("db", "get", "beacons/b-101", "--json")
         #expect(get.status == 0)
         #expect(get.stdout == #"{"path": "beacons/b-101", "data": {"major":2,"name":"Lab door","pos":[0.5,5]}}"# + "\n")
-        let human = try tracer("db", "get", "beacons/b-101")
+        let human = try await tracer("db", "get", "beacons/b-101")
         #expect(human.stdout.contains("name   \"Lab door\""), "\(human.stdout)")
     }
 
-    @Test func mergeAndSentinels() throws {
-        _ = try tracer("db", "set", "devices/d1", #"{"status": "clear", "count": 1}"#)
-        let r = try tracer(
+    @Test func mergeAndSentinels() async throws {
+        _ = try await tracer("db", "set", "devices/d1", #"{"status": "clear", "count": 1}"#)
+        let r = try await tracer(
             "db",
             "set",
             "devices/d1",
@@ -32,18 +32,23 @@ import TracerTesting
             "--merge"
         )
         #expect(r.status == 0, "\(r.stderr)")
-        let get = try tracer("db", "get", "devices/d1", "--json")
+        let get = try await tracer("db", "get", "devices/d1", "--json")
         #expect(
             get.stdout.contains(#""count":3"#) && get.stdout.contains(#""status":"clear""#)
                 && get.stdout.contains("__time__")
         )
     }
 
-    @Test func queryWithFiltersOrderAndLimit() throws {
+    @Test func queryWithFiltersOrderAndLimit() async throws {
         for (id, p, d) in [("a", "near", 1.5), ("b", "far", 7.0), ("c", "immediate", 0.3), ("d", "near", 2.9)] {
-            _ = try tracer("db", "set", "beacons/b1/interactions/\(id)", #"{"proximity": "\#(p)", "distance": \#(d)}"#)
+            _ = try await tracer(
+                "db",
+                "set",
+                "beacons/b1/interactions/\(id)",
+                #"{"proximity": "\#(p)", "distance": \#(d)}"#
+            )
         }
-        let r = try tracer(
+        let r = try await tracer(
             "db",
             "query",
             "beacons/b1/interactions",
@@ -61,9 +66,9 @@ import TracerTesting
             line.range(of: #"beacons/b1/interactions/[a-z]"#, options: .regularExpression).map { String(line[$0]) }
         }
         #expect(paths == ["beacons/b1/interactions/d", "beacons/b1/interactions/a"])
-        let group = try tracer("db", "query", "interactions", "--group", "--where", "distance > 2", "--count")
+        let group = try await tracer("db", "query", "interactions", "--group", "--where", "distance > 2", "--count")
         #expect(group.stdout == "2\n")
-        let human = try tracer("db", "query", "beacons/b1/interactions", "--where", #"proximity == "far""#)
+        let human = try await tracer("db", "query", "beacons/b1/interactions", "--where", #"proximity == "far""#)
         #expect(human.stdout.contains("beacons/b1/interactions/b") && human.stdout.hasSuffix("1 document\n"))
     }
 
@@ -78,82 +83,82 @@ import TracerTesting
         (["db", "query", "beacons", "--where", "in [] x"], "cannot read the filter"),
         (["db", "import", "/nonexistent.jsonl"], "cannot read /nonexistent.jsonl"),
     ])
-    func badInputGivesOneLineAndExitOne(_ args: [String], _ message: String) throws {
-        _ = try tracer("db", "set", "seed/doc", "{}")  // the store exists: the error is about the input
-        let r = try TracerProcess.run(args + ["--store", store])
+    func badInputGivesOneLineAndExitOne(_ args: [String], _ message: String) async throws {
+        _ = try await tracer("db", "set", "seed/doc", "{}")  // the store exists: the error is about the input
+        let r = try await TracerProcess.running(args + ["--store", store])
         #expect(r.status == 1)
         #expect(r.stdout.isEmpty)
         let lines = r.stderr.split(separator: "\n")
         #expect(lines.count == 1 && r.stderr.contains(message), "\(r.stderr)")
     }
 
-    @Test func exportThenImportIntoAnotherStore() throws {
+    @Test func exportThenImportIntoAnotherStore() async throws {
         for i in 0..<25 {
-            _ = try tracer(
+            _ = try await tracer(
                 "db",
                 "set",
                 "beacons/b\(i % 3)/interactions/i\(i)",
                 #"{"i": \#(i), "t": {"__time__": "2026-11-22T10:00:00Z"}}"#
             )
         }
-        _ = try tracer("db", "set", "other/x", #"{"i": -1}"#)
-        let export = try tracer("db", "export", "beacons")
+        _ = try await tracer("db", "set", "other/x", #"{"i": -1}"#)
+        let export = try await tracer("db", "export", "beacons")
         #expect(export.status == 0)
         #expect(export.stdout.split(separator: "\n").count == 25)
         let file = dir.file("export.jsonl")
         try export.stdout.write(toFile: file, atomically: true, encoding: .utf8)
         let second = dir.file("second.sqlite")
-        let imported = try TracerProcess.run(["db", "import", file, "--store", second])
+        let imported = try await TracerProcess.running(["db", "import", file, "--store", second])
         #expect(imported.status == 0 && imported.stdout.contains("imported 25 documents"), "\(imported.stderr)")
-        let again = try TracerProcess.run(["db", "export", "/", "--store", second])
+        let again = try await TracerProcess.running(["db", "export", "/", "--store", second])
         #expect(again.stdout == export.stdout)
     }
 
-    @Test func importNamesTheBadLine() throws {
+    @Test func importNamesTheBadLine() async throws {
         let file = dir.file("bad.jsonl")
         try """
         {"path": "a/1", "data": {"n": 1}}
         {"path": "a/2", "data": {"n": 2}}
         {"path": "a", "data": {"n": 3}}
         """.write(toFile: file, atomically: true, encoding: .utf8)
-        let r = try tracer("db", "import", file)
+        let r = try await tracer("db", "import", file)
         #expect(r.status == 1)
         #expect(r.stderr.contains("bad.jsonl:3") && r.stderr.contains("names a collection"), "\(r.stderr)")
     }
 
-    @Test func watchPrintsCurrentDocumentsThenLiveChanges() throws {
-        _ = try tracer("db", "set", "beacons/k/interactions/first", #"{"n": 1}"#)
+    @Test func watchPrintsCurrentDocumentsThenLiveChanges() async throws {
+        _ = try await tracer("db", "set", "beacons/k/interactions/first", #"{"n": 1}"#)
         let watcher = try TracerProcess.start(["db", "watch", "beacons/k/interactions", "--store", store])
         defer { watcher.kill(SIGINT) }
         #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/first", "data": {"n":1}}"#)
-        _ = try tracer("db", "set", "beacons/k/interactions/second", #"{"n": 2}"#)
+        _ = try await tracer("db", "set", "beacons/k/interactions/second", #"{"n": 2}"#)
         #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
-        _ = try tracer("db", "set", "beacons/k/interactions/first", #"{"n": {"__increment__": 10}}"#, "--merge")
+        _ = try await tracer("db", "set", "beacons/k/interactions/first", #"{"n": {"__increment__": 10}}"#, "--merge")
         #expect(
             watcher.nextLine() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#
         )
-        _ = try tracer("db", "delete", "beacons/k/interactions/second")
+        _ = try await tracer("db", "delete", "beacons/k/interactions/second")
         #expect(watcher.nextLine() == #"{"type": "removed", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
     }
 
-    @Test func watchADocument() throws {
+    @Test func watchADocument() async throws {
         let watcher = try TracerProcess.start(["db", "watch", "devices/d9", "--store", store])
         defer { watcher.kill(SIGINT) }
         usleep(200_000)
-        _ = try tracer("db", "set", "devices/d9", #"{"status": "exposed"}"#)
+        _ = try await tracer("db", "set", "devices/d9", #"{"status": "exposed"}"#)
         #expect(watcher.nextLine() == #"{"type": "added", "path": "devices/d9", "data": {"status":"exposed"}}"#)
-        _ = try tracer("db", "delete", "devices/d9")
+        _ = try await tracer("db", "delete", "devices/d9")
         #expect(watcher.nextLine() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
     }
 
-    @Test func readingCommandsRefuseAStoreThatIsNotThere() throws {
-        let r = try TracerProcess.run(["db", "get", "beacons/b1", "--store", dir.file("typo.sqlite")])
+    @Test func readingCommandsRefuseAStoreThatIsNotThere() async throws {
+        let r = try await TracerProcess.running(["db", "get", "beacons/b1", "--store", dir.file("typo.sqlite")])
         #expect(r.status == 1 && r.stderr.contains("no store at"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("typo.sqlite")))
     }
 
-    @Test func watchEndsCleanlyOnSIGTERM() throws {
-        _ = try tracer("db", "set", "a/b", #"{"x": 1}"#)
+    @Test func watchEndsCleanlyOnSIGTERM() async throws {
+        _ = try await tracer("db", "set", "a/b", #"{"x": 1}"#)
         let watcher = try TracerProcess.start(["db", "watch", "a", "--store", store])
         #expect(watcher.nextLine() != nil)
         watcher.kill(SIGTERM)
@@ -161,10 +166,10 @@ import TracerTesting
         #expect(watcher.process.terminationReason == .exit)
     }
 
-    @Test func indexExplainAndPurge() throws {
-        let r = try tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
+    @Test func indexExplainAndPurge() async throws {
+        let r = try await tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
         #expect(r.stdout == "index interactions (deviceId asc, start desc) [group]\n", "\(r.stderr)")
-        let explain = try tracer(
+        let explain = try await tracer(
             "db",
             "query",
             "interactions",
@@ -176,9 +181,9 @@ import TracerTesting
             "--explain"
         )
         #expect(explain.stdout.contains("uses index interactions (deviceId asc, start desc) [group], in order"))
-        _ = try tracer("db", "set", "b/1/interactions/old", #"{"start": {"__time__": "2020-01-01T00:00:00Z"}}"#)
-        _ = try tracer("db", "set", "b/1/interactions/new", #"{"start": {"__time__": "2099-01-01T00:00:00Z"}}"#)
-        let purge = try tracer("db", "purge", "interactions", "--field", "start", "--older-than", "14d")
+        _ = try await tracer("db", "set", "b/1/interactions/old", #"{"start": {"__time__": "2020-01-01T00:00:00Z"}}"#)
+        _ = try await tracer("db", "set", "b/1/interactions/new", #"{"start": {"__time__": "2099-01-01T00:00:00Z"}}"#)
+        let purge = try await tracer("db", "purge", "interactions", "--field", "start", "--older-than", "14d")
         #expect(purge.stdout.hasPrefix("deleted 1 document of interactions"), "\(purge.stdout)\(purge.stderr)")
         #expect(purge.stdout.contains("trimmed "))
         #expect(purge.stderr.isEmpty, "logs stay quiet by default: \(purge.stderr)")
@@ -186,8 +191,8 @@ import TracerTesting
 }
 
 @Suite struct DecodeAndMapCommandTests {
-    @Test func decodeJSONIsExactlyTheContract() throws {
-        let r = try TracerProcess.run([
+    @Test func decodeJSONIsExactlyTheContract() async throws {
+        let r = try await TracerProcess.running([
             "decode", "02 01 06 1A FF 4C 00 02 15 E2 C5 6D B5 DF FB 48 D2 B0 60 D0 F5 A7 10 96 E0 00 02 00 07 C5",
             "--json",
         ])
@@ -197,22 +202,22 @@ import TracerTesting
                 == #"{"uuid": "e2c56db5-dffb-48d2-b060-d0f5a71096e0", "major": 2, "minor": 7, "measuredPower": -59}"#
                 + "\n"
         )
-        let colons = try TracerProcess.run([
+        let colons = try await TracerProcess.running([
             "decode", "02:01:06:1a:ff:4c:00:02:15:e2:c5:6d:b5:df:fb:48:d2:b0:60:d0:f5:a7:10:96:e0:00:02:00:07:c5",
         ])
         #expect(colons.stdout.contains("major 2 minor 7"))
     }
 
     @Test(arguments: [("0201", "no iBeacon"), ("zz", "is not hex"), ("0201061AFF4C000216", "no iBeacon")])
-    func decodeFailsWithTheReason(_ hex: String, _ reason: String) throws {
-        let r = try TracerProcess.run(["decode", hex])
+    func decodeFailsWithTheReason(_ hex: String, _ reason: String) async throws {
+        let r = try await TracerProcess.running(["decode", hex])
         #expect(r.status == 1 && r.stdout.isEmpty && r.stderr.contains(reason), "\(r.stderr)")
     }
 
-    @Test func mapCheck() throws {
+    @Test func mapCheck() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let r = try TracerProcess.run([
+        let r = try await TracerProcess.running([
             "map", "check", root.appendingPathComponent("BeaconMap/example-campus.yaml").path,
         ])
         #expect(
@@ -221,7 +226,7 @@ import TracerTesting
         )
         let dir = TemporaryDirectory()
         try "site: X\ndeviceUUIDs: [nope]\n".write(toFile: dir.file("bad.yaml"), atomically: true, encoding: .utf8)
-        let bad = try TracerProcess.run(["map", "check", dir.file("bad.yaml")])
+        let bad = try await TracerProcess.running(["map", "check", dir.file("bad.yaml")])
         #expect(
             bad.status == 1 && bad.stderr.contains("bad.yaml:2: a device UUID 'nope' is not a UUID"),
             "\(bad.stderr)"
@@ -253,9 +258,9 @@ import TracerTesting
         return path
     }
 
-    @Test func replayRunsToTheEndAndReports() throws {
+    @Test func replayRunsToTheEndAndReports() async throws {
         let file = try replay(seconds: 60)
-        let r = try TracerProcess.run([
+        let r = try await TracerProcess.running([
             "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(file)", "--store",
             dir.file("s.sqlite"),
         ])
@@ -263,7 +268,7 @@ import TracerTesting
         #expect(r.stdout.hasPrefix("ranged 12060 adverts (12000 iBeacon, 12000 attributed"), "\(r.stdout)")
         #expect(r.stdout.contains("wrote 40 interaction documents"), "\(r.stdout)")
         #expect(r.stderr.contains("skipped 1 of 12061 lines") && r.stderr.contains("replay-60.jsonl:"), "\(r.stderr)")
-        let count = try TracerProcess.run([
+        let count = try await TracerProcess.running([
             "db", "query", "beacons/kiosk-lab/interactions", "--count", "--store", dir.file("s.sqlite"),
         ])
         #expect(count.stdout == "40\n")
@@ -276,15 +281,17 @@ import TracerTesting
         (["--anchor", "kiosk-lab", "--source", "replay:/nonexistent.jsonl"], "cannot read the replay file"),
         (["--anchor", "kiosk-lab", "--source", "carrier-pigeon"], "--source takes bluez or replay:FILE"),
     ])
-    func badStartsAreOneLine(_ args: [String], _ message: String) throws {
-        let r = try TracerProcess.run(["daemon", "--map", Self.map] + args + ["--store", dir.file("s.sqlite")])
+    func badStartsAreOneLine(_ args: [String], _ message: String) async throws {
+        let r = try await TracerProcess.running(
+            ["daemon", "--map", Self.map] + args + ["--store", dir.file("s.sqlite")]
+        )
         #expect(
             r.status == 1 && r.stderr.contains(message) && r.stderr.split(separator: "\n").count == 1,
             "\(r.stderr)"
         )
     }
 
-    @Test func sigtermWritesWhatIsBufferedAndExitsZero() throws {
+    @Test func sigtermWritesWhatIsBufferedAndExitsZero() async throws {
         let file = try replay(seconds: 3600)  // 720,000 adverts: still running when the signal comes
         let store = dir.file("s.sqlite")
         let daemon = try TracerProcess.start([
@@ -296,7 +303,9 @@ import TracerTesting
         let line = daemon.nextLine(timeout: 2) ?? ""
         #expect(line.hasPrefix("stopped after"), "\(line)")
         let written = Int(line.split(separator: " ").dropLast(2).last ?? "") ?? -1
-        let count = try TracerProcess.run(["db", "query", "interactions", "--group", "--count", "--store", store])
+        let count = try await TracerProcess.running([
+            "db", "query", "interactions", "--group", "--count", "--store", store,
+        ])
         #expect(written > 0 && count.stdout == "\(written)\n", "\(line) / \(count.stdout)")
     }
 }
@@ -304,7 +313,7 @@ import TracerTesting
 @Suite struct CalibrateCommandTests {
     /// Badges at 1, 3 and 6 m under n = 2.7, heard 5 dB weak: the fit finds both, and the
     /// windowed distances get closer to the truth.
-    @Test func fitsAGeneratedCaptureAndWritesTheSite() throws {
+    @Test func fitsAGeneratedCaptureAndWritesTheSite() async throws {
         let dir = TemporaryDirectory("tracer-calibrate")
         var f = ReplayFixture()
         f.pathLossExponent = 2.7
@@ -335,7 +344,7 @@ import TracerTesting
             encoding: .utf8
         )
 
-        let r = try TracerProcess.run([
+        let r = try await TracerProcess.running([
             "calibrate", "--map", map, "--replay", dir.file("cap.jsonl"), "--truth", dir.file("truth.jsonl"),
             "--anchor",
             "kiosk-lab", "--write",
@@ -346,7 +355,7 @@ import TracerTesting
             .flatMap { Double(r.stdout[$0].dropFirst("receiver offset ".count)) }
         #expect(offset.map { abs($0 - 5) < 0.3 } == true, "\(r.stdout)")
         for d in ["1", "3", "6"] { #expect(r.stdout.contains("  at \(d) m: "), "\(r.stdout)") }
-        let check = try TracerProcess.run(["map", "check", map])
+        let check = try await TracerProcess.running(["map", "check", map])
         #expect(check.status == 0)
         #expect(try String(contentsOfFile: map, encoding: .utf8).contains("pathLossExponent: 2.7"))
     }
@@ -355,7 +364,7 @@ import TracerTesting
 extension CalibrateCommandTests {
     /// A kiosk hears the map's fixed beacons at their plan distances (7.5, 7.5 and 2.5 m from
     /// kiosk-lab): calibration needs no truth file.
-    @Test func calibratesAKioskFromTheMapsFixedBeacons() throws {
+    @Test func calibratesAKioskFromTheMapsFixedBeacons() async throws {
         let dir = TemporaryDirectory("tracer-calibrate")
         var f = ReplayFixture()
         f.pathLossExponent = 2.5
@@ -375,7 +384,7 @@ extension CalibrateCommandTests {
             )
         }
         try f.write(to: dir.file("kiosk.jsonl"))
-        let r = try TracerProcess.run([
+        let r = try await TracerProcess.running([
             "calibrate", "--map", DaemonCommandTests.map, "--replay", dir.file("kiosk.jsonl"), "--anchor", "kiosk-lab",
         ])
         #expect(r.status == 0, "\(r.stderr)")
@@ -390,7 +399,7 @@ extension CalibrateCommandTests {
         // One fixed beacon is one distance: nothing to fit, said plainly.
         f.badges = [f.badges[0]]
         try f.write(to: dir.file("one.jsonl"))
-        let one = try TracerProcess.run([
+        let one = try await TracerProcess.running([
             "calibrate", "--map", DaemonCommandTests.map, "--replay", dir.file("one.jsonl"), "--anchor", "kiosk-lab",
         ])
         #expect(

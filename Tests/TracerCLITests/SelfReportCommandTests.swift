@@ -9,32 +9,32 @@ import TracerTesting
 
     static func image(_ name: String) -> String { ResultImages.file(name) }
 
-    func tracer(_ args: String...) throws -> TracerProcess.Result {
-        try TracerProcess.run(args + ["--store", store])
+    func tracer(_ args: String...) async throws -> TracerProcess.Result {
+        try await TracerProcess.running(args + ["--store", store])
     }
 
-    @Test func anAcceptedReportIsRecordedOnceWithoutTheImage() throws {
+    @Test func anAcceptedReportIsRecordedOnceWithoutTheImage() async throws {
         let image = Self.image("lab-pcr-positive.png")
-        let r = try tracer("self-report", image, "--device", "dev-7", "--yes", "--symptoms", "yes")
+        let r = try await tracer("self-report", image, "--device", "dev-7", "--yes", "--symptoms", "yes")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("ACCEPTED: a recent positive COVID-19 test"), "\(r.stdout)")
         #expect(r.stdout.contains("  pass  result: the result is positive"))
         #expect(r.stdout.contains("recorded report "), "\(r.stdout)")
 
-        let again = try tracer("self-report", image, "--device", "dev-7", "--yes")
+        let again = try await tracer("self-report", image, "--device", "dev-7", "--yes")
         #expect(again.status == 0 && again.stdout.contains("already reported: report "), "\(again.stdout)")
 
-        let reports = try TracerProcess.run(["db", "query", "reports", "--json", "--store", store])
+        let reports = try await TracerProcess.running(["db", "query", "reports", "--json", "--store", store])
         let lines = reports.stdout.split(separator: "\n")
         #expect(lines.count == 1, "\(reports.stdout)")
         let expected = try shellSHA256(image)
         #expect(reports.stdout.contains(#""imageSHA256":"\#(expected)""#), "\(reports.stdout)")
         #expect(reports.stdout.contains(#""symptoms":true"#))
-        let device = try TracerProcess.run(["db", "get", "devices/dev-7", "--json", "--store", store])
+        let device = try await TracerProcess.running(["db", "get", "devices/dev-7", "--json", "--store", store])
         #expect(device.stdout.contains(#""status":"positive""#), "\(device.stdout)")
         // The store holds no image: nothing near the file's size was written.
         let size = try FileManager.default.attributesOfItem(atPath: image)[.size] as? Int ?? 0
-        let export = try TracerProcess.run(["db", "export", "--store", store])
+        let export = try await TracerProcess.running(["db", "export", "--store", store])
         #expect(export.stdout.utf8.count < size / 2)
     }
 
@@ -49,8 +49,8 @@ import TracerTesting
         return String(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64))
     }
 
-    @Test func aNegativeIsRejectedWithExitTwoAndNothingStored() throws {
-        let r = try tracer("self-report", Self.image("lab-pcr-negative.png"), "--device", "dev-8", "--yes")
+    @Test func aNegativeIsRejectedWithExitTwoAndNothingStored() async throws {
+        let r = try await tracer("self-report", Self.image("lab-pcr-negative.png"), "--device", "dev-8", "--yes")
         #expect(r.status == 2)
         #expect(r.stdout.hasPrefix("REJECTED"))
         #expect(r.stderr.hasPrefix("rejected: result (the result is negative"), "\(r.stderr)")
@@ -59,8 +59,8 @@ import TracerTesting
         #expect(!FileManager.default.fileExists(atPath: store))
     }
 
-    @Test func withoutATerminalItAsksForYes() throws {
-        let r = try tracer("self-report", Self.image("sms-positive-light.png"), "--device", "dev-9")
+    @Test func withoutATerminalItAsksForYes() async throws {
+        let r = try await tracer("self-report", Self.image("sms-positive-light.png"), "--device", "dev-9")
         #expect(r.status == 1)
         #expect(r.stderr == "Error: no terminal to confirm on: add --yes to record the report (nothing was recorded)\n")
     }
@@ -70,24 +70,24 @@ import TracerTesting
         ("not-an-image.png", "not a PNG, JPEG, TIFF or WebP image"), ("huge.png", "limit for an image"),
         ("missing.png", "No such file or directory"),
     ])
-    func badInputIsOneLineAndExitOne(_ name: String, _ words: String) throws {
-        let r = try tracer("self-report", Self.image(name), "--device", "dev-1", "--yes")
+    func badInputIsOneLineAndExitOne(_ name: String, _ words: String) async throws {
+        let r = try await tracer("self-report", Self.image(name), "--device", "dev-1", "--yes")
         #expect(r.status == 1)
         #expect(r.stderr.hasPrefix("Error: \(Self.image(name)): ") && r.stderr.contains(words), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1)
     }
 
-    @Test func onAKioskTheDeviceAtImmediateRangeIsTheReporter() throws {
+    @Test func onAKioskTheDeviceAtImmediateRangeIsTheReporter() async throws {
         let now = Date()
         let f = ISO8601DateFormatter()
-        let set = try tracer(
+        let set = try await tracer(
             "db",
             "set",
             "beacons/kiosk-lab/interactions/i1",
             #"{"deviceId": "badge-42", "proximity": "immediate", "start": {"__time__": "\#(f.string(from: now.addingTimeInterval(-25)))"}, "end": {"__time__": "\#(f.string(from: now.addingTimeInterval(-5)))"}}"#
         )
         #expect(set.status == 0, "\(set.stderr)")
-        let r = try tracer(
+        let r = try await tracer(
             "self-report",
             Self.image("antigen-certificate-positive.png"),
             "--anchor",
@@ -97,7 +97,7 @@ import TracerTesting
         )
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains(#""deviceId":"badge-42""#) && r.stdout.contains(#""accepted":true"#), "\(r.stdout)")
-        let nobody = try tracer(
+        let nobody = try await tracer(
             "self-report",
             Self.image("antigen-certificate-positive.png"),
             "--anchor",
@@ -110,10 +110,10 @@ import TracerTesting
         )
     }
 
-    @Test func verifyStoresNothingAndExitsTwoWhenRejected() throws {
-        let ok = try TracerProcess.run(["verify", Self.image("sms-positive-dark.png")])
+    @Test func verifyStoresNothingAndExitsTwoWhenRejected() async throws {
+        let ok = try await TracerProcess.running(["verify", Self.image("sms-positive-dark.png")])
         #expect(ok.status == 0 && ok.stdout.hasPrefix("ACCEPTED"), "\(ok.stdout)\(ok.stderr)")
-        let old = try TracerProcess.run(["verify", Self.image("lab-pcr-positive-old.png")])
+        let old = try await TracerProcess.running(["verify", Self.image("lab-pcr-positive-old.png")])
         #expect(old.status == 2 && old.stderr.hasPrefix("rejected: date (collected 30 days ago"), "\(old.stderr)")
     }
 }

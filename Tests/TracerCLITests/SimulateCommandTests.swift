@@ -92,16 +92,18 @@ import TracerTesting
         #expect(table.status == 0 && table.stdout.contains("all (per device)") && table.stdout.contains("continuity"))
     }
 
-    @Test func badInputIsOneLineAndExitOne() throws {
-        let people = try TracerProcess.run([
+    @Test func badInputIsOneLineAndExitOne() async throws {
+        let people = try await TracerProcess.running([
             "simulate", "--map", Self.map, "--people", "0", "--hours", "1", "--out", dir.file("x"),
         ])
         #expect(people.status == 1 && people.stderr == "Error: --people must be from 1 to 100000, not 0\n")
-        let start = try TracerProcess.run([
+        let start = try await TracerProcess.running([
             "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--out", dir.file("x"), "--start", "monday",
         ])
         #expect(start.status == 1 && start.stderr.contains("--start takes a date"))
-        let sim = try TracerProcess.run(["evaluate", "--sim", dir.file("nothing"), "--store", dir.file("s.sqlite")])
+        let sim = try await TracerProcess.running([
+            "evaluate", "--sim", dir.file("nothing"), "--store", dir.file("s.sqlite"),
+        ])
         #expect(sim.status == 1 && sim.stderr.contains("manifest.json: not found"), "\(sim.stderr)")
     }
 }

@@ -128,7 +128,7 @@ import TracerTesting
         let replay = dir.file("lab.jsonl")
         try Self.fixture().write(to: replay)
         _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: replay, store: store)
-        let export = try TracerProcess.run(["db", "export", "/", "--store", store.path])
+        let export = try await TracerProcess.running(["db", "export", "/", "--store", store.path])
         #expect(export.stdout.contains("interactions"))
         for address in ["C3:11:9A:22:07:5E", "D4:22:8B:33:18:6F", "11:22:33:44:55:66"] {
             #expect(!export.stdout.contains(address))

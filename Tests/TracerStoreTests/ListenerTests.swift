@@ -197,12 +197,12 @@ import TracerTesting
         #expect(failed.next()?.code == .tokenExpired)
     }
 
-    @Test func aWriteFromAnotherProcessReachesTheListener() throws {
+    @Test func aWriteFromAnotherProcessReachesTheListener() async throws {
         let got = Collector<QuerySnapshot>()
         let registration = try store.addListener(Query(collection: interactions)) { got.add($0) }
         defer { registration.cancel() }
         #expect(got.next()?.documents.isEmpty == true)
-        let result = try TracerProcess.run([
+        let result = try await TracerProcess.running([
             "db", "set", "beacons/b1/interactions/remote", #"{"from": "another process"}"#, "--store", store.path,
         ])
         #expect(result.status == 0, "\(result.stderr)")
