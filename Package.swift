@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -11,6 +11,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        // The admin HTTP API. Its swift-configuration support is left off (tracer has its flags).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: ["FullFoundation"]),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -79,6 +81,16 @@ let package = Package(
         // and the evaluation of what tracer flagged against that truth.
         .target(name: "TracerSimulation", dependencies: ["TracerSite", "TracerRanging"]),
 
+        // The admin HTTP API and the dashboard (`tracer serve`): tokens, routes, Server-Sent Events.
+        .target(
+            name: "TracerServer",
+            dependencies: [
+                "TracerStore", "TracerSite", "TracerExposure", "TracerReports", "TracerOCR", "TracerVerification",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
         .target(
             name: "TracerBenchmarks",
@@ -101,6 +113,7 @@ let package = Package(
                 "TracerReports",
                 "TracerExposure",
                 "TracerSimulation",
+                "TracerServer",
                 "TracerBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -147,8 +160,15 @@ let package = Package(
             dependencies: ["TracerSimulation", "TracerSite", "TracerTesting"]
         ),
         .testTarget(
+            name: "TracerServerTests",
+            dependencies: [
+                "TracerServer", "TracerStore", "TracerSite", "TracerTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
             name: "TracerCLITests",
-            dependencies: ["tracer", "TracerDBus", "TracerTesting"]
+            dependencies: ["tracer", "TracerDBus", "TracerStore", "TracerTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

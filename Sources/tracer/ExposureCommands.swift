@@ -6,32 +6,8 @@ import TracerStore
 
 /// Exposure documents in the contract's JSON shape and as a table.
 enum ExposureOutput {
-    static func iso(_ v: Value?) -> Any {
-        guard let t = v?.timestampValue else { return NSNull() }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.string(from: t.date)
-    }
-
-    static func object(_ doc: DocumentSnapshot) -> [String: Any] {
-        let segments = doc.path.description.split(separator: "/")
-        return [
-            "deviceId": segments.count > 1 ? String(segments[1]) : "",
-            "reportId": doc["reportId"]?.stringValue ?? "",
-            "beaconKey": doc["beaconKey"]?.stringValue ?? "",
-            "from": iso(doc["from"]),
-            "to": iso(doc["to"]),
-            "separation": [
-                "min": doc["separation.min"]?.doubleValue ?? 0, "max": doc["separation.max"]?.doubleValue ?? 0,
-            ],
-            "overlapSeconds": Int(doc["overlapSeconds"]?.doubleValue ?? 0),
-        ]
-    }
-
-    static func json(_ object: Any) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func object(_ doc: DocumentSnapshot) -> [String: Any] { ExposureJSON.object(doc) }
+    static func json(_ object: Any) -> String { ExposureJSON.json(object) }
 
     /// A time to the second, UTC: `2026-11-22 06:32:07Z`.
     static func second(_ v: Value?) -> String {
@@ -93,16 +69,10 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     func status(_ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
-        let exposures = try store.getDocuments(
-            Query(collection: CollectionPath("devices/\(device)/exposures")).order(by: "from")
-        )
+        let exposures = try ExposureJSON.exposures(of: device, store: store)
         let status = doc["status"]?.stringValue ?? "clear"
         let risk = doc["risk"]?.stringValue ?? "low"
-        if json {
-            return ExposureOutput.json([
-                "deviceId": device, "status": status, "risk": risk, "exposures": exposures.map(ExposureOutput.object),
-            ])
-        }
+        if json { return ExposureJSON.json(ExposureJSON.status(device, document: doc, exposures: exposures)) }
         var text = "\(device): \(status), risk \(risk)"
         if !exposures.isEmpty {
             let minutes = doc["colocatedMinutes"]?.doubleValue ?? 0
@@ -150,14 +120,14 @@ struct ExposureCommand: ParsableCommand {
             }
             cutoff = Timestamp(seconds: date.timeIntervalSince1970)
         }
-        var query: Query
+        let docs: [DocumentSnapshot]
         if let beacon {
-            query = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(beacon))
+            docs = try ExposureJSON.atBeacon(beacon, since: cutoff, store: store)
         } else {
-            query = Query(collection: try CollectionPath("devices/\(device ?? "")/exposures"))
+            let query = Query(collection: try CollectionPath("devices/\(device ?? "")/exposures"))
+                .where("from", .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0))).order(by: "from")
+            docs = try store.getDocuments(query)
         }
-        query = query.where("from", .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0))).order(by: "from")
-        let docs = try store.getDocuments(query)
         if json {
             Output.line(ExposureOutput.json(docs.map(ExposureOutput.object)))
         } else {

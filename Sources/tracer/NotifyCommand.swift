@@ -48,7 +48,7 @@ struct NotifyCommand: AsyncParsableCommand {
                 if last[doc.id] == key { continue }
                 let body: [String: Any] = [
                     "deviceId": doc.id, "status": status, "risk": risk, "exposureCount": count,
-                    "updatedAt": ExposureOutput.iso(doc["updatedAt"]), "token": snap.token,
+                    "updatedAt": ExposureJSON.iso(doc["updatedAt"]), "token": snap.token,
                 ]
                 try await deliver(ExposureOutput.json(body), to: hook)
                 last[doc.id] = key

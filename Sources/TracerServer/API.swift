@@ -1,0 +1,325 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TracerExposure
+import TracerOCR
+import TracerReports
+import TracerSite
+import TracerStore
+import TracerVerification
+
+/// The admin HTTP API and the dashboard: every route, who may call it, and what it answers.
+public final class API: Sendable {
+    /// An upload's limit: the largest image tracer reads, and room for the form around it.
+    public static let maxUpload = ImageLimits().maxBytes + 64 * 1024
+
+    public let store: DocumentStore
+    public let site: Site?
+    public let engine: ExposureEngine
+    public let tokens: TokenStore
+    public let limiter: FailureLimiter
+    /// Devices seen at an anchor within this many seconds count as there now.
+    public let occupancyWindow: Double
+    let reports: ReportIntake
+    let rotationKey: [UInt8]
+    let started = Date()
+
+    public init(
+        store: DocumentStore,
+        site: Site?,
+        engine: ExposureEngine,
+        limiter: FailureLimiter = FailureLimiter(),
+        occupancyWindow: Double = 120,
+        ocrSlots: Int = 2
+    ) throws {
+        self.store = store
+        self.site = site
+        self.engine = engine
+        self.tokens = TokenStore(store: store)
+        self.limiter = limiter
+        self.occupancyWindow = occupancyWindow
+        self.reports = ReportIntake(slots: ocrSlots)
+        self.rotationKey = Array(TokenStore.random(32).utf8)
+        try ExposureEngine.declareIndexes(store)
+        try store.declareIndex(IndexDefinition(collectionID: "interactions", "end"))
+    }
+
+    public func router() -> Router<TracerContext> {
+        let router = Router(context: TracerContext.self)
+        router.add(middleware: ErrorMiddleware())
+        router.get("/") { _, _ in Dashboard.response() }
+        router.get("/dashboard") { _, _ in Dashboard.response() }
+        router.get("/health") { [self] _, _ in try health() }
+        router.get("/v1/features") { [self] _, _ in JSONBody.response(features()) }
+        router.get("/v1/beacons") { [self] request, context in
+            try authorize(request, context, [.admin])
+            return JSONBody.response(try beacons())
+        }
+        router.get("/v1/beacons/:key/exposures") { [self] request, context in
+            try authorize(request, context, [.admin])
+            let key = try Self.key(context.parameters.require("key"), "beacon key")
+            let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
+            let docs = try ExposureJSON.atBeacon(key, since: since, store: store)
+            return JSONBody.response(["beaconKey": key, "exposures": docs.map(ExposureJSON.object)])
+        }
+        router.get("/v1/devices/:id") { [self] request, context in
+            let id = try Self.key(context.parameters.require("id"), "device id")
+            let who = try authorize(request, context, [.admin, .kiosk, .device])
+            if who.role == .device, who.deviceID != id {
+                throw APIError.forbidden("a device token reads its own device only")
+            }
+            let doc = try store.get(DocumentPath("devices/\(id)"))
+            return JSONBody.response(
+                ExposureJSON.status(id, document: doc, exposures: try ExposureJSON.exposures(of: id, store: store))
+            )
+        }
+        router.post("/v1/reports") { [self] request, context in
+            let who = try authorize(request, context, [.admin, .kiosk, .device])
+            return try await report(request, context, who)
+        }
+        router.get("/v1/responses") { [self] request, context in
+            try authorize(request, context, [.admin, .kiosk, .device])
+            return JSONBody.response(try responses())
+        }
+        router.get("/v1/watch") { [self] request, context in
+            let who = try authorize(request, context, [.admin, .device], tokenInQuery: true)
+            return try Watch.response(self, request, who)
+        }
+        return router
+    }
+
+    // MARK: Who is asking
+
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+    /// Checks the token (a bearer header; for EventSource, which cannot set headers, also
+    /// `?access_token=`), the client's failures and the role; writes an admin's request to the
+    /// audit collection.
+    @discardableResult
+    func authorize(
+        _ request: Request,
+        _ context: TracerContext,
+        _ roles: Set<Role>,
+        tokenInQuery: Bool = false
+    ) throws -> Principal {
+        if let wait = limiter.retryAfter(context.client) {
+            var e = APIError(
+                .tooManyRequests,
+                "too_many_requests",
+                "too many failed token attempts from \(context.client); wait \(Int(wait.rounded(.up))) s"
+            )
+            e.headers[.retryAfter] = "\(Int(wait.rounded(.up)))"
+            throw e
+        }
+        var presented: String?
+        if let header = request.headers[.authorization] {
+            guard header.lowercased().hasPrefix("bearer ") else {
+                limiter.failed(context.client)
+                throw APIError.unauthorized("the Authorization header takes 'Bearer tracer_…'")
+            }
+            presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        } else if tokenInQuery, let q = request.uri.queryParameters["access_token"] {
+            presented = String(q)
+        }
+        guard let presented else {
+            throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
+        }
+        guard let who = tokens.verify(presented) else {
+            limiter.failed(context.client)
+            throw APIError.unauthorized("the token is not valid: unknown, revoked or mistyped")
+        }
+        guard roles.contains(who.role) else {
+            throw APIError.forbidden("a \(who.role.rawValue) token may not \(request.method) \(request.uri.path)")
+        }
+        if who.role == .admin { try audit(who, request) }
+        return who
+    }
+
+    /// `audit/{id}`: who (the token's id and name), what (method and path with its query,
+    /// without a token), when (the server's time).
+    func audit(_ who: Principal, _ request: Request) throws {
+        var what = request.uri.path
+        if let query = request.uri.query, !query.isEmpty {
+            let kept = query.split(separator: "&").filter { !$0.hasPrefix("access_token=") }
+            if !kept.isEmpty { what += "?" + kept.joined(separator: "&") }
+        }
+        _ = try store.add(
+            CollectionPath("audit"),
+            [
+                "tokenId": .string(who.tokenID), "tokenName": .string(who.name), "role": .string(who.role.rawValue),
+                "method": .string(request.method.rawValue), "path": .string(what), "at": .serverTimestamp,
+            ]
+        )
+    }
+
+    // MARK: Input
+
+    /// A beacon key or device id from a URL: letters, digits and `-_.:`, at most 128; never a
+    /// path of its own (`..`, `/`, `%2F`).
+    static func key(_ raw: String, _ what: String) throws -> String {
+        let value = raw.removingPercentEncoding ?? raw
+        let allowed = value.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                || $0 == UInt8(ascii: ":")
+        }
+        guard !value.isEmpty, value.utf8.count <= 128, allowed, value != ".", value != ".." else {
+            throw APIError.badRequest("not a \(what): '\(value.prefix(80))' (letters, digits and - _ . : only)")
+        }
+        return value
+    }
+
+    /// `since=2026-11-20` or `since=2026-11-20T10:00:00Z`.
+    static func since(_ raw: String?) throws -> Timestamp? {
+        guard let raw, !raw.isEmpty else { return nil }
+        let iso = ISO8601DateFormatter()
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        guard let date = iso.date(from: raw) ?? fractional.date(from: raw) ?? day.date(from: raw) else {
+            throw APIError.badRequest(
+                "since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(raw.prefix(80))'"
+            )
+        }
+        return Timestamp(seconds: date.timeIntervalSince1970)
+    }
+
+    // MARK: Routes
+
+    func health() throws -> Response {
+        do {
+            let token = try store.currentToken()
+            return JSONBody.response([
+                "status": "ok", "storeToken": token, "uptimeSeconds": Int(Date().timeIntervalSince(started)),
+                "site": site.map { $0.name as Any } ?? NSNull(),
+            ])
+        } catch {
+            return JSONBody.response(
+                ["status": "unavailable", "error": ["code": "store_unavailable", "message": "\(error)"]],
+                status: .serviceUnavailable
+            )
+        }
+    }
+
+    /// What this site has on, so that kiosks and apps can adapt their interface.
+    func features() -> [String: Any] {
+        let policy = engine.policy
+        return [
+            "selfReport": true,
+            "verification": "ocr",
+            "questionnaire": ["symptoms", "tested"],
+            "exposureNotifications": true,
+            "responses": true,
+            "watch": true,
+            "dashboard": true,
+            "kioskDeviceLookup": true,
+            "site": site.map { $0.name as Any } ?? NSNull(),
+            "exposure": [
+                "radiusMetres": policy.radius, "windowMinutes": policy.window / 60,
+                "lookbackDays": policy.lookback / 86_400, "separation": policy.separation.rawValue,
+            ],
+            "retentionDays": 14,
+            "maxUploadBytes": ImageLimits().maxBytes,
+        ]
+    }
+
+    /// The site and its anchors with live occupancy (devices heard within `occupancyWindow`) and
+    /// exposure counts (from the last 14 days).
+    func beacons() throws -> [String: Any] {
+        let now = Date().timeIntervalSince1970
+        let recent = Timestamp(seconds: now - occupancyWindow)
+        let fortnight = Timestamp(seconds: now - 14 * 86_400)
+        var stored: [String: DocumentSnapshot] = [:]
+        for doc in try store.getDocuments(Query(collection: CollectionPath("beacons"))) { stored[doc.id] = doc }
+        var keys = site?.anchors.map(\.key) ?? []
+        for key in stored.keys.sorted() where !keys.contains(key) { keys.append(key) }
+        var anchors: [[String: Any]] = []
+        for key in keys {
+            let present = try store.getDocuments(
+                Query(collection: CollectionPath("beacons/\(key)/interactions"))
+                    .where("end", .greaterThanOrEqual, .timestamp(recent))
+            )
+            let devices = Set(present.compactMap { $0["deviceId"]?.stringValue })
+            let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
+            var entry: [String: Any] = [
+                "key": key, "occupancy": devices.count, "exposures": exposures.count,
+                "exposedDevices": Set(exposures.map { ExposureJSON.object($0)["deviceId"] as? String ?? "" }).count,
+            ]
+            if let last = present.compactMap({ $0["end"]?.timestampValue }).max() {
+                entry["lastHeard"] = ExposureJSON.iso(.timestamp(last))
+            }
+            if let a = site?.anchor(key) {
+                entry["kind"] = a.kind.rawValue
+                entry["room"] = a.room
+                entry["position"] = [a.position.x, a.position.y]
+            } else if let doc = stored[key] {
+                entry["room"] = doc["room"]?.stringValue ?? NSNull()
+                entry["name"] = doc["name"]?.stringValue ?? NSNull()
+            }
+            anchors.append(entry)
+        }
+        var body: [String: Any] = [
+            "beacons": anchors, "occupancyWindowSeconds": occupancyWindow,
+            "generatedAt": ExposureJSON.iso(.timestamp(Timestamp(seconds: now))),
+        ]
+        if let site {
+            body["site"] = [
+                "name": site.name,
+                "rooms": site.rooms.map { r -> [String: Any] in
+                    [
+                        "key": r.key, "name": r.name, "building": r.building ?? NSNull(), "floor": r.floor ?? NSNull(),
+                        "use": r.use.rawValue, "outline": r.outline.map { [$0.x, $0.y] },
+                    ]
+                },
+            ]
+        }
+        return body
+    }
+
+    /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC
+    /// of the report id under this server's key and the day, so lists of different days (or
+    /// servers) cannot be joined, and with the collection day only.
+    func responses() throws -> [String: Any] {
+        let now = Date()
+        let fortnight = Timestamp(seconds: now.timeIntervalSince1970 - 14 * 86_400)
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        let today = day.string(from: now)
+        var out: [[String: Any]] = []
+        for doc in try store.getDocuments(Query(collection: CollectionPath("reports"))) {
+            guard doc["status"] == .string("accepted"), let created = doc["createdAt"]?.timestampValue,
+                created >= fortnight
+            else { continue }
+            var entry: [String: Any] = [
+                "id": HMAC.hex(key: rotationKey, message: Array("\(today)\n\(doc.id)".utf8)).prefix(24),
+                "reportedOn": day.string(from: created.date),
+            ]
+            if let collected = doc["collectedAt"]?.timestampValue {
+                entry["collectedOn"] = day.string(from: collected.date)
+            }
+            if case .map(let answers)? = doc["answers"] {
+                entry["answers"] = answers.compactMapValues { value -> Bool? in
+                    if case .bool(let b) = value { b } else { nil }
+                }
+            }
+            out.append(entry)
+        }
+        // Sorted by the rotated id: the order says nothing of when each came in.
+        out.sort { ($0["id"] as? Substring ?? "") < ($1["id"] as? Substring ?? "") }
+        for i in out.indices { out[i]["id"] = String(out[i]["id"] as? Substring ?? "") }
+        return ["days": 14, "rotatedOn": today, "responses": out]
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) over tracer's SHA-256.
+enum HMAC {
+    static func hex(key: [UInt8], message: [UInt8]) -> String {
+        var k = key.count > 64 ? SHA256.digest(key) : key
+        k += [UInt8](repeating: 0, count: 64 - k.count)
+        let inner = SHA256.digest(k.map { $0 ^ 0x36 } + message)
+        return SHA256.hex(k.map { $0 ^ 0x5c } + inner)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import TracerStore
+
+/// An answer that is not a success: its status and a JSON body
+/// `{"error": {"code": "...", "message": "..."}}`. Every 4xx is one of these, never a crash.
+public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var headers: HTTPFields = [:]
+    /// Extra fields beside `error` (a rejected report's rules), as a JSON object.
+    public var extra = Data()
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, "bad_request", message) }
+    public static func notFound(_ message: String) -> APIError { APIError(.notFound, "not_found", message) }
+    public static func forbidden(_ message: String) -> APIError { APIError(.forbidden, "forbidden", message) }
+
+    public static func unauthorized(_ message: String) -> APIError {
+        var e = APIError(.unauthorized, "unauthorized", message)
+        e.headers[.wwwAuthenticate] = #"Bearer realm="tracer""#
+        return e
+    }
+
+    public var body: [String: Any] {
+        var object = (try? JSONSerialization.jsonObject(with: extra)) as? [String: Any] ?? [:]
+        object["error"] = ["code": code, "message": message]
+        return object
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONBody.response(body, status: status)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+
+    /// Any error as an answer: the API's own as they are, the framework's with a JSON body, the
+    /// store's refusals of bad input as 400, and anything else as a 500 that is logged (a bug).
+    static func from(_ error: any Error) -> APIError {
+        switch error {
+        case let e as APIError:
+            return e
+        case let e as HTTPError:
+            var mapped = APIError(e.status, Self.code(for: e.status), e.body ?? Self.message(for: e.status))
+            mapped.headers = e.headers
+            return mapped
+        case let e as StoreError:
+            switch e.code {
+            case .notFound: return .notFound(e.message)
+            case .invalidPath, .invalidFieldPath, .invalidValue, .invalidQuery, .invalidJSON, .tokenExpired:
+                return .badRequest(e.message)
+            case .tooLarge:
+                return APIError(.contentTooLarge, "too_large", e.message)
+            case .alreadyExists:
+                return APIError(.conflict, "conflict", e.message)
+            default:
+                return APIError(.serviceUnavailable, "store_unavailable", "the store could not answer: \(e.message)")
+            }
+        default:
+            return APIError(.internalServerError, "internal", "an internal error (logged): \(error)")
+        }
+    }
+
+    static func code(for status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 400: "bad_request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not_found"
+        case 405: "method_not_allowed"
+        case 413: "too_large"
+        case 415: "unsupported_media_type"
+        case 422: "rejected"
+        case 429: "too_many_requests"
+        default: status.code < 500 ? "bad_request" : "unavailable"
+        }
+    }
+
+    static func message(for status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 404: "no such route"
+        case 413: "the request body is over the size limit"
+        default: status.reasonPhrase
+        }
+    }
+}
+
+/// JSON responses from `JSONSerialization` objects (the store's values are dynamic).
+enum JSONBody {
+    static func data(_ object: Any) -> Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
+    }
+
+    static func response(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
+        let data = Self.data(object)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
+
+/// The request context: the framework's storage, the client's address (for rate limiting) and,
+/// once the token is checked, who is asking.
+public struct TracerContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let client: String
+    public var principal: Principal?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        client = source.channel.remoteAddress?.ipAddress ?? "local"
+    }
+
+    /// Uploads up to the image limit, and a little for the form around it.
+    public var maxUploadSize: Int { API.maxUpload }
+}
+
+/// Turns every error into a JSON answer, and logs the 5xx ones.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = TracerContext
+
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let e = APIError.from(error)
+            if e.status.code >= 500 {
+                context.logger.error("\(request.method) \(request.uri.path) failed: \(error)")
+            }
+            return try e.response(from: request, context: context)
+        }
+    }
+}

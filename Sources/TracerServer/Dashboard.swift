@@ -1,0 +1,3 @@
+import Hummingbird
+
+enum Dashboard { static func response() -> Response { Response(status: .ok) } }

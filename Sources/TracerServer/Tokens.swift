@@ -1,0 +1,170 @@
+import Foundation
+import TracerReports
+import TracerStore
+
+/// Who may do what: an admin reads everything; a kiosk posts reports and reads status; a device
+/// reads only its own device.
+public enum Role: String, Sendable, CaseIterable {
+    case admin, kiosk, device
+}
+
+/// The holder of a valid token.
+public struct Principal: Sendable, Equatable {
+    public var tokenID: String
+    public var role: Role
+    /// A device token's device.
+    public var deviceID: String?
+    public var name: String
+}
+
+/// API tokens, kept in `tokens/{id}` as a SHA-256 of their secret: the token itself is shown once,
+/// when created, and is never stored. A token reads `tracer_{id}_{secret}`; its secret has
+/// 190 bits from the system's random source, so one hash (not a slow one) is enough.
+public struct TokenStore: Sendable {
+    public static let collection = "tokens"
+    static let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+
+    let store: DocumentStore
+
+    public init(store: DocumentStore) { self.store = store }
+
+    public struct Created: Sendable {
+        public var id: String
+        /// The whole token, to hand over once.
+        public var token: String
+    }
+
+    static func random(_ count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(decoding: (0..<count).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
+    }
+
+    /// Creates a token; `deviceID` is required for a device token and refused for others.
+    public func create(role: Role, deviceID: String?, name: String?) throws -> Created {
+        if role == .device, deviceID?.isEmpty ?? true {
+            throw APIError.badRequest("a device token needs --device ID")
+        }
+        if role != .device, deviceID != nil {
+            throw APIError.badRequest("only a device token takes --device")
+        }
+        let id = Self.random(12)
+        let secret = Self.random(32)
+        var data: DocumentData = [
+            "role": .string(role.rawValue),
+            "hash": .string(SHA256.hex(Array(secret.utf8))),
+            "name": .string(name ?? "\(role.rawValue) token"),
+            "createdAt": .serverTimestamp,
+        ]
+        if let deviceID { data["deviceId"] = .string(deviceID) }
+        try store.create(DocumentPath("\(Self.collection)/\(id)"), data)
+        return Created(id: id, token: "tracer_\(id)_\(secret)")
+    }
+
+    /// Every token, without its hash.
+    public func list() throws -> [DocumentSnapshot] {
+        try store.getDocuments(Query(collection: CollectionPath(Self.collection)).order(by: "createdAt"))
+    }
+
+    /// Revokes a token at once; false when there is none with this id.
+    public func revoke(_ id: String) throws -> Bool {
+        guard Self.isID(id) else { return false }
+        let path = try DocumentPath("\(Self.collection)/\(id)")
+        return try store.runTransaction { t in
+            guard try t.get(path).exists else { return false }
+            t.update(path, ["revokedAt": .serverTimestamp])
+            return true
+        }
+    }
+
+    static func isID(_ s: Substring) -> Bool { s.count == 12 && s.utf8.allSatisfy { alphabet.contains($0) } }
+    static func isID(_ s: String) -> Bool { isID(Substring(s)) }
+
+    /// The principal a presented token stands for, or nil. The hashes are compared in constant
+    /// time, and an unknown id costs the same comparison as a known one.
+    public func verify(_ presented: String) -> Principal? {
+        let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "tracer", Self.isID(parts[1]), parts[2].utf8.count == 32 else {
+            return nil
+        }
+        let id = String(parts[1])
+        let offered = SHA256.digest(Array(parts[2].utf8))
+        let doc = try? store.get("\(Self.collection)/\(id)")
+        let stored = doc?["hash"]?.stringValue.flatMap(Self.bytes(hex:)) ?? [UInt8](repeating: 0, count: 32)
+        let same = Self.constantTimeEqual(offered, stored)
+        guard same, let doc, doc.exists, doc["revokedAt"] == nil,
+            let role = doc["role"]?.stringValue.flatMap(Role.init(rawValue:))
+        else { return nil }
+        return Principal(
+            tokenID: id,
+            role: role,
+            deviceID: doc["deviceId"]?.stringValue,
+            name: doc["name"]?.stringValue ?? ""
+        )
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let u = Array(hex.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        for i in stride(from: 0, to: u.count, by: 2) {
+            guard let b = UInt8(String(decoding: u[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(b)
+        }
+        return out
+    }
+
+    /// Equal lengths and bytes, in time that depends on the length only.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+}
+
+/// Failed token attempts per client: after `limit` failures within `window` seconds, a client is
+/// refused (429) until the window has passed, whatever it presents.
+public final class FailureLimiter: @unchecked Sendable {
+    let limit: Int
+    let window: Double
+    let clock: @Sendable () -> Double
+    private let lock = NSLock()
+    private var failures: [String: (count: Int, since: Double)] = [:]
+
+    public init(
+        limit: Int = 10,
+        window: Double = 60,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+    }
+
+    /// Seconds until this client may try again, or nil when it may now.
+    public func retryAfter(_ client: String) -> Double? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let f = failures[client] else { return nil }
+        let now = clock()
+        if now - f.since >= window {
+            failures[client] = nil
+            return nil
+        }
+        return f.count >= limit ? window - (now - f.since) : nil
+    }
+
+    public func failed(_ client: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = clock()
+        if let f = failures[client], now - f.since < window {
+            failures[client] = (f.count + 1, f.since)
+        } else {
+            failures[client] = (1, now)
+        }
+        // Forget old clients so that a scan from many addresses cannot grow this without bound.
+        if failures.count > 10_000 { failures = failures.filter { now - $0.value.since < window } }
+    }
+}

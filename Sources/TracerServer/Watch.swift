@@ -1,0 +1,174 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TracerStore
+
+/// `GET /v1/watch?path=…`: the store's listeners as Server-Sent Events.
+///
+/// `path` is a document (`devices/X`), a collection (`beacons/kiosk-lab/interactions`) or a
+/// collection group (`*/exposures`); `since` and `field` keep documents whose `field` is at or after
+/// `since`. Each event's id is the store's sequence token: a client that reconnects with
+/// `Last-Event-ID` (EventSource does this itself) gets every change after it, then live ones.
+/// Events: `snapshot` (the documents now), `changes` (added, modified, removed), `document` (a
+/// watched document's state) and `error` (then the stream ends; `token_expired` means start
+/// again without Last-Event-ID). A comment every 15 s keeps proxies from closing it.
+enum Watch {
+    enum Target {
+        case document(DocumentPath)
+        case query(Query)
+    }
+
+    static let keepalive: Duration = .seconds(15)
+
+    static func target(_ request: Request, _ who: Principal) throws -> Target {
+        guard let raw = request.uri.queryParameters["path"].map(String.init), !raw.isEmpty else {
+            throw APIError.badRequest("watch takes ?path= a document, a collection or */GROUP")
+        }
+        if who.role == .device {
+            let own = "devices/\(who.deviceID ?? "")"
+            guard raw == own || raw == own + "/exposures" else {
+                throw APIError.forbidden("a device token watches \(own) and \(own)/exposures only")
+            }
+        }
+        var query: Query
+        if raw.hasPrefix("*/") {
+            let group = String(raw.dropFirst(2))
+            guard !group.isEmpty, !group.contains("/") else {
+                throw APIError.badRequest("*/ takes one collection id, not '\(group.prefix(80))'")
+            }
+            query = Query(collectionGroup: group)
+        } else {
+            let segments = raw.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.count % 2 == 0 {
+                return .document(try DocumentPath(raw))
+            }
+            query = Query(collection: try CollectionPath(raw))
+        }
+        if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
+            let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
+            query = query.where(try FieldPath(parsing: field), .greaterThanOrEqual, .timestamp(since))
+        }
+        return .query(query)
+    }
+
+    static func response(_ api: API, _ request: Request, _ who: Principal) throws -> Response {
+        let target = try target(request, who)
+        var resumeAt: Int64?
+        if let raw = request.headers[API.lastEventID] ?? request.uri.queryParameters["lastEventId"].map(String.init) {
+            guard let token = Int64(String(raw).trimmingCharacters(in: .whitespaces)), token >= 0 else {
+                throw APIError.badRequest(
+                    "Last-Event-ID takes a store sequence token (a number), not '\(raw.prefix(40))'"
+                )
+            }
+            resumeAt = token
+        }
+        let resume = resumeAt
+        let (frames, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        let registration: ListenerRegistration
+        let onError: @Sendable (StoreError) -> Void = { error in
+            let code = error.code == .tokenExpired ? "token_expired" : "store_error"
+            continuation.yield(
+                frame(
+                    event: "error",
+                    id: nil,
+                    data: #"{"error":{"code":"\#(code)","message":\#(JSON.string(.string(error.message)))}}"#
+                )
+            )
+            continuation.finish()
+        }
+        switch target {
+        case .document(let path):
+            let store = api.store
+            registration = store.addListener(document: path, onError: onError) { snap in
+                let token = (try? store.currentToken()) ?? 0
+                continuation.yield(frame(event: "document", id: token, data: document(snap)))
+            }
+        case .query(let query):
+            let first = LockedFlag()
+            registration = try api.store.addListener(
+                query,
+                from: resume.map { .after(token: $0) } ?? .now,
+                onError: onError
+            ) { snap in
+                if resume == nil, first.setOnce() {
+                    let docs = snap.documents.map(document).joined(separator: ",")
+                    continuation.yield(
+                        frame(
+                            event: "snapshot",
+                            id: snap.token,
+                            data: #"{"token":\#(snap.token),"documents":[\#(docs)]}"#
+                        )
+                    )
+                } else {
+                    first.set()
+                    let changes = snap.changes.map { change($0) }.joined(separator: ",")
+                    continuation.yield(
+                        frame(
+                            event: "changes",
+                            id: snap.token,
+                            data: #"{"token":\#(snap.token),"changes":[\#(changes)]}"#
+                        )
+                    )
+                }
+            }
+        }
+        let beat = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: keepalive)
+                continuation.yield(": keepalive\n\n")
+            }
+        }
+        continuation.onTermination = { _ in
+            registration.cancel()
+            beat.cancel()
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-store",
+                HTTPField.Name("X-Accel-Buffering")!: "no",
+            ],
+            body: ResponseBody { writer in
+                // An opening comment, so a client knows at once that the stream is up.
+                try await writer.write(ByteBuffer(string: ": tracer watch\nretry: 2000\n\n"))
+                for await text in frames {
+                    try await writer.write(ByteBuffer(string: text))
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+
+    static func frame(event: String, id: Int64?, data: String) -> String {
+        (id.map { "id: \($0)\n" } ?? "") + "event: \(event)\ndata: \(data)\n\n"
+    }
+
+    static func document(_ snap: DocumentSnapshot) -> String {
+        let data = snap.data.map { JSON.string($0) } ?? "null"
+        return #"{"path":\#(JSON.string(.string(snap.path.description))),"exists":\#(snap.exists),"data":\#(data)}"#
+    }
+
+    static func change(_ c: DocumentChange) -> String {
+        let data = c.kind == .removed ? "null" : (c.document.data.map { JSON.string($0) } ?? "null")
+        return
+            #"{"kind":"\#(c.kind.rawValue)","path":\#(JSON.string(.string(c.document.path.description))),"data":\#(data)}"#
+    }
+}
+
+/// A flag set once, from any thread.
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    /// True the first time only.
+    func setOnce() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if value { return false }
+        value = true
+        return true
+    }
+
+    func set() { _ = setOnce() }
+}

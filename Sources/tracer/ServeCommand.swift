@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TracerServer
+import TracerSite
+import TracerStore
+
+/// `tracer serve`: the admin HTTP API and the live dashboard.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the admin HTTP API and the live floor-plan dashboard (loopback by default).",
+        discussion: """
+            Routes: /health, /v1/features, /v1/beacons, /v1/beacons/{key}/exposures?since=, /v1/devices/{id}, \
+            POST /v1/reports (multipart), /v1/responses, /v1/watch?path= (Server-Sent Events), and the dashboard \
+            at /. Every /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
+            Put it behind a reverse proxy for TLS (README: "The admin API").
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+    @OptionGroup(title: "Exposure policy (and the site's floor plan, with --map)") var policy:
+        ReportCommand.PolicyOptions
+    @Option(help: "HOST:PORT to listen on (0 as the port: any free one).") var bind = "127.0.0.1:8080"
+    @Option(help: "Seconds since a device was last heard at an anchor for it to count as there now.")
+    var occupancyWindow: Double = 120
+
+    func run() async throws {
+        let (host, port) = try Server.address(bind)
+        guard occupancyWindow > 0 else { throw ValidationError("--occupancy-window takes seconds above 0") }
+        let engine = try policy.engine
+        let site = try policy.map.map { try Site.load(file: $0) }
+        let store = try options.open()
+        let api = try API(store: store, site: site, engine: engine, occupancyWindow: occupancyWindow)
+        if try TokenStore(store: store).list().isEmpty {
+            Output.error(
+                "no tokens yet: create one with `tracer token create --role admin --store \(options.resolvedPath)`"
+            )
+        }
+        var logger = Logger(label: "tracer.serve")
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
+        try await Server.run(api, host: host, port: port, logger: logger) { bound in
+            let shown = host.contains(":") ? "[\(host)]" : host
+            Output.line(
+                "serving \(options.resolvedPath) on http://\(shown):\(bound)/ (the dashboard; the API under /v1)"
+            )
+        }
+    }
+}
+
+/// `tracer token create|list|revoke`: who may use the API.
+struct TokenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Create, list or revoke API tokens (stored hashed; a token is shown once).",
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Create a token and print it once: admin reads everything, a kiosk posts reports and reads status, a device reads its own device."
+        )
+        @OptionGroup var options: StoreOptions
+        @Option(help: "admin, kiosk or device.") var role: String
+        @Option(help: "A device token's device id.") var device: String?
+        @Option(help: "A name to know it by (shown in the audit log).") var name: String?
+        @Flag(help: "Print JSON: {\"id\", \"token\", \"role\"}.") var json = false
+
+        func run() throws {
+            guard let r = Role(rawValue: role) else {
+                throw ValidationError("--role takes admin, kiosk or device, not '\(role)'")
+            }
+            if r == .device, device?.isEmpty ?? true { throw ValidationError("a device token needs --device ID") }
+            if r != .device, device != nil { throw ValidationError("only a device token takes --device") }
+            if let device, device.contains("/") { throw ValidationError("--device takes a device id, not '\(device)'") }
+            let created = try TokenStore(store: options.open()).create(role: r, deviceID: device, name: name)
+            if json {
+                Output.line(ExposureOutput.json(["id": created.id, "token": created.token, "role": r.rawValue]))
+            } else {
+                Output.line(created.token)
+                Output.error(
+                    "token \(created.id) (\(r.rawValue)\(device.map { " for \($0)" } ?? "")): shown once, stored hashed; send it as 'Authorization: Bearer …'"
+                )
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List tokens (never their secrets).")
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let docs = try TokenStore(store: options.open(mustExist: true)).list()
+            if docs.isEmpty { Output.line("no tokens") }
+            for d in docs {
+                let revoked = d["revokedAt"] != nil ? "  revoked \(ExposureOutput.second(d["revokedAt"]))" : ""
+                Output.line(
+                    "\(d.id)  \(d["role"]?.stringValue ?? "?")  \(d["name"]?.stringValue ?? "")"
+                        + (d["deviceId"]?.stringValue.map { "  device \($0)" } ?? "")
+                        + "  created \(ExposureOutput.second(d["createdAt"]))" + revoked
+                )
+            }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a token: refused from the next request on.")
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The token's id (the part after tracer_).") var id: String
+
+        func run() throws {
+            guard try TokenStore(store: options.open(mustExist: true)).revoke(id) else {
+                throw ValidationError("no token with id '\(id)' (tracer token list)")
+            }
+            Output.line("token \(id) revoked")
+        }
+    }
+}
