@@ -43,7 +43,6 @@ public final class API: Sendable {
         self.reports = ReportIntake(slots: ocrSlots)
         self.rotationKey = Array(TokenStore.random(32).utf8)
         try ExposureEngine.declareIndexes(store)
-        try store.declareIndex(IndexDefinition(collectionID: "interactions", "end"))
     }
 
     public func router() -> Router<TracerContext> {
@@ -238,10 +237,11 @@ public final class API: Sendable {
         for key in stored.keys.sorted() where !keys.contains(key) { keys.append(key) }
         var anchors: [[String: Any]] = []
         for key in keys {
+            // Windows last at most a minute or so: read by the daemon's index on start, then by end.
             let present = try store.getDocuments(
                 Query(collection: CollectionPath("beacons/\(key)/interactions"))
-                    .where("end", .greaterThanOrEqual, .timestamp(recent))
-            )
+                    .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: now - occupancyWindow - 300)))
+            ).filter { ($0["end"]?.timestampValue ?? Timestamp(seconds: 0)) >= recent }
             let devices = Set(present.compactMap { $0["deviceId"]?.stringValue })
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
             var entry: [String: Any] = [

@@ -1,0 +1,438 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import TracerExposure
+import TracerServer
+import TracerSite
+import TracerStore
+import TracerTesting
+
+/// A store, the example site, the API and a token of each kind.
+struct ServerFixture {
+    static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
+
+    let dir = TemporaryDirectory("tracer-serve")
+    let store: DocumentStore
+    let api: API
+    let admin: String
+    let kiosk: String
+    let device: String
+    let limiter: FailureLimiter
+
+    init(limit: Int = 10) throws {
+        store = try DocumentStore(path: dir.file("s.sqlite"))
+        let site = try Site.load(file: Self.map)
+        limiter = FailureLimiter(limit: limit, window: 60)
+        api = try API(
+            store: store,
+            site: site,
+            engine: ExposureEngine(policy: ExposurePolicy(site: site)),
+            limiter: limiter
+        )
+        let tokens = TokenStore(store: store)
+        admin = try tokens.create(role: .admin, deviceID: nil, name: "health team").token
+        kiosk = try tokens.create(role: .kiosk, deviceID: nil, name: "lab kiosk").token
+        device = try tokens.create(role: .device, deviceID: "dev-1", name: nil).token
+    }
+
+    func app(port: Int = 0) -> some ApplicationProtocol {
+        Application(router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: port)))
+    }
+
+    static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
+
+    /// An interaction window at a kiosk, `ago` seconds before now.
+    func interaction(_ id: String, at anchor: String, device: String, ago: Double, length: Double = 30) throws {
+        let end = Date().timeIntervalSince1970 - ago
+        try store.set(
+            DocumentPath("beacons/\(anchor)/interactions/\(id)"),
+            [
+                "deviceId": .string(device), "proximity": "near", "distance": 1.5,
+                "start": .timestamp(Timestamp(seconds: end - length)), "end": .timestamp(Timestamp(seconds: end)),
+            ]
+        )
+    }
+
+    func exposure(_ device: String, at anchor: String, report: String, daysAgo: Double) throws {
+        let from = Date().timeIntervalSince1970 - daysAgo * 86_400
+        try store.set(
+            DocumentPath("devices/\(device)/exposures/\(report)-\(anchor)"),
+            [
+                "reportId": .string(report), "beaconKey": .string(anchor), "from": .timestamp(Timestamp(seconds: from)),
+                "to": .timestamp(Timestamp(seconds: from + 600)), "overlapSeconds": 600,
+                "separation": ["min": 0.5, "max": 2.5],
+            ]
+        )
+    }
+}
+
+/// A multipart/form-data body.
+func form(
+    _ parts: [(name: String, filename: String?, body: [UInt8])],
+    boundary: String = "tracer-test-boundary"
+)
+    -> (HTTPFields, ByteBuffer)
+{
+    var body = [UInt8]()
+    for p in parts {
+        var head = "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(p.name)\""
+        if let f = p.filename { head += "; filename=\"\(f)\"\r\nContent-Type: application/octet-stream" }
+        head += "\r\n\r\n"
+        body += Array(head.utf8) + p.body + Array("\r\n".utf8)
+    }
+    body += Array("--\(boundary)--\r\n".utf8)
+    return ([.contentType: "multipart/form-data; boundary=\(boundary)"], ByteBuffer(bytes: body))
+}
+
+func json(_ response: TestResponse) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any] ?? [:]
+}
+
+func errorCode(_ response: TestResponse) -> String? {
+    (json(response)["error"] as? [String: Any])?["code"] as? String
+}
+
+/// Every route through the router, as the server would run it, without a socket.
+@Suite struct APITests {
+    @Test func healthAndFeaturesNeedNoToken() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/health", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(json(r)["status"] as? String == "ok")
+                #expect(json(r)["site"] as? String == "Example Campus")
+            }
+            try await client.execute(uri: "/v1/features", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(json(r)["selfReport"] as? Bool == true)
+                let exposure = try #require(json(r)["exposure"] as? [String: Any])
+                #expect(exposure["radiusMetres"] as? Double == 6)
+                #expect(exposure["separation"] as? String == "geometric")
+            }
+        }
+    }
+
+    @Test func whoMayReadWhat() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            // No token: 401 with a challenge; a mistyped one: 401.
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get) { r in
+                #expect(r.status == .unauthorized)
+                #expect(r.headers[.wwwAuthenticate] == #"Bearer realm="tracer""#)
+                #expect(errorCode(r) == "unauthorized")
+            }
+            let wrong = String(f.admin.dropLast()) + (f.admin.hasSuffix("a") ? "b" : "a")
+            try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(wrong)) { r in
+                #expect(r.status == .unauthorized)
+            }
+            // A device reads its own device only; a kiosk reads status but not the site.
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
+                #expect($0.status == .ok)
+                #expect(json($0)["status"] as? String == "clear")
+            }
+            try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.device)) {
+                #expect($0.status == .forbidden)
+                #expect(errorCode($0) == "forbidden")
+            }
+            try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.admin)) {
+                #expect($0.status == .ok)
+            }
+        }
+    }
+
+    @Test func aRevokedTokenIsRefusedAtOnce() async throws {
+        let f = try ServerFixture()
+        let id = String(f.kiosk.split(separator: "_")[1])
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+                #expect($0.status == .ok)
+            }
+            #expect(try TokenStore(store: f.store).revoke(id))
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+                #expect($0.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func tokensAreStoredHashed() throws {
+        let f = try ServerFixture()
+        let export = try f.store.getDocuments(Query(collection: CollectionPath("tokens")))
+        #expect(export.count == 3)
+        for doc in export {
+            let text = JSON.string(doc.data ?? [:])
+            for token in [f.admin, f.kiosk, f.device] {
+                #expect(!text.contains(String(token.split(separator: "_")[2])), "a secret is stored in \(doc.id)")
+            }
+            #expect(doc["hash"]?.stringValue?.count == 64)
+        }
+    }
+
+    @Test func failedAttemptsAreRateLimitedPerClient() async throws {
+        let f = try ServerFixture(limit: 3)
+        try await f.app().test(.router) { client in
+            for _ in 0..<3 {
+                try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer("tracer_nope"))
+                {
+                    #expect($0.status == .unauthorized)
+                }
+            }
+            // Now even the right token waits.
+            try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.admin)) { r in
+                #expect(r.status == .tooManyRequests)
+                #expect(errorCode(r) == "too_many_requests")
+                #expect(Int(r.headers[.retryAfter] ?? "") ?? 0 > 0)
+            }
+        }
+    }
+
+    @Test func everyAdminRequestIsAudited() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(
+                uri: "/v1/beacons/kiosk-lab/exposures?since=2026-01-01",
+                method: .get,
+                headers: ServerFixture.bearer(f.admin)
+            ) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
+                #expect($0.status == .ok)
+            }
+        }
+        let audit = try f.store.getDocuments(Query(collection: CollectionPath("audit")))
+        #expect(audit.count == 1, "only the admin's request: \(audit.map(\.data))")
+        let entry = try #require(audit.first)
+        #expect(entry["tokenName"] == .string("health team"))
+        #expect(entry["role"] == .string("admin"))
+        #expect(entry["method"] == .string("GET"))
+        #expect(entry["path"] == .string("/v1/beacons/kiosk-lab/exposures?since=2026-01-01"))
+        #expect(entry["at"]?.timestampValue != nil)
+    }
+
+    @Test func badInputIsA4xxWithAJSONBodyNeverA500() async throws {
+        let f = try ServerFixture()
+        let admin = ServerFixture.bearer(f.admin)
+        let cases: [(String, HTTPRequest.Method, HTTPResponse.Status)] = [
+            ("/nope", .get, .notFound),
+            ("/v1/devices", .get, .notFound),
+            ("/v1/devices/..%2F..%2Freports", .get, .badRequest),
+            ("/v1/devices/a%00b", .get, .badRequest),
+            ("/v1/devices/\(String(repeating: "x", count: 300))", .get, .badRequest),
+            ("/v1/beacons/kiosk-lab/exposures?since=yesterday", .get, .badRequest),
+            ("/v1/beacons/..%2Fx/exposures", .get, .badRequest),
+            ("/v1/watch", .get, .badRequest),
+            ("/v1/watch?path=devices//x", .get, .badRequest),
+            ("/v1/watch?path=*/a/b", .get, .badRequest),
+            ("/v1/watch?path=devices&since=soon", .get, .badRequest),
+            ("/v1/watch?path=devices&field=a..b&since=2026-01-01", .get, .badRequest),
+        ]
+        try await f.app().test(.router) { client in
+            for (uri, method, status) in cases {
+                try await client.execute(uri: uri, method: method, headers: admin) { r in
+                    #expect(r.status == status, "\(method) \(uri): \(r.status)")
+                    #expect(r.headers[.contentType]?.hasPrefix("application/json") == true, "\(uri)")
+                    #expect(errorCode(r) != nil, "\(uri): \(String(buffer: r.body))")
+                }
+            }
+            var headers = admin
+            headers[HTTPField.Name("Last-Event-ID")!] = "not-a-number"
+            try await client.execute(uri: "/v1/watch?path=devices", method: .get, headers: headers) {
+                #expect($0.status == .badRequest)
+            }
+        }
+    }
+
+    @Test func beaconsShowOccupancyNowAndExposureCounts() async throws {
+        let f = try ServerFixture()
+        try f.interaction("now-1", at: "kiosk-lab", device: "dev-1", ago: 10)
+        try f.interaction("now-2", at: "kiosk-lab", device: "dev-2", ago: 40)
+        try f.interaction("now-2b", at: "kiosk-lab", device: "dev-2", ago: 70)
+        try f.interaction("gone", at: "kiosk-lab", device: "dev-3", ago: 600)
+        try f.interaction("cafe", at: "kiosk-cafe", device: "dev-4", ago: 5)
+        try f.exposure("dev-2", at: "kiosk-lab", report: "r1", daysAgo: 1)
+        try f.exposure("dev-5", at: "kiosk-lab", report: "r1", daysAgo: 2)
+        try f.exposure("dev-6", at: "kiosk-lab", report: "r0", daysAgo: 20)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.admin)) { r in
+                let body = json(r)
+                let beacons = try #require(body["beacons"] as? [[String: Any]])
+                let lab = try #require(beacons.first { $0["key"] as? String == "kiosk-lab" })
+                #expect(lab["occupancy"] as? Int == 2)
+                #expect(lab["exposures"] as? Int == 2)
+                #expect(lab["room"] as? String == "lab")
+                #expect(lab["position"] as? [Double] == [6, 9.5])
+                let cafe = try #require(beacons.first { $0["key"] as? String == "kiosk-cafe" })
+                #expect(cafe["occupancy"] as? Int == 1 && cafe["exposures"] as? Int == 0)
+                let site = try #require(body["site"] as? [String: Any])
+                #expect((site["rooms"] as? [[String: Any]])?.count == 12)
+            }
+            try await client.execute(
+                uri: "/v1/beacons/kiosk-lab/exposures?since=2020-01-01",
+                method: .get,
+                headers: ServerFixture.bearer(f.admin)
+            ) { r in
+                let exposures = try #require(json(r)["exposures"] as? [[String: Any]])
+                #expect(exposures.map { $0["deviceId"] as? String } == ["dev-6", "dev-5", "dev-2"])
+            }
+            let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3 * 86_400))
+            try await client.execute(
+                uri: "/v1/beacons/kiosk-lab/exposures?since=\(since)",
+                method: .get,
+                headers: ServerFixture.bearer(f.admin)
+            ) { r in
+                #expect((json(r)["exposures"] as? [[String: Any]])?.count == 2)
+            }
+        }
+    }
+
+    @Test func reportsAreVerifiedLikeTheCommandLine() async throws {
+        let f = try ServerFixture()
+        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
+        let negative = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-negative.png"))))
+        let kiosk = ServerFixture.bearer(f.kiosk)
+        @Sendable func post(
+            _ headers: HTTPFields,
+            _ parts: [(name: String, filename: String?, body: [UInt8])]
+        ) -> (HTTPFields, ByteBuffer) {
+            var (h, b) = form(parts)
+            h.append(contentsOf: headers)
+            return (h, b)
+        }
+        try await f.app().test(.router) { client in
+            // Not a form; no image; answers that are not JSON.
+            var headers = kiosk
+            headers[.contentType] = "application/json"
+            try await client.execute(
+                uri: "/v1/reports",
+                method: .post,
+                headers: headers,
+                body: ByteBuffer(string: "{}")
+            ) {
+                #expect($0.status == .unsupportedMediaType)
+            }
+            var (h, b) = post(kiosk, [("deviceId", nil, Array("dev-9".utf8))])
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) {
+                #expect($0.status == .badRequest)
+                #expect(String(buffer: $0.body).contains("'image'"))
+            }
+            (h, b) = post(
+                kiosk,
+                [
+                    ("image", "r.png", positive), ("deviceId", nil, Array("dev-9".utf8)),
+                    ("answers", nil, Array("{nope".utf8)),
+                ]
+            )
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) {
+                #expect($0.status == .badRequest)
+                #expect(String(buffer: $0.body).contains("answers"))
+            }
+            // Not an image at all: the image check refuses it before Tesseract.
+            (h, b) = post(kiosk, [("image", "x.png", Array("hello".utf8)), ("deviceId", nil, Array("dev-9".utf8))])
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) {
+                #expect($0.status == .unprocessableContent)
+                #expect(errorCode($0) == "unreadable_image")
+            }
+            // A negative: 422 with the failed rule, nothing stored.
+            (h, b) = post(kiosk, [("image", "n.png", negative), ("deviceId", nil, Array("dev-9".utf8))])
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
+                #expect(r.status == .unprocessableContent)
+                #expect(errorCode(r) == "rejected")
+                #expect(json(r)["accepted"] as? Bool == false)
+                let rules = try #require(json(r)["rules"] as? [[String: Any]])
+                #expect(rules.contains { $0["name"] as? String == "result" && $0["passed"] as? Bool == false })
+            }
+            #expect(try f.store.getDocuments(Query(collection: CollectionPath("reports"))).isEmpty)
+            // A positive: 201, then 200 for the same image again.
+            (h, b) = post(
+                kiosk,
+                [
+                    ("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8)),
+                    ("answers", nil, Array(#"{"symptoms": true}"#.utf8)),
+                ]
+            )
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
+                #expect(r.status == .created, "\(String(buffer: r.body))")
+                #expect(json(r)["deviceId"] as? String == "dev-9")
+                #expect(json(r)["created"] as? Bool == true)
+            }
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
+                #expect(r.status == .ok)
+                #expect(json(r)["created"] as? Bool == false)
+            }
+            // A device token reports for itself only.
+            (h, b) = post(
+                ServerFixture.bearer(f.device),
+                [("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))]
+            )
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) {
+                #expect($0.status == .forbidden)
+            }
+        }
+        let reports = try f.store.getDocuments(Query(collection: CollectionPath("reports")))
+        #expect(reports.count == 1)
+        #expect(reports.first?["answers.symptoms"] == .bool(true))
+        #expect(try f.store.get("devices/dev-9")["status"] == .string("positive"))
+    }
+
+    @Test func anUploadOverTheLimitIs413() async throws {
+        let f = try ServerFixture()
+        let big = [UInt8](repeating: 0x89, count: API.maxUpload + 1)
+        var (h, b) = form([("image", "big.png", big), ("deviceId", nil, Array("dev-1".utf8))])
+        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+        let (headers, body) = (h, b)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
+                #expect(r.status == .contentTooLarge)
+                #expect(errorCode(r) == "too_large")
+            }
+        }
+    }
+
+    @Test func responsesRotateTheirIdentifiers() async throws {
+        let f = try ServerFixture()
+        for (id, device, status) in [
+            ("rep-a", "dev-1", "accepted"), ("rep-b", "dev-2", "accepted"), ("rep-c", "dev-3", "revoked"),
+        ] {
+            try f.store.set(
+                DocumentPath("reports/\(id)"),
+                [
+                    "deviceId": .string(device), "status": .string(status), "createdAt": .serverTimestamp,
+                    "collectedAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 86_400)),
+                ]
+            )
+        }
+        try f.store.set(
+            DocumentPath("reports/rep-old"),
+            [
+                "deviceId": "dev-4", "status": "accepted",
+                "createdAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 20 * 86_400)),
+            ]
+        )
+        func ids(_ api: API) async throws -> [String] {
+            try await Application(router: api.router()).test(.router) { client in
+                try await client.execute(uri: "/v1/responses", method: .get, headers: ServerFixture.bearer(f.device)) {
+                    r in
+                    #expect(r.status == .ok)
+                    let text = String(buffer: r.body)
+                    for secret in ["rep-a", "rep-b", "dev-1", "dev-2", "deviceId", "imageSHA256"] {
+                        #expect(!text.contains(secret), "\(secret) in \(text)")
+                    }
+                    return (json(r)["responses"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                }
+            }
+        }
+        let first = try await ids(f.api)
+        #expect(first.count == 2, "the accepted reports of the last 14 days")
+        #expect(try await ids(f.api) == first, "stable within a day on one server")
+        let other = try API(store: f.store, site: nil, engine: ExposureEngine())
+        #expect(Set(try await ids(other)).isDisjoint(with: first), "another key, other ids")
+    }
+}

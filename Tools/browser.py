@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
+
+    browser.py URL --screenshot OUT.png [--ready JS] [--check JS] [--go FILE] [--timeout S]
+
+Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
+test knows the page is up and listening). With --check, it then waits for the file --go to exist
+(the test has changed something), waits until --check is true, and exits 0, or 1 when --timeout
+seconds pass first. Every outcome is one JSON line on stdout: {"ready", "check", "value",
+"seconds"}. The screenshot is taken last, whatever happened. Needs Debian's chromium and
+python3-websocket.
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import websocket
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("browser.py: chromium not found (apt-get install chromium)")
+
+
+class Page:
+    def __init__(self, ws):
+        self.ws = ws
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        mine = self.next_id
+        self.ws.send(json.dumps({"id": mine, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == mine:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def value(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+
+def wait(page, expression, deadline):
+    value = None
+    while time.time() < deadline:
+        try:
+            value = page.value(expression)
+        except RuntimeError:
+            value = None
+        if value:
+            return True, value
+        time.sleep(0.1)
+    return False, value
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("--screenshot", required=True)
+    parser.add_argument("--ready", default="document.readyState === 'complete'")
+    parser.add_argument("--check")
+    parser.add_argument("--go")
+    parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--height", type=int, default=1000)
+    args = parser.parse_args()
+
+    profile = tempfile.mkdtemp(prefix="tracer-chromium-")
+    browser = subprocess.Popen(
+        [
+            chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+            "--remote-debugging-port=0", "--remote-allow-origins=*", f"--user-data-dir={profile}",
+            f"--window-size={args.width},{args.height}", "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    outcome = {"ready": False, "check": None, "value": None, "seconds": 0}
+    started = time.time()
+    try:
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        deadline = time.time() + 60
+        while not os.path.exists(port_file) or not open(port_file).read().strip():
+            if time.time() > deadline or browser.poll() is not None:
+                sys.exit("browser.py: chromium did not start")
+            time.sleep(0.05)
+        port = int(open(port_file).read().split()[0])
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+        target = next(t for t in targets if t.get("type") == "page")
+        page = Page(websocket.create_connection(target["webSocketDebuggerUrl"], timeout=60, suppress_origin=True))
+        page.call("Page.enable")
+        page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
+        page.call("Page.navigate", url=args.url)
+        outcome["ready"], outcome["value"] = wait(page, args.ready, time.time() + args.timeout)
+        open(args.screenshot + ".ready", "w").write(json.dumps(outcome["ready"]))
+        if args.check and outcome["ready"]:
+            deadline = time.time() + args.timeout
+            while args.go and not os.path.exists(args.go) and time.time() < deadline:
+                time.sleep(0.05)
+            checked = time.time()
+            outcome["check"], outcome["value"] = wait(page, args.check, time.time() + args.timeout)
+            outcome["seconds"] = round(time.time() - checked, 3)
+        time.sleep(0.3)  # let the last paint land
+        shot = page.call("Page.captureScreenshot", format="png")
+        with open(args.screenshot, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(10)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+    outcome.setdefault("seconds", round(time.time() - started, 3))
+    print(json.dumps(outcome))
+    ok = outcome["ready"] and (args.check is None or outcome["check"])
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
