@@ -39,9 +39,9 @@ enum Dashboard {
         main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(300px, 2fr); gap: 16px; padding: 16px 20px; }
         section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; }
         section h2 { font-size: 15px; margin: 0 0 8px; }
-        #plan svg { width: 100%; height: auto; display: block; }
+        #plan svg { width: 100%; height: auto; max-height: calc(100vh - 190px); display: block; }
         .room { stroke: #8c99a6; stroke-width: 0.08; }
-        .room-name { font-size: 0.9px; fill: #44505c; text-anchor: middle; }
+        .room-name { font-size: 0.9px; fill: #44505c; }
         .anchor { cursor: pointer; }
         .anchor circle.dot { fill: var(--accent); stroke: #fff; stroke-width: 0.15; }
         .anchor.beacon circle.dot { fill: #8c99a6; }
@@ -202,9 +202,9 @@ enum Dashboard {
           for (const r of data.site.rooms) {
             const g = el("g", { class: "room-group", id: "room-" + r.key });
             g.append(el("polygon", { class: "room", points: r.outline.map(([x, y]) => flip(x, y)).join(" "), fill: roomColours[r.use] || "#f4f4f4" }));
-            const cx = r.outline.reduce((s, p) => s + p[0], 0) / r.outline.length;
-            const cy = r.outline.reduce((s, p) => s + p[1], 0) / r.outline.length;
-            g.append(el("text", { class: "room-name", x: cx, y: -cy }, r.name));
+            // The name in the room's north-west corner, clear of the kiosks on its walls.
+            const x0 = Math.min(...r.outline.map((p) => p[0])), y1 = Math.max(...r.outline.map((p) => p[1]));
+            g.append(el("text", { class: "room-name", x: x0 + 0.6, y: -(y1 - 2) }, r.name));
             svg.append(g);
           }
           for (const a of data.beacons) {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 import TracerStore
 
 /// `GET /v1/watch?path=…`: the store's listeners as Server-Sent Events.
@@ -79,9 +80,7 @@ enum Watch {
         }
         switch target {
         case .document(let path):
-            let store = api.store
-            registration = store.addListener(document: path, onError: onError) { snap in
-                let token = (try? store.currentToken()) ?? 0
+            registration = api.store.addListener(document: path, onError: onError) { snap, token in
                 continuation.yield(frame(event: "document", id: token, data: document(snap)))
             }
         case .query(let query):
@@ -132,8 +131,17 @@ enum Watch {
             body: ResponseBody { writer in
                 // An opening comment, so a client knows at once that the stream is up.
                 try await writer.write(ByteBuffer(string: ": tracer watch\nretry: 2000\n\n"))
-                for await text in frames {
-                    try await writer.write(ByteBuffer(string: text))
+                // Ends when the client leaves (not at the next write) or the server shuts down.
+                try await withGracefulShutdownHandler {
+                    try await request.body.consumeWithInboundCloseHandler { _ in
+                        for await text in frames {
+                            try await writer.write(ByteBuffer(string: text))
+                        }
+                    } onInboundClosed: {
+                        continuation.finish()
+                    }
+                } onGracefulShutdown: {
+                    continuation.finish()
                 }
                 try await writer.finish(nil)
             }

@@ -96,11 +96,15 @@ public final class SSEClient: @unchecked Sendable {
                 pending.removeFirst(end + 4)
                 inBody = true
             }
+            var ended = false
             if chunked {
-                // Chunks: size in hex, CRLF, bytes, CRLF.
+                // Chunks: size in hex, CRLF, bytes, CRLF; the last is empty.
                 while let lineEnd = Self.find([13, 10], pending) {
                     let size = Int(String(decoding: pending[0..<lineEnd], as: UTF8.self), radix: 16) ?? 0
-                    if size == 0 { return }
+                    if size == 0 {
+                        ended = true
+                        break
+                    }
                     guard pending.count >= lineEnd + 2 + size + 2 else { break }
                     text += String(decoding: pending[(lineEnd + 2)..<(lineEnd + 2 + size)], as: UTF8.self)
                     pending.removeFirst(lineEnd + 2 + size + 2)
@@ -134,6 +138,7 @@ public final class SSEClient: @unchecked Sendable {
                     lock.unlock()
                 }
             }
+            if ended { return }
         }
     }
 

@@ -142,13 +142,14 @@ final class QueryListener: Listener {
 final class DocumentListener: Listener {
     let path: DocumentPath
     var scope: ListenScope { .document(path) }
-    let onSnapshot: @Sendable (DocumentSnapshot) -> Void
+    /// The document, and the sequence token it is as of.
+    let onSnapshot: @Sendable (DocumentSnapshot, Int64) -> Void
     let onError: @Sendable (StoreError) -> Void
     private var last: DocumentSnapshot?
 
     init(
         path: DocumentPath,
-        onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void,
+        onSnapshot: @escaping @Sendable (DocumentSnapshot, Int64) -> Void,
         onError: @escaping @Sendable (StoreError) -> Void
     ) {
         self.path = path
@@ -159,7 +160,7 @@ final class DocumentListener: Listener {
     func start(_ context: ListenContext) throws {
         let snapshot = try context.current(path)
         last = snapshot
-        onSnapshot(snapshot)
+        onSnapshot(snapshot, context.token)
     }
 
     func apply(_ batch: ChangeBatch, _ context: ListenContext) throws {
@@ -167,7 +168,7 @@ final class DocumentListener: Listener {
         let snapshot = try context.current(path)
         guard snapshot.data != last?.data else { return }
         last = snapshot
-        onSnapshot(snapshot)
+        onSnapshot(snapshot, context.token)
     }
 
     func fail(_ error: StoreError) { onError(error) }
@@ -193,7 +194,17 @@ extension DocumentStore {
         onError: @escaping @Sendable (StoreError) -> Void = { _ in },
         onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void
     ) -> ListenerRegistration {
-        observer.add(DocumentListener(path: path, onSnapshot: onSnapshot, onError: onError))
+        observer.add(DocumentListener(path: path, onSnapshot: { snapshot, _ in onSnapshot(snapshot) }, onError: onError))
+    }
+
+    /// Listens to one document, with the sequence token each state is as of (a resumable
+    /// position for whoever passes the document on).
+    public func addListener(
+        document path: DocumentPath,
+        onError: @escaping @Sendable (StoreError) -> Void = { _ in },
+        onChange: @escaping @Sendable (DocumentSnapshot, Int64) -> Void
+    ) -> ListenerRegistration {
+        observer.add(DocumentListener(path: path, onSnapshot: onChange, onError: onError))
     }
 
     /// A query's snapshots as an async sequence; the listener stops when the loop ends.

@@ -1,0 +1,161 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+import TracerServer
+import TracerStore
+import TracerTesting
+
+/// The server on a real loopback socket: Server-Sent Events as a client receives them, and the
+/// dashboard in a real headless Chromium.
+@Suite struct LiveTests {
+    static func auth(_ token: String) -> [String: String] { ["Authorization": "Bearer \(token)"] }
+
+    @Test func aWatchedDocumentArrivesAsItChanges() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            let sse = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1", headers: Self.auth(f.admin))
+            defer { sse.stop() }
+            #expect(await sse.wait { $0.count >= 1 }, "no first event: \(sse.responseHead)")
+            #expect(sse.responseHead.contains("text/event-stream"))
+            #expect(sse.events.first?.event == "document")
+            #expect(sse.events.first?.data.contains(#""exists":false"#) == true)
+            try f.store.set(DocumentPath("devices/dev-1"), ["status": "exposed", "risk": "medium"])
+            #expect(await sse.wait { $0.contains { $0.data.contains(#""status":"exposed""#) } }, "\(sse.events)")
+            let ids = sse.events.compactMap { $0.id.flatMap { Int64($0) } }
+            #expect(ids.count == sse.events.count && ids == ids.sorted())
+        }
+    }
+
+    @Test func aDeviceWatchesItsOwnDeviceOnlyWithATokenInTheQuery() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            let own = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&access_token=\(f.device)")
+            defer { own.stop() }
+            #expect(await own.wait { !$0.isEmpty })
+            let other = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-2&access_token=\(f.device)")
+            defer { other.stop() }
+            #expect(await other.wait { _ in other.responseHead.contains("403") }, "\(other.responseHead)")
+        }
+    }
+
+    @Test func aReconnectWithLastEventIDGetsWhatItMissed() async throws {
+        let f = try ServerFixture()
+        try f.exposure("dev-2", at: "kiosk-lab", report: "r1", daysAgo: 1)
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            let first = try SSEClient(port: port, path: "/v1/watch?path=*/exposures", headers: Self.auth(f.admin))
+            #expect(await first.wait { !$0.isEmpty })
+            let snapshot = try #require(first.events.first)
+            #expect(snapshot.event == "snapshot" && snapshot.data.contains("devices/dev-2/exposures/r1-kiosk-lab"))
+            let token = try #require(snapshot.id)
+            first.stop()
+
+            // Missed while away: one added, one changed.
+            try f.exposure("dev-3", at: "kiosk-cafe", report: "r1", daysAgo: 1)
+            try f.store.update(DocumentPath("devices/dev-2/exposures/r1-kiosk-lab"), ["overlapSeconds": 900])
+            var headers = Self.auth(f.admin)
+            headers["Last-Event-ID"] = token
+            let again = try SSEClient(port: port, path: "/v1/watch?path=*/exposures", headers: headers)
+            defer { again.stop() }
+            #expect(await again.wait { !$0.isEmpty })
+            let resumed = try #require(again.events.first)
+            #expect(resumed.event == "changes", "\(resumed)")
+            #expect(resumed.data.contains(#""kind":"added","path":"devices/dev-3/exposures/r1-kiosk-cafe""#), "\(resumed.data)")
+            #expect(resumed.data.contains(#""kind":"modified","path":"devices/dev-2/exposures/r1-kiosk-lab""#))
+            #expect(Int64(resumed.id ?? "") ?? 0 > Int64(token) ?? 0)
+        }
+    }
+
+    @Test func anExpiredTokenEndsTheStreamWithAnErrorEvent() async throws {
+        let f = try ServerFixture()
+        try f.store.set(DocumentPath("devices/a"), ["status": "clear"])
+        try f.store.set(DocumentPath("devices/b"), ["status": "clear"])
+        try f.store.pruneChanges(olderThan: Timestamp(seconds: Date().timeIntervalSince1970 + 60))
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            var headers = Self.auth(f.admin)
+            headers["Last-Event-ID"] = "1"
+            let sse = try SSEClient(port: port, path: "/v1/watch?path=devices", headers: headers)
+            defer { sse.stop() }
+            #expect(await sse.wait { !$0.isEmpty })
+            #expect(sse.events.first?.event == "error")
+            #expect(sse.events.first?.data.contains("token_expired") == true, "\(sse.events)")
+        }
+    }
+
+    /// Runs Tools/browser.py on a thread of its own; its JSON line and exit status.
+    static func browser(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                process.arguments = [ServerFixture.tools + "/browser.py"] + arguments
+                let out = Pipe()
+                process.standardOutput = out
+                do {
+                    try process.run()
+                    let data = out.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    /// The dashboard loaded in Chromium, the store written, and the DOM showing it: the lab
+    /// kiosk's occupancy and exposure count go from 0 to 1 over SSE without a reload.
+    @Test func theDashboardShowsAChangeInTheStoreLive() async throws {
+        #expect(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"),
+            "Debian's chromium is needed (Tools/setup installs it)"
+        )
+        let f = try ServerFixture()
+        let shot = ServerFixture.artifacts + "/dashboard.png"
+        try? FileManager.default.removeItem(atPath: shot)
+        try? FileManager.default.removeItem(atPath: shot + ".ready")
+        let go = f.dir.file("go")
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            async let result = Self.browser([
+                "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
+                "--ready",
+                "document.querySelector('#status').dataset.live === 'yes' && document.getElementById('occ-kiosk-lab') !== null && document.getElementById('exp-kiosk-lab') !== null && document.getElementById('occ-kiosk-lab').textContent === '0'",
+                "--check",
+                "document.getElementById('occ-kiosk-lab').textContent === '1' && document.getElementById('exp-kiosk-lab').textContent === '1' && document.getElementById('a-kiosk-lab').classList.contains('exposed')",
+                "--go", go, "--timeout", "60",
+            ])
+            // Once the page is up and listening, write what it must show.
+            let deadline = Date().addingTimeInterval(90)
+            while !FileManager.default.fileExists(atPath: shot + ".ready"), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try f.interaction("seen", at: "kiosk-lab", device: "dev-7", ago: 2)
+            try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.5)
+            FileManager.default.createFile(atPath: go, contents: Data())
+            let (status, output) = try await result
+            #expect(status == 0, "\(output)")
+            #expect(output.contains(#""check": true"#), "\(output)")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
+        #expect(size > 20_000, "the screenshot at \(shot) is \(size) bytes")
+    }
+}
+
+extension ServerFixture {
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let tools = package + "/Tools"
+    /// Where tests leave what a person may want to look at (the dashboard's screenshot).
+    static let artifacts: String = {
+        let path = package + "/.build/test-artifacts"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }()
+}
