@@ -5,27 +5,29 @@ import TracerStore
 /// (`tracer exposure --json`, `tracer status --json`) and the HTTP API.
 public enum ExposureJSON {
     /// A time as ISO 8601 with milliseconds, or null.
-    public static func iso(_ v: Value?) -> Any {
-        guard let t = v?.timestampValue else { return NSNull() }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.string(from: t.date)
+    public static func iso(_ v: Value?) -> Value {
+        guard let t = v?.timestampValue else { return .null }
+        return .string(t.iso8601Milliseconds)
     }
 
     /// `devices/{id}/exposures/{x}` as `{"deviceId", "reportId", "beaconKey", "from", "to", ...}`.
-    public static func object(_ doc: DocumentSnapshot) -> [String: Any] {
+    /// Fields are read by key, not parsed as field paths: this runs for every exposure served.
+    public static func value(_ doc: DocumentSnapshot) -> Value {
         let segments = doc.path.description.split(separator: "/")
-        return [
-            "deviceId": segments.count > 1 ? String(segments[1]) : "",
-            "reportId": doc["reportId"]?.stringValue ?? "",
-            "beaconKey": doc["beaconKey"]?.stringValue ?? "",
-            "from": iso(doc["from"]),
-            "to": iso(doc["to"]),
-            "separation": [
-                "min": doc["separation.min"]?.doubleValue ?? 0, "max": doc["separation.max"]?.doubleValue ?? 0,
-            ],
-            "overlapSeconds": Int(doc["overlapSeconds"]?.doubleValue ?? 0),
-        ]
+        let data = doc.data ?? [:]
+        let separation = data["separation"]?.mapValue ?? [:]
+        return .map([
+            "deviceId": .string(segments.count > 1 ? String(segments[1]) : ""),
+            "reportId": .string(data["reportId"]?.stringValue ?? ""),
+            "beaconKey": .string(data["beaconKey"]?.stringValue ?? ""),
+            "from": iso(data["from"]),
+            "to": iso(data["to"]),
+            "separation": .map([
+                "min": .double(separation["min"]?.doubleValue ?? 0),
+                "max": .double(separation["max"]?.doubleValue ?? 0),
+            ]),
+            "overlapSeconds": .integer(Int64(data["overlapSeconds"]?.doubleValue ?? 0)),
+        ])
     }
 
     /// A device's exposures, oldest first.
@@ -39,11 +41,11 @@ public enum ExposureJSON {
         _ device: String,
         document doc: DocumentSnapshot,
         exposures: [DocumentSnapshot]
-    ) -> [String: Any] {
-        [
-            "deviceId": device, "status": doc["status"]?.stringValue ?? "clear",
-            "risk": doc["risk"]?.stringValue ?? "low", "exposures": exposures.map(object),
-        ]
+    ) -> Value {
+        .map([
+            "deviceId": .string(device), "status": .string(doc.data?["status"]?.stringValue ?? "clear"),
+            "risk": .string(doc.data?["risk"]?.stringValue ?? "low"), "exposures": .array(exposures.map(value)),
+        ])
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).
@@ -54,9 +56,6 @@ public enum ExposureJSON {
         )
     }
 
-    /// Compact JSON with sorted keys.
-    public static func json(_ object: Any) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
+    /// Compact JSON with sorted keys (the store's writer: no Foundation on the way).
+    public static func json(_ value: Value) -> String { JSON.string(value) }
 }

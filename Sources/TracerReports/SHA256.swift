@@ -16,7 +16,14 @@ public enum SHA256 {
 
     /// The digest of `bytes`, in lowercase hex.
     public static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        digest(bytes).map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for b in digest(bytes) {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     public static func digest<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {

@@ -61,7 +61,9 @@ public final class API: Sendable {
             let key = try Self.key(context.parameters.require("key"), "beacon key")
             let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
             let docs = try ExposureJSON.atBeacon(key, since: since, store: store)
-            return JSONBody.response(["beaconKey": key, "exposures": docs.map(ExposureJSON.object)])
+            return JSONBody.response(
+                .map(["beaconKey": .string(key), "exposures": .array(docs.map(ExposureJSON.value))])
+            )
         }
         router.get("/v1/devices/:id") { [self] request, context in
             let id = try Self.key(context.parameters.require("id"), "device id")
@@ -246,10 +248,11 @@ public final class API: Sendable {
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
             var entry: [String: Any] = [
                 "key": key, "occupancy": devices.count, "exposures": exposures.count,
-                "exposedDevices": Set(exposures.map { ExposureJSON.object($0)["deviceId"] as? String ?? "" }).count,
+                "exposedDevices": Set(exposures.map { $0.path.description.split(separator: "/").dropFirst().first })
+                    .count,
             ]
             if let last = present.compactMap({ $0["end"]?.timestampValue }).max() {
-                entry["lastHeard"] = ExposureJSON.iso(.timestamp(last))
+                entry["lastHeard"] = last.iso8601Milliseconds
             }
             if let a = site?.anchor(key) {
                 entry["kind"] = a.kind.rawValue
@@ -263,7 +266,7 @@ public final class API: Sendable {
         }
         var body: [String: Any] = [
             "beacons": anchors, "occupancyWindowSeconds": occupancyWindow,
-            "generatedAt": ExposureJSON.iso(.timestamp(Timestamp(seconds: now))),
+            "generatedAt": Timestamp(seconds: now).iso8601Milliseconds,
         ]
         if let site {
             body["site"] = [

@@ -102,8 +102,16 @@ enum JSONBody {
     }
 
     static func response(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        let data = Self.data(object)
-        return Response(
+        response(bytes: Self.data(object), status: status)
+    }
+
+    /// From the store's values, by its own JSON writer: the hot routes skip Foundation's.
+    static func response(_ value: Value, status: HTTPResponse.Status = .ok) -> Response {
+        response(bytes: Data(JSON.string(value).utf8), status: status)
+    }
+
+    static func response(bytes data: Data, status: HTTPResponse.Status) -> Response {
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))

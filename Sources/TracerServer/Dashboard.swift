@@ -108,7 +108,11 @@ enum Dashboard {
         let token = null, data = null, selected = null, refreshTimer = null, streams = [], refreshes = 0;
 
         function start() {
+          // #token=…&beacon=KEY&device=ID: sign in, and open a beacon's exposures or a device.
           const m = location.hash.match(/token=([^&]+)/);
+          const b = location.hash.match(/beacon=([^&]+)/), d = location.hash.match(/device=([^&]+)/);
+          if (b) selected = decodeURIComponent(b[1]);
+          if (d) $("#device-id").value = decodeURIComponent(d[1]);
           if (m) { sessionStorage.setItem("tracer-token", decodeURIComponent(m[1])); history.replaceState(null, "", location.pathname); }
           token = sessionStorage.getItem("tracer-token");
           if (!token) { $("#login").hidden = false; return; }
@@ -146,6 +150,8 @@ enum Dashboard {
           $("#site").textContent = (data.site && data.site.name) || "tracer";
           $("#window").textContent = Math.round(data.occupancyWindowSeconds / 60);
           drawPlan(); update();
+          if (selected) showBeacon(selected, false);
+          if ($("#device-id").value) lookup();
           listen();
           setInterval(refresh, 15000);  // occupancy also falls as time passes
         }

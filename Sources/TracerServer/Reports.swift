@@ -214,14 +214,7 @@ extension API {
             // Not an image, a truncated one, too many pixels: the client's input.
             throw APIError(.unprocessableContent, "unreadable_image", e.description)
         }
-        let rules = verification.rules.map { r -> [String: Any] in
-            [
-                "name": r.name, "passed": r.passed, "detail": r.detail,
-                "evidence": r.evidence.map {
-                    ["text": $0.text, "confidence": ($0.confidence * 10).rounded() / 10, "context": $0.context]
-                },
-            ]
-        }
+        let rules = verification.ruleObjects
         let collected = verification.collectedAt.map { ISO8601DateFormatter().string(from: $0) } as Any? ?? NSNull()
         guard verification.accepted else {
             var e = APIError(

@@ -79,39 +79,27 @@ public struct TokenStore: Sendable {
     static func isID(_ s: Substring) -> Bool { s.count == 12 && s.utf8.allSatisfy { alphabet.contains($0) } }
     static func isID(_ s: String) -> Bool { isID(Substring(s)) }
 
-    /// The principal a presented token stands for, or nil. The hashes are compared in constant
-    /// time, and an unknown id costs the same comparison as a known one.
+    /// The principal a presented token stands for, or nil. The hashes (hex) are compared in
+    /// constant time, and an unknown id costs the same comparison as a known one.
     public func verify(_ presented: String) -> Principal? {
         let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "tracer", Self.isID(parts[1]), parts[2].utf8.count == 32 else {
             return nil
         }
         let id = String(parts[1])
-        let offered = SHA256.digest(Array(parts[2].utf8))
+        let offered = Array(SHA256.hex(Array(parts[2].utf8)).utf8)
         let doc = try? store.get("\(Self.collection)/\(id)")
-        let stored = doc?["hash"]?.stringValue.flatMap(Self.bytes(hex:)) ?? [UInt8](repeating: 0, count: 32)
-        let same = Self.constantTimeEqual(offered, stored)
-        guard same, let doc, doc.exists, doc["revokedAt"] == nil,
-            let role = doc["role"]?.stringValue.flatMap(Role.init(rawValue:))
+        let data = doc?.data ?? [:]
+        let stored = data["hash"]?.stringValue.map { Array($0.utf8) } ?? [UInt8](repeating: 0, count: 64)
+        guard Self.constantTimeEqual(offered, stored), doc?.exists == true, data["revokedAt"] == nil,
+            let role = data["role"]?.stringValue.flatMap(Role.init(rawValue:))
         else { return nil }
         return Principal(
             tokenID: id,
             role: role,
-            deviceID: doc["deviceId"]?.stringValue,
-            name: doc["name"]?.stringValue ?? ""
+            deviceID: data["deviceId"]?.stringValue,
+            name: data["name"]?.stringValue ?? ""
         )
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let u = Array(hex.utf8)
-        guard u.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count / 2)
-        for i in stride(from: 0, to: u.count, by: 2) {
-            guard let b = UInt8(String(decoding: u[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-        }
-        return out
     }
 
     /// Equal lengths and bytes, in time that depends on the length only.

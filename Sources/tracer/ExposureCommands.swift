@@ -6,8 +6,11 @@ import TracerStore
 
 /// Exposure documents in the contract's JSON shape and as a table.
 enum ExposureOutput {
-    static func object(_ doc: DocumentSnapshot) -> [String: Any] { ExposureJSON.object(doc) }
-    static func json(_ object: Any) -> String { ExposureJSON.json(object) }
+    /// Compact JSON with sorted keys, for the few outputs built from Foundation values.
+    static func json(_ object: Any) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
 
     /// A time to the second, UTC: `2026-11-22 06:32:07Z`.
     static func second(_ v: Value?) -> String {
@@ -23,13 +26,16 @@ enum ExposureOutput {
         guard !docs.isEmpty else { return ["no exposures"] }
         var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
         for d in docs {
-            let o = object(d)
-            let sep = o["separation"] as? [String: Double] ?? [:]
+            let o = ExposureJSON.value(d)
             rows.append([
-                o["deviceId"] as? String ?? "", o["reportId"] as? String ?? "", o["beaconKey"] as? String ?? "",
+                o["deviceId"]?.stringValue ?? "", o["reportId"]?.stringValue ?? "", o["beaconKey"]?.stringValue ?? "",
                 second(d["from"]), second(d["to"]),
-                String(format: "%.1f–%.1f m", sep["min"] ?? 0, sep["max"] ?? 0),
-                "\(o["overlapSeconds"] as? Int ?? 0) s",
+                String(
+                    format: "%.1f–%.1f m",
+                    o["separation.min"]?.doubleValue ?? 0,
+                    o["separation.max"]?.doubleValue ?? 0
+                ),
+                "\(Int(o["overlapSeconds"]?.doubleValue ?? 0)) s",
             ])
         }
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
@@ -129,7 +135,7 @@ struct ExposureCommand: ParsableCommand {
             docs = try store.getDocuments(query)
         }
         if json {
-            Output.line(ExposureOutput.json(docs.map(ExposureOutput.object)))
+            Output.line(ExposureJSON.json(.array(docs.map(ExposureJSON.value))))
         } else {
             for line in ExposureOutput.table(docs) { Output.line(line) }
         }

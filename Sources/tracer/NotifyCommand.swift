@@ -46,11 +46,12 @@ struct NotifyCommand: AsyncParsableCommand {
                 let count = Int(doc["exposureCount"]?.doubleValue ?? 0)
                 let key = "\(status)/\(risk)/\(count)"
                 if last[doc.id] == key { continue }
-                let body: [String: Any] = [
-                    "deviceId": doc.id, "status": status, "risk": risk, "exposureCount": count,
-                    "updatedAt": ExposureJSON.iso(doc["updatedAt"]), "token": snap.token,
-                ]
-                try await deliver(ExposureOutput.json(body), to: hook)
+                let body: Value = .map([
+                    "deviceId": .string(doc.id), "status": .string(status), "risk": .string(risk),
+                    "exposureCount": .integer(Int64(count)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
+                    "token": .integer(snap.token),
+                ])
+                try await deliver(ExposureJSON.json(body), to: hook)
                 last[doc.id] = key
             }
             // Only once everything up to this token is delivered.

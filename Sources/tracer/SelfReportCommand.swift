@@ -42,14 +42,7 @@ struct VerifyOptions: ParsableArguments {
         var object: [String: Any] = extra
         object["accepted"] = v.accepted
         object["collectedAt"] = v.collectedAt.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
-        object["rules"] = v.rules.map { r in
-            [
-                "name": r.name, "passed": r.passed, "detail": r.detail,
-                "evidence": r.evidence.map {
-                    ["text": $0.text, "confidence": ($0.confidence * 10).rounded() / 10, "context": $0.context]
-                },
-            ] as [String: Any]
-        }
+        object["rules"] = v.ruleObjects
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
@@ -91,7 +84,10 @@ struct SelfReportCommand: ParsableCommand {
     @OptionGroup var options: VerifyOptions
     @OptionGroup var storeOptions: StoreOptions
     @Option(help: "The reporter's anonymous device id (uuid:major:minor).") var device: String?
-    @Option(help: "On a kiosk: its anchor key; the device is the one at immediate range in the 30 s before the command started.")
+    @Option(
+        help:
+            "On a kiosk: its anchor key; the device is the one at immediate range in the 30 s before the command started."
+    )
     var anchor: String?
     @Flag(help: "Record without asking for confirmation.") var yes = false
     @OptionGroup(title: "Exposure policy") var policy: ReportCommand.PolicyOptions

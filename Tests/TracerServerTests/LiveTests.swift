@@ -64,7 +64,10 @@ import TracerTesting
             #expect(await again.wait { !$0.isEmpty })
             let resumed = try #require(again.events.first)
             #expect(resumed.event == "changes", "\(resumed)")
-            #expect(resumed.data.contains(#""kind":"added","path":"devices/dev-3/exposures/r1-kiosk-cafe""#), "\(resumed.data)")
+            #expect(
+                resumed.data.contains(#""kind":"added","path":"devices/dev-3/exposures/r1-kiosk-cafe""#),
+                "\(resumed.data)"
+            )
             #expect(resumed.data.contains(#""kind":"modified","path":"devices/dev-2/exposures/r1-kiosk-lab""#))
             #expect(Int64(resumed.id ?? "") ?? 0 > Int64(token) ?? 0)
         }

@@ -194,7 +194,9 @@ extension DocumentStore {
         onError: @escaping @Sendable (StoreError) -> Void = { _ in },
         onSnapshot: @escaping @Sendable (DocumentSnapshot) -> Void
     ) -> ListenerRegistration {
-        observer.add(DocumentListener(path: path, onSnapshot: { snapshot, _ in onSnapshot(snapshot) }, onError: onError))
+        observer.add(
+            DocumentListener(path: path, onSnapshot: { snapshot, _ in onSnapshot(snapshot) }, onError: onError)
+        )
     }
 
     /// Listens to one document, with the sequence token each state is as of (a resumable
