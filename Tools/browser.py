@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
 
-    browser.py URL --screenshot OUT.png [--ready JS] [--check JS] [--go FILE] [--timeout S]
+    browser.py URL --screenshot OUT.png [--ready JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
 
 Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
 test knows the page is up and listening). With --check, it then waits for the file --go to exist
@@ -76,6 +76,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=1000)
+    parser.add_argument("--full-page", action="store_true", help="screenshot the whole page, not the window")
     args = parser.parse_args()
 
     profile = tempfile.mkdtemp(prefix="tracer-chromium-")
@@ -114,6 +115,9 @@ def main():
             checked = time.time()
             outcome["check"], outcome["value"] = wait(page, args.check, time.time() + args.timeout)
             outcome["seconds"] = round(time.time() - checked, 3)
+        if args.full_page:
+            height = page.value("document.documentElement.scrollHeight") or args.height
+            page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=int(height), deviceScaleFactor=1, mobile=False)
         time.sleep(0.3)  # let the last paint land
         shot = page.call("Page.captureScreenshot", format="png")
         with open(args.screenshot, "wb") as f:

@@ -66,8 +66,8 @@ public final class API: Sendable {
             )
         }
         router.get("/v1/devices/:id") { [self] request, context in
-            let id = try Self.key(context.parameters.require("id"), "device id")
             let who = try authorize(request, context, [.admin, .kiosk, .device])
+            let id = try Self.key(context.parameters.require("id"), "device id")
             if who.role == .device, who.deviceID != id {
                 throw APIError.forbidden("a device token reads its own device only")
             }
