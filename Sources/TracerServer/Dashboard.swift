@@ -65,6 +65,8 @@ enum Dashboard {
         #login { max-width: 420px; margin: 80px auto; }
         .legend { font-size: 12px; color: var(--muted); margin-top: 6px; }
         .timeline text { font-size: 11px; fill: #44505c; }
+        .scroll { max-height: 340px; overflow-y: auto; margin-top: 8px; }
+        .scroll thead th { position: sticky; top: 0; background: #fff; }
         </style>
         </head>
         <body>
@@ -262,7 +264,10 @@ enum Dashboard {
           catch (e) { body.textContent = e.message; body.className = "error"; return; }
           body.className = ""; body.textContent = "";
           if (!r.exposures.length) { body.append(el("p", { class: "muted" }, "No exposures at " + key + ".")); return; }
-          body.append(timeline(r.exposures));
+          body.append(el("p", { class: "muted" }, r.exposures.length + " exposure" + (r.exposures.length === 1 ? "" : "s") + " of " + new Set(r.exposures.map((x) => x.deviceId)).size + " device(s)"));
+          const lines = el("div", { class: "scroll" });
+          lines.append(timeline(r.exposures));
+          body.append(lines);
           const table = el("table");
           const head = el("tr");
           for (const h of ["device", "report", "from", "to", "separation", "together"]) head.append(el("th", {}, h));
@@ -275,7 +280,9 @@ enum Dashboard {
             tr.addEventListener("click", () => { $("#device-id").value = x.deviceId; lookup(); });
             tb.append(tr);
           }
-          body.append(table);
+          const rows = el("div", { class: "scroll" });
+          rows.append(table);
+          body.append(rows);
           if (scroll) $("#beacon").scrollIntoView({ behavior: "smooth", block: "nearest" });
         }
 
