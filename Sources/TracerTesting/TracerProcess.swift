@@ -138,6 +138,38 @@ public struct TracerProcess {
             return lines.isEmpty ? nil : lines.removeFirst()
         }
 
+        /// The next line, polling without holding a thread (for async tests); nil on timeout or
+        /// end of output.
+        public func line(timeout: Double = 30) async -> String? {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while Date() < deadline {
+                let (line, ended) = take()
+                if let line { return line }
+                if ended { return nil }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+
+        private func take() -> (String?, Bool) {
+            lock.lock()
+            defer { lock.unlock() }
+            let line = lines.isEmpty ? nil : lines.removeFirst()
+            return (line, closed && lines.isEmpty)
+        }
+
+        /// Sends `signal` and waits up to `timeout` seconds for the process to end, without holding
+        /// a thread; its exit status and the seconds it took, or nil if it is still running.
+        public func stop(_ signal: Int32 = SIGTERM, timeout: Double = 10) async -> (status: Int32, seconds: Double)? {
+            let start = Date()
+            if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+            while process.isRunning, Date().timeIntervalSince(start) < timeout {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            guard !process.isRunning else { return nil }
+            return (process.terminationStatus, Date().timeIntervalSince(start))
+        }
+
         /// Sends a signal (SIGKILL by default) and waits for the process to end.
         public func kill(_ signal: Int32 = SIGKILL) {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
