@@ -49,6 +49,9 @@ enum Watch {
         if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
             let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
             query = query.where(try FieldPath(parsing: field), .greaterThanOrEqual, .timestamp(since))
+        } else if raw.split(separator: "/").last == "interactions" {
+            // Millions of windows: a watch holds what it matches, so it must start somewhere.
+            throw APIError.badRequest("interactions are many: watch them from a time, with since= (and field=start)")
         }
         return .query(query)
     }
@@ -65,11 +68,16 @@ enum Watch {
             resumeAt = token
         }
         let resume = resumeAt
-        let (frames, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        // A client too slow to keep up is cut off rather than skipped over: it has every event up
+        // to the last one it got, and reconnecting with that Last-Event-ID gives it the rest.
+        let (frames, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(10_000))
+        let send: @Sendable (String) -> Void = { text in
+            if case .dropped = continuation.yield(text) { continuation.finish() }
+        }
         let registration: ListenerRegistration
         let onError: @Sendable (StoreError) -> Void = { error in
             let code = error.code == .tokenExpired ? "token_expired" : "store_error"
-            continuation.yield(
+            send(
                 frame(
                     event: "error",
                     id: nil,
@@ -81,7 +89,7 @@ enum Watch {
         switch target {
         case .document(let path):
             registration = api.store.addListener(document: path, onError: onError) { snap, token in
-                continuation.yield(frame(event: "document", id: token, data: document(snap)))
+                send(frame(event: "document", id: token, data: document(snap)))
             }
         case .query(let query):
             let first = LockedFlag()
@@ -92,7 +100,7 @@ enum Watch {
             ) { snap in
                 if resume == nil, first.setOnce() {
                     let docs = snap.documents.map(document).joined(separator: ",")
-                    continuation.yield(
+                    send(
                         frame(
                             event: "snapshot",
                             id: snap.token,
@@ -102,7 +110,7 @@ enum Watch {
                 } else {
                     first.set()
                     let changes = snap.changes.map { change($0) }.joined(separator: ",")
-                    continuation.yield(
+                    send(
                         frame(
                             event: "changes",
                             id: snap.token,
@@ -115,7 +123,7 @@ enum Watch {
         let beat = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: keepalive)
-                continuation.yield(": keepalive\n\n")
+                send(": keepalive\n\n")
             }
         }
         continuation.onTermination = { _ in

@@ -20,6 +20,18 @@ public enum ResultImages {
         return directory
     }()
 
+    /// Renders the images (once) on a thread of its own: an async test that is first to ask
+    /// would otherwise hold one of Swift Testing's few cooperative threads for the seconds
+    /// ImageMagick takes, and every other test asking would hold one more, waiting for it.
+    public static func ready() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread {
+                _ = directory
+                continuation.resume()
+            }.start()
+        }
+    }
+
     /// The path of one rendered file.
     public static func file(_ name: String) -> String { directory.file(name) }
 

@@ -33,7 +33,7 @@ import TracerTesting
             ],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": bluez.bus.address]
         )
-        let metricsLine = daemon.nextLine() ?? ""
+        let metricsLine = await daemon.line() ?? ""
         let port = try #require(UInt16(metricsLine.split(separator: ":").last?.split(separator: "/").first ?? ""))
         var paths: [DBusValue] = []
         for minor in [1, 2, 3] as [UInt16] {
@@ -49,8 +49,8 @@ import TracerTesting
         try bluez.control("Stream", [.array(element: "s", paths), .double(10), .double(0)])
 
         var status = ""
-        while let line = daemon.nextLine(timeout: 15), !line.contains("3 in range") { status = line }
-        status = daemon.nextLine(timeout: 5) ?? status
+        while let line = await daemon.line(timeout: 15), !line.contains("3 in range") { status = line }
+        status = await daemon.line(timeout: 5) ?? status
         #expect(status.hasPrefix("status: scanning on hci0; "), "\(status)")
         let metrics = httpGet(port: port) ?? ""
         #expect(metrics.contains("tracer_bluez_scanning 1.0"), "\(metrics)")
@@ -62,7 +62,7 @@ import TracerTesting
         #expect(Date().timeIntervalSince(signalled) < 2)
         #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
         var last = ""
-        while let line = daemon.nextLine(timeout: 1) { last = line }
+        while let line = await daemon.line(timeout: 1) { last = line }
         #expect(last.hasPrefix("stopped after") && last.hasSuffix("wrote 3 interaction documents"), "\(last)")
         #expect(try bluez.calls(on: "/org/bluez/hci0").last == "StopDiscovery")
 
@@ -75,7 +75,7 @@ import TracerTesting
 
     /// No bluetoothd on the bus: the daemon says so, keeps running, and starts scanning when it
     /// appears. Under systemd (`Type=notify`) it reports READY, its status, and STOPPING.
-    @Test func waitsForBluetoothdInsteadOfExiting() throws {
+    @Test func waitsForBluetoothdInsteadOfExiting() async throws {
         let bus = try PrivateBus()
         let notify = try NotifySocket()
         let daemon = try TracerProcess.start(
@@ -86,13 +86,13 @@ import TracerTesting
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path]
         )
         #expect(notify.receive() == "READY=1")
-        #expect(daemon.nextLine()?.hasPrefix("status: waiting for bluetoothd") == true)
+        #expect(await daemon.line()?.hasPrefix("status: waiting for bluetoothd") == true)
         #expect(notify.receive()?.hasPrefix("STATUS=waiting for bluetoothd") == true)
         #expect(daemon.process.isRunning)
         let bluez = try BlueZMock(bus: bus, template: .standIn)
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
         var scanning = false
-        while let line = daemon.nextLine(timeout: 15) {
+        while let line = await daemon.line(timeout: 15) {
             if line.hasPrefix("status: scanning on hci0") {
                 scanning = true
                 break
@@ -143,11 +143,11 @@ import TracerTesting
             ["daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--store", store, "--status-interval", "0.5"],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": bluez.bus.address]
         )
-        while let line = daemon.nextLine(timeout: 15), !line.hasPrefix("status: scanning on hci0") {}
+        while let line = await daemon.line(timeout: 15), !line.hasPrefix("status: scanning on hci0") {}
         let count = try bluez.control("Replay", [.string("hci0"), .string(replay), .double(from), .double(4)])
         #expect(count.first.map { "\($0)" }?.isEmpty == false)
         var status = ""
-        while let line = daemon.nextLine(timeout: 15), !line.contains("\(badges.count) in range") { status = line }
+        while let line = await daemon.line(timeout: 15), !line.contains("\(badges.count) in range") { status = line }
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0, "\(status)")
         let query = try await TracerProcess.running([

@@ -130,15 +130,17 @@ import TracerTesting
         _ = try await tracer("db", "set", "beacons/k/interactions/first", #"{"n": 1}"#)
         let watcher = try TracerProcess.start(["db", "watch", "beacons/k/interactions", "--store", store])
         defer { watcher.kill(SIGINT) }
-        #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/first", "data": {"n":1}}"#)
+        #expect(await watcher.line() == #"{"type": "added", "path": "beacons/k/interactions/first", "data": {"n":1}}"#)
         _ = try await tracer("db", "set", "beacons/k/interactions/second", #"{"n": 2}"#)
-        #expect(watcher.nextLine() == #"{"type": "added", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
+        #expect(await watcher.line() == #"{"type": "added", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
         _ = try await tracer("db", "set", "beacons/k/interactions/first", #"{"n": {"__increment__": 10}}"#, "--merge")
         #expect(
-            watcher.nextLine() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#
+            await watcher.line() == #"{"type": "modified", "path": "beacons/k/interactions/first", "data": {"n":11}}"#
         )
         _ = try await tracer("db", "delete", "beacons/k/interactions/second")
-        #expect(watcher.nextLine() == #"{"type": "removed", "path": "beacons/k/interactions/second", "data": {"n":2}}"#)
+        #expect(
+            await watcher.line() == #"{"type": "removed", "path": "beacons/k/interactions/second", "data": {"n":2}}"#
+        )
     }
 
     @Test func watchADocument() async throws {
@@ -146,9 +148,9 @@ import TracerTesting
         defer { watcher.kill(SIGINT) }
         usleep(200_000)
         _ = try await tracer("db", "set", "devices/d9", #"{"status": "exposed"}"#)
-        #expect(watcher.nextLine() == #"{"type": "added", "path": "devices/d9", "data": {"status":"exposed"}}"#)
+        #expect(await watcher.line() == #"{"type": "added", "path": "devices/d9", "data": {"status":"exposed"}}"#)
         _ = try await tracer("db", "delete", "devices/d9")
-        #expect(watcher.nextLine() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
+        #expect(await watcher.line() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
     }
 
     @Test func readingCommandsRefuseAStoreThatIsNotThere() async throws {
@@ -160,7 +162,7 @@ import TracerTesting
     @Test func watchEndsCleanlyOnSIGTERM() async throws {
         _ = try await tracer("db", "set", "a/b", #"{"x": 1}"#)
         let watcher = try TracerProcess.start(["db", "watch", "a", "--store", store])
-        #expect(watcher.nextLine() != nil)
+        #expect(await watcher.line() != nil)
         watcher.kill(SIGTERM)
         #expect(watcher.process.terminationStatus == 0)
         #expect(watcher.process.terminationReason == .exit)
@@ -300,7 +302,7 @@ import TracerTesting
         usleep(1_500_000)
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
-        let line = daemon.nextLine(timeout: 2) ?? ""
+        let line = await daemon.line(timeout: 2) ?? ""
         #expect(line.hasPrefix("stopped after"), "\(line)")
         let written = Int(line.split(separator: " ").dropLast(2).last ?? "") ?? -1
         let count = try await TracerProcess.running([

@@ -18,6 +18,7 @@ import TracerTesting
     /// Within the last two hours at the lab kiosk: the reporter (minor 1) at 1 m, a colleague
     /// (2) at 1.5 m beside them, a visitor (3) at 1 m an hour later, someone (4) at 9 m.
     func rangeALabMorning() async throws {
+        await ResultImages.ready()
         var f = ReplayFixture()
         f.rate = 2
         f.receiverBias = -3  // worn badges, as the example site is calibrated for
@@ -49,7 +50,7 @@ import TracerTesting
             "status", "--device", colleague, "--watch", "--json", "--store", store,
         ])
         defer { watcher.kill(SIGTERM) }
-        #expect(watcher.nextLine()?.contains(#""status":"clear""#) == true)
+        #expect(await watcher.line()?.contains(#""status":"clear""#) == true)
 
         let report = try await tracer(
             "self-report",
@@ -62,7 +63,7 @@ import TracerTesting
         #expect(report.stdout.contains("exposures: 1 device flagged (1 exposure)"), "\(report.stdout)")
 
         // The watching process hears of it.
-        let told = watcher.nextLine(timeout: 5) ?? ""
+        let told = await watcher.line(timeout: 5) ?? ""
         #expect(told.contains(#""status":"exposed""#) && told.contains(#""risk":"medium""#), "\(told)")
         #expect(told.contains(#""beaconKey":"kiosk-lab""#))
 
@@ -155,7 +156,7 @@ import TracerTesting
         try await set("devices/a", #"{"status": "clear", "risk": "low"}"#)
         let receiver = try HTTPReceiver()
         var notifier = try start(receiver)
-        #expect(notifier.nextLine()?.hasPrefix("notifying http://127.0.0.1:") == true)
+        #expect(await notifier.line()?.hasPrefix("notifying http://127.0.0.1:") == true)
         let first = receiver.next() ?? ""
         #expect(first.contains(#""deviceId":"a""#) && first.contains(#""status":"clear""#), "\(first)")
 
@@ -172,7 +173,7 @@ import TracerTesting
         notifier.kill()
         try await set("devices/b", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
         notifier = try start(receiver)
-        #expect(notifier.nextLine()?.contains("after change") == true)
+        #expect(await notifier.line()?.contains("after change") == true)
         let third = receiver.next() ?? ""
         #expect(third.contains(#""deviceId":"b""#), "\(third)")
         #expect(receiver.next(timeout: 1) == nil, "a change delivered before the restart came again")

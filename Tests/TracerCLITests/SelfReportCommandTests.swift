@@ -8,14 +8,17 @@ import TracerTesting
     let dir = TemporaryDirectory("tracer-self-report")
     var store: String { dir.file("s.sqlite") }
 
-    static func image(_ name: String) -> String { ResultImages.file(name) }
+    static func image(_ name: String) async -> String {
+        await ResultImages.ready()
+        return ResultImages.file(name)
+    }
 
     func tracer(_ args: String...) async throws -> TracerProcess.Result {
         try await TracerProcess.running(args + ["--store", store])
     }
 
     @Test func anAcceptedReportIsRecordedOnceWithoutTheImage() async throws {
-        let image = Self.image("lab-pcr-positive.png")
+        let image = await Self.image("lab-pcr-positive.png")
         let r = try await tracer("self-report", image, "--device", "dev-7", "--yes", "--symptoms", "yes")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("ACCEPTED: a recent positive COVID-19 test"), "\(r.stdout)")
@@ -51,7 +54,7 @@ import TracerTesting
     }
 
     @Test func aNegativeIsRejectedWithExitTwoAndNothingStored() async throws {
-        let r = try await tracer("self-report", Self.image("lab-pcr-negative.png"), "--device", "dev-8", "--yes")
+        let r = try await tracer("self-report", await Self.image("lab-pcr-negative.png"), "--device", "dev-8", "--yes")
         #expect(r.status == 2)
         #expect(r.stdout.hasPrefix("REJECTED"))
         #expect(r.stderr.hasPrefix("rejected: result (the result is negative"), "\(r.stderr)")
@@ -61,7 +64,7 @@ import TracerTesting
     }
 
     @Test func withoutATerminalItAsksForYes() async throws {
-        let r = try await tracer("self-report", Self.image("sms-positive-light.png"), "--device", "dev-9")
+        let r = try await tracer("self-report", await Self.image("sms-positive-light.png"), "--device", "dev-9")
         #expect(r.status == 1)
         #expect(r.stderr == "Error: no terminal to confirm on: add --yes to record the report (nothing was recorded)\n")
     }
@@ -72,9 +75,9 @@ import TracerTesting
         ("missing.png", "No such file or directory"),
     ])
     func badInputIsOneLineAndExitOne(_ name: String, _ words: String) async throws {
-        let r = try await tracer("self-report", Self.image(name), "--device", "dev-1", "--yes")
+        let r = try await tracer("self-report", await Self.image(name), "--device", "dev-1", "--yes")
         #expect(r.status == 1)
-        #expect(r.stderr.hasPrefix("Error: \(Self.image(name)): ") && r.stderr.contains(words), "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("Error: \(await Self.image(name)): ") && r.stderr.contains(words), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1)
     }
 
@@ -92,7 +95,7 @@ import TracerTesting
         )
         let r = try await tracer(
             "self-report",
-            Self.image("antigen-certificate-positive.png"),
+            await Self.image("antigen-certificate-positive.png"),
             "--anchor",
             "kiosk-lab",
             "--yes",
@@ -102,7 +105,7 @@ import TracerTesting
         #expect(r.stdout.contains(#""deviceId":"badge-42""#) && r.stdout.contains(#""accepted":true"#), "\(r.stdout)")
         let nobody = try await tracer(
             "self-report",
-            Self.image("antigen-certificate-positive.png"),
+            await Self.image("antigen-certificate-positive.png"),
             "--anchor",
             "kiosk-cafe",
             "--yes"
@@ -114,9 +117,9 @@ import TracerTesting
     }
 
     @Test func verifyStoresNothingAndExitsTwoWhenRejected() async throws {
-        let ok = try await TracerProcess.running(["verify", Self.image("sms-positive-dark.png")])
+        let ok = try await TracerProcess.running(["verify", await Self.image("sms-positive-dark.png")])
         #expect(ok.status == 0 && ok.stdout.hasPrefix("ACCEPTED"), "\(ok.stdout)\(ok.stderr)")
-        let old = try await TracerProcess.running(["verify", Self.image("lab-pcr-positive-old.png")])
+        let old = try await TracerProcess.running(["verify", await Self.image("lab-pcr-positive-old.png")])
         #expect(old.status == 2 && old.stderr.hasPrefix("rejected: date (collected 30 days ago"), "\(old.stderr)")
     }
 }

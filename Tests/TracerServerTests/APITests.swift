@@ -232,6 +232,8 @@ func errorCode(_ response: TestResponse) -> String? {
             ("/v1/watch?path=devices//x", .get, .badRequest),
             ("/v1/watch?path=*/a/b", .get, .badRequest),
             ("/v1/watch?path=devices&since=soon", .get, .badRequest),
+            ("/v1/watch?path=*/interactions", .get, .badRequest),
+            ("/v1/watch?path=beacons/kiosk-lab/interactions", .get, .badRequest),
             ("/v1/watch?path=devices&field=a..b&since=2026-01-01", .get, .badRequest),
         ]
         try await f.app().test(.router) { client in
@@ -295,6 +297,7 @@ func errorCode(_ response: TestResponse) -> String? {
 
     @Test func reportsAreVerifiedLikeTheCommandLine() async throws {
         let f = try ServerFixture()
+        await ResultImages.ready()
         let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
         let negative = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-negative.png"))))
         let kiosk = ServerFixture.bearer(f.kiosk)

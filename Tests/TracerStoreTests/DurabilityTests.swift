@@ -8,7 +8,7 @@ import TracerTesting
 /// transaction it reported as committed is there, no transaction is there in part, and SQLite's
 /// integrity check passes each time.
 @Suite struct DurabilityTests {
-    @Test func everyAcknowledgedWriteSurvivesSIGKILL() throws {
+    @Test func everyAcknowledgedWriteSurvivesSIGKILL() async throws {
         let dir = TemporaryDirectory("tracer-durability")
         let storePath = dir.file("store.sqlite")
         let batchSize = 500
@@ -45,13 +45,13 @@ import TracerTesting
             // Let it commit a few transactions, then kill it at a random moment inside the next ones.
             var last = 0
             let commitsBeforeKill = Int.random(in: 1...6, using: &g)
-            while let line = writer.nextLine(timeout: 30), line.hasPrefix("committed ") {
+            while let line = await writer.line(timeout: 30), line.hasPrefix("committed ") {
                 last = Int(line.dropFirst("committed ".count)) ?? last
                 if last >= commitsBeforeKill * batchSize { break }
             }
             usleep(UInt32.random(in: 0...40_000, using: &g))
             writer.kill()
-            while let line = writer.nextLine(timeout: 0.2) {
+            while let line = await writer.line(timeout: 0.2) {
                 if line.hasPrefix("committed ") { last = Int(line.dropFirst("committed ".count)) ?? last }
             }
             acknowledged[run] = last
