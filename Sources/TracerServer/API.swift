@@ -43,6 +43,8 @@ public final class API: Sendable {
         self.reports = ReportIntake(slots: ocrSlots)
         self.rotationKey = Array(TokenStore.random(32).utf8)
         try ExposureEngine.declareIndexes(store)
+        // Occupancy's read (the daemon declares it too).
+        try store.declareIndex(IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "start"))
     }
 
     public func router() -> Router<TracerContext> {
@@ -172,20 +174,15 @@ public final class API: Sendable {
         return value
     }
 
-    /// `since=2026-11-20` or `since=2026-11-20T10:00:00Z`.
+    /// `since=2026-11-20` or `since=2026-11-20T10:00:00Z`, as the store parses times.
     static func since(_ raw: String?) throws -> Timestamp? {
         guard let raw, !raw.isEmpty else { return nil }
-        let iso = ISO8601DateFormatter()
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let day = ISO8601DateFormatter()
-        day.formatOptions = [.withFullDate]
-        guard let date = iso.date(from: raw) ?? fractional.date(from: raw) ?? day.date(from: raw) else {
+        guard let t = Timestamp(parsing: raw) else {
             throw APIError.badRequest(
                 "since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(raw.prefix(80))'"
             )
         }
-        return Timestamp(seconds: date.timeIntervalSince1970)
+        return t
     }
 
     // MARK: Routes
@@ -237,13 +234,19 @@ public final class API: Sendable {
         for doc in try store.getDocuments(Query(collection: CollectionPath("beacons"))) { stored[doc.id] = doc }
         var keys = site?.anchors.map(\.key) ?? []
         for key in stored.keys.sorted() where !keys.contains(key) { keys.append(key) }
+        // Every anchor's recent windows in one read of the group index on start (a window lasts a
+        // minute or so), then kept by end and sorted to their anchors.
+        var present: [String: [DocumentSnapshot]] = [:]
+        for doc in try store.getDocuments(
+            Query(collectionGroup: "interactions")
+                .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: now - occupancyWindow - 300)))
+        ) where (doc["end"]?.timestampValue ?? Timestamp(seconds: 0)) >= recent {
+            let segments = doc.path.description.split(separator: "/")
+            if segments.count == 4 { present[String(segments[1]), default: []].append(doc) }
+        }
         var anchors: [[String: Any]] = []
         for key in keys {
-            // Windows last at most a minute or so: read by the daemon's index on start, then by end.
-            let present = try store.getDocuments(
-                Query(collection: CollectionPath("beacons/\(key)/interactions"))
-                    .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: now - occupancyWindow - 300)))
-            ).filter { ($0["end"]?.timestampValue ?? Timestamp(seconds: 0)) >= recent }
+            let present = present[key] ?? []
             let devices = Set(present.compactMap { $0["deviceId"]?.stringValue })
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
             var entry: [String: Any] = [

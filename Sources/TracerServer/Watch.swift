@@ -108,7 +108,6 @@ enum Watch {
                         )
                     )
                 } else {
-                    first.set()
                     let changes = snap.changes.map { change($0) }.joined(separator: ",")
                     send(
                         frame(
@@ -186,5 +185,4 @@ final class LockedFlag: @unchecked Sendable {
         return true
     }
 
-    func set() { _ = setOnce() }
 }

@@ -116,15 +116,12 @@ struct ExposureCommand: ParsableCommand {
         try ExposureEngine.declareIndexes(store)
         var cutoff: Timestamp?
         if let since {
-            let iso = ISO8601DateFormatter()
-            let day = ISO8601DateFormatter()
-            day.formatOptions = [.withFullDate]
-            guard let date = iso.date(from: since) ?? day.date(from: since) else {
+            guard let t = Timestamp(parsing: since) else {
                 throw ValidationError(
                     "--since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(since)'"
                 )
             }
-            cutoff = Timestamp(seconds: date.timeIntervalSince1970)
+            cutoff = t
         }
         let docs: [DocumentSnapshot]
         if let beacon {
