@@ -82,8 +82,9 @@ import TracerTesting
     }
 
     @Test func onAKioskTheDeviceAtImmediateRangeIsTheReporter() async throws {
-        // Written here, just before the command starts: a loaded machine can take many seconds to
-        // start a process, and the kiosk looks back only 30 s from its start.
+        // The image first (rendering it can take many seconds), then the sighting, written here
+        // just before the command starts: the kiosk looks back only 30 s from its start.
+        let image = await Self.image("antigen-certificate-positive.png")
         let now = Date().timeIntervalSince1970
         let written = try DocumentStore(path: store)
         try written.set(
@@ -95,7 +96,7 @@ import TracerTesting
         )
         let r = try await tracer(
             "self-report",
-            await Self.image("antigen-certificate-positive.png"),
+            image,
             "--anchor",
             "kiosk-lab",
             "--yes",
