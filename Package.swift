@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         // The admin HTTP API. Its swift-configuration support is left off (tracer has its flags).
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: ["FullFoundation"]),
+        // SHA-256 and HMAC (already in the graph through Hummingbird's and AsyncHTTPClient's TLS).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -40,12 +42,29 @@ let package = Package(
         // Tesseract OCR: images checked before decoding, words with confidences and boxes.
         .target(name: "TracerOCR", dependencies: ["CTracerTesseract", "TracerVerification"]),
 
+        // The data model: DESIGN.md's documents as types (interactions, beacons, reports, device
+        // statuses, exposures, tokens), their statuses, the paths to them, and the one list of
+        // indexes the product declares. No other module spells a collection name.
+        .target(
+            name: "TracerModel",
+            dependencies: [
+                "TracerStore", "TracerRanging", "TracerSite", .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+
+        // The co-location rule, with no I/O: windows in, episodes out (runs, hits, room
+        // attribution, episodes), and the exposure policy with the rooms' geometry.
+        .target(name: "TracerColocation", dependencies: ["TracerSite"]),
+
         // Self-reports: the accepted report stored (never the image), the device marked, and
         // the seam to the exposure engine.
-        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerVerification"]),
+        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerVerification"]),
 
-        // The exposure engine: co-located devices flagged from an accepted report.
-        .target(name: "TracerExposure", dependencies: ["TracerStore", "TracerReports", "TracerSite"]),
+        // The exposure engine: the co-location rule over the store, and what it writes.
+        .target(
+            name: "TracerExposure",
+            dependencies: ["TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite"]
+        ),
 
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
@@ -72,7 +91,7 @@ let package = Package(
         .target(
             name: "TracerDaemon",
             dependencies: [
-                "TracerRanging", "TracerSite", "TracerStore", "TracerDBus",
+                "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -85,7 +104,8 @@ let package = Package(
         .target(
             name: "TracerServer",
             dependencies: [
-                "TracerStore", "TracerSite", "TracerExposure", "TracerReports", "TracerOCR", "TracerVerification",
+                "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
+                "TracerOCR", "TracerVerification",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -95,7 +115,8 @@ let package = Package(
         .target(
             name: "TracerBenchmarks",
             dependencies: [
-                "TracerStore", "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure",
+                "TracerStore", "TracerModel", "TracerColocation", "TracerRanging", "TracerSite", "TracerDaemon",
+                "TracerExposure",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -105,6 +126,8 @@ let package = Package(
             name: "tracer",
             dependencies: [
                 "TracerStore",
+                "TracerModel",
+                "TracerColocation",
                 "TracerRanging",
                 "TracerSite",
                 "TracerDaemon",
@@ -149,11 +172,22 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerVerificationTests",
-            dependencies: ["TracerVerification", "TracerOCR", "TracerReports", "TracerTesting"]
+            dependencies: ["TracerVerification", "TracerOCR", "TracerReports", "TracerModel", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerExposureTests",
-            dependencies: ["TracerExposure", "TracerReports", "TracerVerification", "TracerSite", "TracerTesting"]
+            dependencies: [
+                "TracerExposure", "TracerColocation", "TracerModel", "TracerReports", "TracerVerification", "TracerSite",
+                "TracerTesting",
+            ]
+        ),
+        .testTarget(
+            name: "TracerModelTests",
+            dependencies: ["TracerModel", "TracerStore", "TracerTesting"]
+        ),
+        .testTarget(
+            name: "TracerColocationTests",
+            dependencies: ["TracerColocation", "TracerSite"]
         ),
         .testTarget(
             name: "TracerSimulationTests",
@@ -162,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "TracerServerTests",
             dependencies: [
-                "TracerServer", "TracerStore", "TracerSite", "TracerTesting",
+                "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

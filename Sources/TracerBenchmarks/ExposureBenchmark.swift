@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import TracerColocation
 import TracerDaemon
+import TracerModel
 import TracerExposure
 import TracerSite
 @_spi(Benchmarks) import TracerStore
@@ -33,7 +35,7 @@ public struct ExposureBenchmark: Measuring {
         configuration.synchronousCommits = false
         configuration.writerCacheMiB = 4096  // the bulk path: the fill's random inserts stay in memory
         let store = try DocumentStore(path: path, configuration: configuration)
-        for index in Daemon.indexes + ExposureEngine.indexes { try store.declareIndex(index) }
+        try Indexes.declare(in: store)
         let meta = try DocumentPath("bench/meta")
         if try store.get(meta)["documents"] == .integer(Int64(documents)) {
             report("reusing the store at \(path) (\(documents) interaction documents)")

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TracerModel
 import TracerRanging
 import TracerSite
 import TracerStore
@@ -54,18 +55,6 @@ public final class Daemon: Sendable {
         public var interrupted: Bool
     }
 
-    /// The indexes the daemon's and the admins' queries use.
-    public static let indexes = [
-        IndexDefinition(collectionID: "interactions", "start"),
-        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
-        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "start"),
-        // The exposure engine's presence index (ExposureEngine.presenceIndex): declared here so
-        // that it is built as interactions are written, not all at once at the first report.
-        IndexDefinition(collectionID: "interactions", "start", "deviceId", "end", "distance"),
-        // And its whereabouts index (ExposureEngine.whereaboutsIndex), for room attribution.
-        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start", "end", "distance"),
-    ]
-
     /// Runs until the source ends, or until the task is cancelled (SIGTERM, SIGINT); either way
     /// every window is closed and written before it returns.
     public func run() async throws -> Report {
@@ -73,7 +62,9 @@ public final class Daemon: Sendable {
         var ranger = try Ranger(site: site, mode: mode)
         if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
         try writeAnchors()
-        for index in Self.indexes { try store.declareIndex(index) }
+        // Every index of the product, so that the exposure engine's covering indexes are built as
+        // interactions are written, not all at once at the first report.
+        try Indexes.declare(in: store)
         logger.info(
             "ranging",
             metadata: ["source": "\(source.name)", "mode": "\(mode)", "site": "\(site.name)"]
@@ -124,8 +115,8 @@ public final class Daemon: Sendable {
     func purge(olderThan cutoff: Double) {
         do {
             let n = try store.purge(
-                collectionGroup: "interactions",
-                field: FieldPath("start"),
+                collectionGroup: Interaction.collectionID,
+                field: Interaction.Field.start,
                 olderThan: Timestamp(seconds: cutoff)
             )
             try store.pruneChanges(olderThan: Timestamp(seconds: cutoff))
@@ -139,22 +130,7 @@ public final class Daemon: Sendable {
     func writeAnchors() throws {
         var batch = WriteBatch()
         for anchor in site.anchors {
-            let room = site.room(anchor.room)
-            var data: DocumentData = [
-                "kind": .string(anchor.kind.rawValue), "room": .string(anchor.room),
-                "name": .string(
-                    anchor.kind == .kiosk ? "\(room?.name ?? anchor.room) kiosk" : "\(room?.name ?? anchor.room) beacon"
-                ),
-                "position": [.double(anchor.position.x), .double(anchor.position.y)],
-                "site": .string(site.name), "ts": .serverTimestamp,
-            ]
-            if let id = anchor.identity {
-                data["uuid"] = .string(id.uuid.description)
-                data["major"] = .integer(Int64(id.major))
-                data["minor"] = .integer(Int64(id.minor))
-            }
-            if let p = anchor.measuredPower { data["measuredPower"] = .integer(Int64(p)) }
-            batch.set(try DocumentPath("beacons/\(anchor.key)"), data, merge: true)
+            batch.set(try Collections.beacon(anchor.key), Beacon(anchor, of: site).data, merge: true)
         }
         try store.commit(batch)
     }
@@ -164,35 +140,14 @@ public final class Daemon: Sendable {
         guard !summaries.isEmpty else { return 0 }
         var batch = WriteBatch()
         for s in summaries {
-            let collection = try CollectionPath("beacons/\(s.anchorKey)/interactions")
-            batch.set(collection.newDocument(), Self.document(s))
+            batch.set(try Collections.interactions(at: s.anchorKey).newDocument(), Interaction(s).data)
         }
         try store.commit(batch)
         return summaries.count
     }
 
     /// An interaction document: DESIGN.md's fields, plus the least distance and the anchor's key.
-    public static func document(_ s: InteractionSummary) -> DocumentData {
-        [
-            "deviceId": .string(s.deviceID),
-            "anchor": .string(s.anchorKey),
-            "beacon": [
-                "uuid": .string(s.beacon.uuid.description), "major": .integer(Int64(s.beacon.major)),
-                "minor": .integer(Int64(s.beacon.minor)),
-            ],
-            "proximity": .string(s.proximity.rawValue),
-            "proximityCode": .integer(Int64(s.proximity.code)),
-            "distance": s.distance.map { .double(($0 * 100).rounded() / 100) } ?? .null,
-            "minDistance": s.minDistance.map { .double(($0 * 100).rounded() / 100) } ?? .null,
-            "rssi": .double((s.rssi * 10).rounded() / 10),
-            "measuredPower": .integer(Int64(s.measuredPower.rounded())),
-            "start": .timestamp(Timestamp(seconds: s.start)),
-            "end": .timestamp(Timestamp(seconds: s.end)),
-            "samples": .integer(Int64(s.samples)),
-            "testResult": false,
-            "ts": .serverTimestamp,
-        ]
-    }
+    public static func document(_ s: InteractionSummary) -> DocumentData { Interaction(s).data }
 }
 
 /// The daemon's counters as it runs, readable from other threads.

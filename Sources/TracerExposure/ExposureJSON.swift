@@ -1,4 +1,5 @@
 import Foundation
+import TracerModel
 import TracerStore
 
 /// Exposures and device statuses in the contract's JSON shape, shared by the command line
@@ -13,11 +14,10 @@ public enum ExposureJSON {
     /// `devices/{id}/exposures/{x}` as `{"deviceId", "reportId", "beaconKey", "from", "to", ...}`.
     /// Fields are read by key, not parsed as field paths: this runs for every exposure served.
     public static func value(_ doc: DocumentSnapshot) -> Value {
-        let segments = doc.path.description.split(separator: "/")
         let data = doc.data ?? [:]
         let separation = data["separation"]?.mapValue ?? [:]
         return .map([
-            "deviceId": .string(segments.count > 1 ? String(segments[1]) : ""),
+            "deviceId": .string(Collections.device(ofExposure: doc.path) ?? ""),
             "reportId": .string(data["reportId"]?.stringValue ?? ""),
             "beaconKey": .string(data["beaconKey"]?.stringValue ?? ""),
             "from": iso(data["from"]),
@@ -32,7 +32,7 @@ public enum ExposureJSON {
 
     /// A device's exposures, oldest first.
     public static func exposures(of device: String, store: DocumentStore) throws -> [DocumentSnapshot] {
-        try store.getDocuments(Query(collection: CollectionPath("devices/\(device)/exposures")).order(by: "from"))
+        try store.getDocuments(Exposure.of(device: device))
     }
 
     /// `{"deviceId", "status", "risk", "exposures": [...]}`: what a device is told. A device
@@ -42,18 +42,16 @@ public enum ExposureJSON {
         document doc: DocumentSnapshot,
         exposures: [DocumentSnapshot]
     ) -> Value {
-        .map([
-            "deviceId": .string(device), "status": .string(doc.data?["status"]?.stringValue ?? "clear"),
-            "risk": .string(doc.data?["risk"]?.stringValue ?? "low"), "exposures": .array(exposures.map(value)),
+        let d = DeviceStatus(doc)
+        return .map([
+            "deviceId": .string(device), "status": .string(d.status.rawValue),
+            "risk": .string(d.risk.rawValue), "exposures": .array(exposures.map(value)),
         ])
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).
     public static func atBeacon(_ key: String, since: Timestamp?, store: DocumentStore) throws -> [DocumentSnapshot] {
-        try store.getDocuments(
-            Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(key))
-                .where("from", .greaterThanOrEqual, .timestamp(since ?? Timestamp(seconds: 0))).order(by: "from")
-        )
+        try store.getDocuments(Exposure.at(beacon: key, since: since ?? Timestamp(seconds: 0)))
     }
 
     /// Compact JSON with sorted keys (the store's writer: no Foundation on the way).

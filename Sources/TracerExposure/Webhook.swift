@@ -11,7 +11,7 @@ public struct Webhook: Sendable {
 
     public init(_ url: String) throws {
         guard let c = URLComponents(string: url), c.scheme == "http", let host = c.host, !host.isEmpty else {
-            throw ExposureError("--webhook takes an http:// URL (like http://127.0.0.1:9000/hook), not '\(url)'")
+            throw ExposureError(.badInput, "--webhook takes an http:// URL (like http://127.0.0.1:9000/hook), not '\(url)'")
         }
         self.url = url
         self.host = host
@@ -26,17 +26,17 @@ public struct Webhook: Sendable {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
-            throw ExposureError("\(url): cannot resolve \(host)")
+            throw ExposureError(.delivery, "\(url): cannot resolve \(host)")
         }
         defer { freeaddrinfo(list) }
         let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
-        guard fd >= 0 else { throw ExposureError("\(url): cannot make a socket") }
+        guard fd >= 0 else { throw ExposureError(.delivery, "\(url): cannot make a socket") }
         defer { close(fd) }
         var wait = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            throw ExposureError("\(url): \(String(cString: strerror(errno)))")
+            throw ExposureError(.delivery, "\(url): \(String(cString: strerror(errno)))")
         }
         let payload = Array(body.utf8)
         let head =
@@ -46,7 +46,7 @@ public struct Webhook: Sendable {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw ExposureError("\(url): the connection closed while sending") }
+            guard n > 0 else { throw ExposureError(.delivery, "\(url): the connection closed while sending") }
             sent += n
         }
         var response = [UInt8]()
@@ -59,7 +59,7 @@ public struct Webhook: Sendable {
         let statusLine = String(decoding: response.prefix { $0 != 10 }, as: UTF8.self)
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let code = Int(parts[1]) else {
-            throw ExposureError("\(url): no HTTP answer")
+            throw ExposureError(.delivery, "\(url): no HTTP answer")
         }
         return code
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TracerModel
 import TracerStore
 import TracerVerification
 
@@ -8,14 +9,6 @@ import TracerVerification
 public protocol ExposureFlagging: Sendable {
     /// Flags exposures for an accepted report; returns a line for the person reporting.
     func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String
-}
-
-/// The flagging step before the exposure engine exists: nothing is flagged, and it says so.
-public struct NoExposureEngine: ExposureFlagging {
-    public init() {}
-    public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
-        "exposures: not flagged (this build has no exposure engine yet)"
-    }
 }
 
 /// A report as stored in `reports/{id}`.
@@ -33,7 +26,7 @@ public struct RecordedReport: Sendable, Equatable {
 public enum SelfReport {
     /// The report's id: the same image for the same device is the same report.
     public static func reportID(deviceID: String, imageSHA256: String) -> String {
-        String(SHA256.hex(Array("\(deviceID)\n\(imageSHA256)".utf8)).prefix(20))
+        String(Digest.sha256Hex("\(deviceID)\n\(imageSHA256)").prefix(20))
     }
 
     /// Stores the report and marks the device positive, in one transaction; an existing report
@@ -46,22 +39,21 @@ public enum SelfReport {
         store: DocumentStore
     ) throws -> RecordedReport {
         let id = reportID(deviceID: deviceID, imageSHA256: imageSHA256)
-        let reportPath = try DocumentPath("reports/\(id)")
-        let devicePath = try DocumentPath("devices/\(deviceID)")
+        let reportPath = try Collections.report(id)
+        let devicePath = try Collections.device(deviceID)
+        let report = Report(
+            id: id,
+            deviceID: deviceID,
+            status: .accepted,
+            collectedAt: verification.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970) },
+            imageSHA256: imageSHA256,
+            evidence: verification.rules.map(Self.evidence),
+            answers: answers
+        )
         let created = try store.runTransaction { t -> Bool in
             if try t.get(reportPath).exists { return false }
-            var data: DocumentData = [
-                "deviceId": .string(deviceID),
-                "status": "accepted",
-                "imageSHA256": .string(imageSHA256),
-                "evidence": .array(verification.rules.map(Self.evidence)),
-                "createdAt": .serverTimestamp,
-            ]
-            data["collectedAt"] =
-                verification.collectedAt.map { .timestamp(Timestamp(seconds: $0.timeIntervalSince1970)) } ?? .null
-            if !answers.isEmpty { data["answers"] = .map(answers.mapValues { .bool($0) }) }
-            t.create(reportPath, data)
-            t.set(devicePath, ["status": "positive", "updatedAt": .serverTimestamp], merge: true)
+            t.create(reportPath, report.data)
+            t.set(devicePath, DeviceStatus.positive, merge: true)
             return true
         }
         return RecordedReport(
@@ -96,15 +88,13 @@ public enum SelfReport {
     ) throws -> [String] {
         // Windows last 30 s: one that ended within `within` started within `within + 30`.
         let since = Timestamp(seconds: now.timeIntervalSince1970 - within - 30)
-        let query = Query(collection: try CollectionPath("beacons/\(anchor)/interactions"))
-            .where("start", .greaterThanOrEqual, .timestamp(since))
+        let query = Query(collection: try Collections.interactions(at: anchor))
+            .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(since))
         let horizon = Timestamp(seconds: now.timeIntervalSince1970 - within)
         var devices: Set<String> = []
         for doc in try store.getDocuments(query) {
-            guard doc["proximity"] == .string("immediate"), let end = doc["end"]?.timestampValue, end >= horizon,
-                case .string(let device)? = doc["deviceId"]
-            else { continue }
-            devices.insert(device)
+            guard let i = try? Interaction(doc), i.proximity == .immediate, i.end >= horizon else { continue }
+            devices.insert(i.deviceID)
         }
         return devices.sorted()
     }

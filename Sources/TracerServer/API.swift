@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import TracerExposure
+import TracerModel
 import TracerOCR
 import TracerReports
 import TracerSite
@@ -42,9 +43,7 @@ public final class API: Sendable {
         self.occupancyWindow = occupancyWindow
         self.reports = ReportIntake(slots: ocrSlots)
         self.rotationKey = Array(TokenStore.random(32).utf8)
-        try ExposureEngine.declareIndexes(store)
-        // Occupancy's read (the daemon declares it too).
-        try store.declareIndex(IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "start"))
+        try Indexes.declare(in: store)
     }
 
     public func router() -> Router<TracerContext> {
@@ -73,7 +72,7 @@ public final class API: Sendable {
             if who.role == .device, who.deviceID != id {
                 throw APIError.forbidden("a device token reads its own device only")
             }
-            let doc = try store.get(DocumentPath("devices/\(id)"))
+            let doc = try store.get(Collections.device(id))
             return JSONBody.response(
                 ExposureJSON.status(id, document: doc, exposures: try ExposureJSON.exposures(of: id, store: store))
             )
@@ -148,13 +147,14 @@ public final class API: Sendable {
             let kept = query.split(separator: "&").filter { !$0.hasPrefix("access_token=") }
             if !kept.isEmpty { what += "?" + kept.joined(separator: "&") }
         }
-        _ = try store.add(
-            CollectionPath("audit"),
-            [
-                "tokenId": .string(who.tokenID), "tokenName": .string(who.name), "role": .string(who.role.rawValue),
-                "method": .string(request.method.rawValue), "path": .string(what), "at": .serverTimestamp,
-            ]
+        let entry = AuditEntry(
+            tokenID: who.tokenID,
+            tokenName: who.name,
+            role: who.role,
+            method: request.method.rawValue,
+            path: what
         )
+        _ = try store.add(Collections.audit, entry.data)
     }
 
     // MARK: Input
@@ -231,30 +231,33 @@ public final class API: Sendable {
         let recent = Timestamp(seconds: now - occupancyWindow)
         let fortnight = Timestamp(seconds: now - 14 * 86_400)
         var stored: [String: DocumentSnapshot] = [:]
-        for doc in try store.getDocuments(Query(collection: CollectionPath("beacons"))) { stored[doc.id] = doc }
+        for doc in try store.getDocuments(Query(collection: Collections.beacons)) { stored[doc.id] = doc }
         var keys = site?.anchors.map(\.key) ?? []
         for key in stored.keys.sorted() where !keys.contains(key) { keys.append(key) }
         // Every anchor's recent windows in one read of the group index on start (a window lasts a
         // minute or so), then kept by end and sorted to their anchors.
-        var present: [String: [DocumentSnapshot]] = [:]
+        var present: [String: [Interaction]] = [:]
         for doc in try store.getDocuments(
-            Query(collectionGroup: "interactions")
-                .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: now - occupancyWindow - 300)))
-        ) where (doc["end"]?.timestampValue ?? Timestamp(seconds: 0)) >= recent {
-            let segments = doc.path.description.split(separator: "/")
-            if segments.count == 4 { present[String(segments[1]), default: []].append(doc) }
+            Query.interactions
+                .where(
+                    Interaction.Field.start,
+                    .greaterThanOrEqual,
+                    .timestamp(Timestamp(seconds: now - occupancyWindow - 300))
+                )
+        ) {
+            guard let i = try? Interaction(doc), i.end >= recent else { continue }
+            present[i.anchor, default: []].append(i)
         }
         var anchors: [[String: Any]] = []
         for key in keys {
             let present = present[key] ?? []
-            let devices = Set(present.compactMap { $0["deviceId"]?.stringValue })
+            let devices = Set(present.map(\.deviceID))
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
             var entry: [String: Any] = [
                 "key": key, "occupancy": devices.count, "exposures": exposures.count,
-                "exposedDevices": Set(exposures.map { $0.path.description.split(separator: "/").dropFirst().first })
-                    .count,
+                "exposedDevices": Set(exposures.map { Collections.device(ofExposure: $0.path) }).count,
             ]
-            if let last = present.compactMap({ $0["end"]?.timestampValue }).max() {
+            if let last = present.map(\.end).max() {
                 entry["lastHeard"] = last.iso8601Milliseconds
             }
             if let a = site?.anchor(key) {
@@ -262,8 +265,9 @@ public final class API: Sendable {
                 entry["room"] = a.room
                 entry["position"] = [a.position.x, a.position.y]
             } else if let doc = stored[key] {
-                entry["room"] = doc["room"]?.stringValue ?? NSNull()
-                entry["name"] = doc["name"]?.stringValue ?? NSNull()
+                let beacon = Beacon.Stored(doc)
+                entry["room"] = beacon.room ?? NSNull()
+                entry["name"] = beacon.name ?? NSNull()
             }
             anchors.append(entry)
         }
@@ -295,37 +299,26 @@ public final class API: Sendable {
         day.formatOptions = [.withFullDate]
         let today = day.string(from: now)
         var out: [[String: Any]] = []
-        for doc in try store.getDocuments(Query(collection: CollectionPath("reports"))) {
-            guard doc["status"] == .string("accepted"), let created = doc["createdAt"]?.timestampValue,
+        for doc in try store.getDocuments(Query(collection: Collections.reports)) {
+            guard let report = try? Report(doc), report.status == .accepted, let created = report.createdAt,
                 created >= fortnight
             else { continue }
             var entry: [String: Any] = [
-                "id": HMAC.hex(key: rotationKey, message: Array("\(today)\n\(doc.id)".utf8)).prefix(24),
+                "id": Self.rotatedID(report.id, on: today, key: rotationKey),
                 "reportedOn": day.string(from: created.date),
             ]
-            if let collected = doc["collectedAt"]?.timestampValue {
-                entry["collectedOn"] = day.string(from: collected.date)
-            }
-            if case .map(let answers)? = doc["answers"] {
-                entry["answers"] = answers.compactMapValues { value -> Bool? in
-                    if case .bool(let b) = value { b } else { nil }
-                }
-            }
+            if let collected = report.collectedAt { entry["collectedOn"] = day.string(from: collected.date) }
+            if !report.answers.isEmpty { entry["answers"] = report.answers }
             out.append(entry)
         }
         // Sorted by the rotated id: the order says nothing of when each came in.
-        out.sort { ($0["id"] as? Substring ?? "") < ($1["id"] as? Substring ?? "") }
-        for i in out.indices { out[i]["id"] = String(out[i]["id"] as? Substring ?? "") }
+        out.sort { ($0["id"] as? String ?? "") < ($1["id"] as? String ?? "") }
         return ["days": 14, "rotatedOn": today, "responses": out]
     }
-}
 
-/// HMAC-SHA256 (RFC 2104) over tracer's SHA-256.
-enum HMAC {
-    static func hex(key: [UInt8], message: [UInt8]) -> String {
-        var k = key.count > 64 ? SHA256.digest(key) : key
-        k += [UInt8](repeating: 0, count: 64 - k.count)
-        let inner = SHA256.digest(k.map { $0 ^ 0x36 } + message)
-        return SHA256.hex(k.map { $0 ^ 0x5c } + inner)
+    /// A report's id in the public list of one day: 24 hex digits of an HMAC-SHA256 of the day
+    /// and the id under this server's key, so that lists of different days cannot be joined.
+    static func rotatedID(_ reportID: String, on day: String, key: [UInt8]) -> String {
+        String(Digest.hmacSHA256Hex(key: key, message: Array("\(day)\n\(reportID)".utf8)).prefix(24))
     }
 }

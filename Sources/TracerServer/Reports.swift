@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import TracerExposure
+import TracerModel
 import TracerOCR
 import TracerReports
 import TracerStore
@@ -228,7 +229,7 @@ extension API {
         }
         let recorded = try SelfReport.record(
             deviceID: device,
-            imageSHA256: SHA256.hex(data),
+            imageSHA256: Digest.sha256Hex(data),
             verification: verification,
             answers: answers,
             store: store
@@ -244,7 +245,7 @@ extension API {
         return JSONBody.response(
             [
                 "accepted": true, "reportId": recorded.id, "deviceId": device, "created": recorded.created,
-                "status": "accepted", "flagging": flagging, "rules": rules, "collectedAt": collected,
+                "status": Report.Status.accepted.rawValue, "flagging": flagging, "rules": rules, "collectedAt": collected,
             ],
             status: recorded.created ? .created : .ok
         )

@@ -1,12 +1,7 @@
 import Foundation
+import TracerModel
 import TracerReports
 import TracerStore
-
-/// Who may do what: an admin reads everything; a kiosk posts reports and reads status; a device
-/// reads only its own device.
-public enum Role: String, Sendable, CaseIterable {
-    case admin, kiosk, device
-}
 
 /// The holder of a valid token.
 public struct Principal: Sendable, Equatable {
@@ -21,7 +16,6 @@ public struct Principal: Sendable, Equatable {
 /// when created, and is never stored. A token reads `tracer_{id}_{secret}`; its secret has
 /// 190 bits from the system's random source, so one hash (not a slow one) is enough.
 public struct TokenStore: Sendable {
-    public static let collection = "tokens"
     static let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
 
     let store: DocumentStore
@@ -49,29 +43,29 @@ public struct TokenStore: Sendable {
         }
         let id = Self.random(12)
         let secret = Self.random(32)
-        var data: DocumentData = [
-            "role": .string(role.rawValue),
-            "hash": .string(SHA256.hex(Array(secret.utf8))),
-            "name": .string(name ?? "\(role.rawValue) token"),
-            "createdAt": .serverTimestamp,
-        ]
-        if let deviceID { data["deviceId"] = .string(deviceID) }
-        try store.create(DocumentPath("\(Self.collection)/\(id)"), data)
+        let record = TokenRecord(
+            id: id,
+            role: role,
+            deviceID: deviceID,
+            name: name ?? "\(role.rawValue) token",
+            hash: Digest.sha256Hex(secret)
+        )
+        try store.create(Collections.token(id), record.data)
         return Created(id: id, token: "tracer_\(id)_\(secret)")
     }
 
     /// Every token, without its hash.
     public func list() throws -> [DocumentSnapshot] {
-        try store.getDocuments(Query(collection: CollectionPath(Self.collection)).order(by: "createdAt"))
+        try store.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))
     }
 
     /// Revokes a token at once; false when there is none with this id.
     public func revoke(_ id: String) throws -> Bool {
         guard Self.isID(id) else { return false }
-        let path = try DocumentPath("\(Self.collection)/\(id)")
+        let path = try Collections.token(id)
         return try store.runTransaction { t in
             guard try t.get(path).exists else { return false }
-            t.update(path, ["revokedAt": .serverTimestamp])
+            t.update(path, TokenRecord.revocation)
             return true
         }
     }
@@ -87,19 +81,11 @@ public struct TokenStore: Sendable {
             return nil
         }
         let id = String(parts[1])
-        let offered = Array(SHA256.hex(Array(parts[2].utf8)).utf8)
-        let doc = try? store.get("\(Self.collection)/\(id)")
-        let data = doc?.data ?? [:]
-        let stored = data["hash"]?.stringValue.map { Array($0.utf8) } ?? [UInt8](repeating: 0, count: 64)
-        guard Self.constantTimeEqual(offered, stored), doc?.exists == true, data["revokedAt"] == nil,
-            let role = data["role"]?.stringValue.flatMap(Role.init(rawValue:))
-        else { return nil }
-        return Principal(
-            tokenID: id,
-            role: role,
-            deviceID: data["deviceId"]?.stringValue,
-            name: data["name"]?.stringValue ?? ""
-        )
+        let offered = Array(Digest.sha256Hex(parts[2].utf8).utf8)
+        let record = (try? store.get(Collections.token(id))).flatMap { try? TokenRecord($0) }
+        let stored = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
+        guard Self.constantTimeEqual(offered, stored), let record, record.revokedAt == nil else { return nil }
+        return Principal(tokenID: id, role: record.role, deviceID: record.deviceID, name: record.name)
     }
 
     /// Equal lengths and bytes, in time that depends on the length only.

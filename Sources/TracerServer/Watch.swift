@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+import TracerModel
 import TracerStore
 
 /// `GET /v1/watch?path=…`: the store's listeners as Server-Sent Events.
@@ -27,9 +28,10 @@ enum Watch {
             throw APIError.badRequest("watch takes ?path= a document, a collection or */GROUP")
         }
         if who.role == .device {
-            let own = "devices/\(who.deviceID ?? "")"
-            guard raw == own || raw == own + "/exposures" else {
-                throw APIError.forbidden("a device token watches \(own) and \(own)/exposures only")
+            let own = try Collections.device(who.deviceID ?? "")
+            let exposures = try Collections.exposures(of: who.deviceID ?? "")
+            guard raw == own.description || raw == exposures.description else {
+                throw APIError.forbidden("a device token watches \(own) and \(exposures) only")
             }
         }
         var query: Query
@@ -49,7 +51,7 @@ enum Watch {
         if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
             let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
             query = query.where(try FieldPath(parsing: field), .greaterThanOrEqual, .timestamp(since))
-        } else if raw.split(separator: "/").last == "interactions" {
+        } else if raw.split(separator: "/").last.map(String.init) == Interaction.collectionID {
             // Millions of windows: a watch holds what it matches, so it must start somewhere.
             throw APIError.badRequest("interactions are many: watch them from a time, with since= (and field=start)")
         }

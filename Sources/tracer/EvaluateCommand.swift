@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import TracerColocation
 import TracerExposure
+import TracerModel
 import TracerReports
 import TracerSimulation
 import TracerSite
@@ -92,30 +94,29 @@ struct EvaluateCommand: ParsableCommand {
 
         var exposures: [FlaggedExposure] = []
         for (id, device) in reportOf {
-            for doc in try store.getDocuments(
-                Query(collectionGroup: "exposures").where("reportId", .equal, .string(id))
-            ) {
-                guard case .string(let d)? = doc["deviceId"], case .string(let anchor)? = doc["beaconKey"],
-                    let from = doc["from"]?.timestampValue, let to = doc["to"]?.timestampValue
-                else { continue }
+            for doc in try store.getDocuments(Exposure.of(report: id)) {
+                guard let e = try? Exposure(doc) else { continue }
                 exposures.append(
-                    FlaggedExposure(reporter: device, device: d, anchor: anchor, from: from.seconds, to: to.seconds)
+                    FlaggedExposure(
+                        reporter: device,
+                        device: e.deviceID,
+                        anchor: e.beaconKey,
+                        from: e.from.seconds,
+                        to: e.to.seconds
+                    )
                 )
             }
         }
         var observed: [ObservedWindow] = []
-        for doc in try store.getDocuments(Query(collectionGroup: "interactions")) {
-            let segments = doc.path.description.split(separator: "/")
-            guard segments.count >= 4, case .string(let device)? = doc["deviceId"],
-                let start = doc["start"]?.timestampValue, let end = doc["end"]?.timestampValue
-            else { continue }
+        for doc in try store.getDocuments(Query.interactions) {
+            guard let i = try? Interaction(doc) else { continue }
             observed.append(
                 ObservedWindow(
-                    device: device,
-                    anchor: String(segments[1]),
-                    start: start.seconds,
-                    end: end.seconds,
-                    distance: doc["distance"]?.doubleValue
+                    device: i.deviceID,
+                    anchor: i.anchor,
+                    start: i.start.seconds,
+                    end: i.end.seconds,
+                    distance: i.distance
                 )
             )
         }
@@ -138,19 +139,18 @@ struct EvaluateCommand: ParsableCommand {
 
     /// The reporter's accepted report, or a simulated one written for it.
     static func report(for device: String, at collected: Double, in store: DocumentStore) throws -> String {
-        let existing = try store.getDocuments(
-            Query(collection: try CollectionPath("reports")).where("deviceId", .equal, .string(device))
+        let existing = try store.getDocuments(Report.of(device: device))
+        if let doc = existing.first(where: { Report.is($0, .accepted) }) { return doc.id }
+        let id = "sim-" + String(Digest.sha256Hex(device).prefix(16))
+        let report = Report(
+            id: id,
+            deviceID: device,
+            status: .accepted,
+            collectedAt: Timestamp(seconds: collected),
+            imageSHA256: "",
+            evidence: [["simulated": true]]
         )
-        if let doc = existing.first(where: { $0["status"] == .string("accepted") }) { return doc.id }
-        let id = "sim-" + String(SHA256.hex(Array(device.utf8)).prefix(16))
-        try store.set(
-            try DocumentPath("reports/\(id)"),
-            [
-                "deviceId": .string(device), "status": "accepted",
-                "collectedAt": .timestamp(Timestamp(seconds: collected)),
-                "evidence": ["simulated": true], "createdAt": .serverTimestamp,
-            ]
-        )
+        try store.set(try Collections.report(id), report.data)
         return id
     }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import TracerColocation
 import TracerExposure
+import TracerModel
 import TracerSite
 import TracerStore
 
@@ -60,7 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try options.open(mustExist: true)
-        let path = try DocumentPath("devices/\(device)")
+        let path = try Collections.device(device)
         if !watch {
             print(try status(store, store.get(path)))
             return
@@ -76,12 +78,11 @@ struct StatusCommand: AsyncParsableCommand {
 
     func status(_ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
         let exposures = try ExposureJSON.exposures(of: device, store: store)
-        let status = doc["status"]?.stringValue ?? "clear"
-        let risk = doc["risk"]?.stringValue ?? "low"
+        let d = DeviceStatus(doc)
         if json { return ExposureJSON.json(ExposureJSON.status(device, document: doc, exposures: exposures)) }
-        var text = "\(device): \(status), risk \(risk)"
+        var text = "\(device): \(d.status.rawValue), risk \(d.risk.rawValue)"
         if !exposures.isEmpty {
-            let minutes = doc["colocatedMinutes"]?.doubleValue ?? 0
+            let minutes = d.colocatedMinutes
             text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
             text += String(format: "%.1f minutes together", minutes)
             text += "\n" + ExposureOutput.table(exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
@@ -113,7 +114,7 @@ struct ExposureCommand: ParsableCommand {
 
     func run() throws {
         let store = try options.open(mustExist: true)
-        try ExposureEngine.declareIndexes(store)
+        try Indexes.declare(in: store)
         var cutoff: Timestamp?
         if let since {
             guard let t = Timestamp(parsing: since) else {
@@ -127,8 +128,9 @@ struct ExposureCommand: ParsableCommand {
         if let beacon {
             docs = try ExposureJSON.atBeacon(beacon, since: cutoff, store: store)
         } else {
-            let query = Query(collection: try CollectionPath("devices/\(device ?? "")/exposures"))
-                .where("from", .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0))).order(by: "from")
+            let query = Query(collection: try Collections.exposures(of: device ?? ""))
+                .where(Exposure.Field.from, .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0)))
+                .order(by: Exposure.Field.from)
             docs = try store.getDocuments(query)
         }
         if json {
@@ -227,9 +229,9 @@ struct ReportCommand: AsyncParsableCommand {
             let engine = try policy.engine
             for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
             // Every report now (a re-run changes nothing), then each one that is added or changes.
-            for try await snap in store.snapshots(Query(collection: try CollectionPath("reports")), from: .now) {
+            for try await snap in store.snapshots(Query(collection: Collections.reports), from: .now) {
                 for change in snap.changes where change.kind != .removed {
-                    guard change.document["status"] == .string("accepted") else { continue }
+                    guard Report.is(change.document, .accepted) else { continue }
                     let id = change.document.id
                     do {
                         let r = try engine.flag(reportID: id, store: store)

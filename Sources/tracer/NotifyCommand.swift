@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerExposure
+import TracerModel
 import TracerReports
 import TracerStore
 
@@ -27,7 +28,7 @@ struct NotifyCommand: AsyncParsableCommand {
         let hook = try Webhook(webhook)
         let store = try options.open(mustExist: true)
         let statePath =
-            state ?? options.resolvedPath + ".notify-" + String(SHA256.hex(Array(webhook.utf8)).prefix(12)) + ".state"
+            state ?? options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
         let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
             Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }
@@ -38,17 +39,15 @@ struct NotifyCommand: AsyncParsableCommand {
         )
         var last: [String: String] = [:]
         let start: ListenStart = saved.map { .after(token: $0) } ?? .now
-        for try await snap in store.snapshots(Query(collection: try CollectionPath("devices")), from: start) {
+        for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
             for change in snap.changes where change.kind != .removed {
                 let doc = change.document
-                let status = doc["status"]?.stringValue ?? "clear"
-                let risk = doc["risk"]?.stringValue ?? "low"
-                let count = Int(doc["exposureCount"]?.doubleValue ?? 0)
-                let key = "\(status)/\(risk)/\(count)"
+                let d = DeviceStatus(doc)
+                let key = "\(d.status)/\(d.risk)/\(d.exposureCount)"
                 if last[doc.id] == key { continue }
                 let body: Value = .map([
-                    "deviceId": .string(doc.id), "status": .string(status), "risk": .string(risk),
-                    "exposureCount": .integer(Int64(count)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
+                    "deviceId": .string(doc.id), "status": .string(d.status.rawValue), "risk": .string(d.risk.rawValue),
+                    "exposureCount": .integer(Int64(d.exposureCount)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
                     "token": .integer(snap.token),
                 ])
                 try await deliver(ExposureJSON.json(body), to: hook)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerExposure
+import TracerModel
 import TracerOCR
 import TracerReports
 import TracerStore
@@ -25,7 +26,7 @@ struct VerifyOptions: ParsableArguments {
         if Output.stderrIsTerminal { Output.error("reading \(image)…") }
         let page = try engine.read(data: data, name: image)
         let verification = Verifier.verify(page, policy: policy, now: Date())
-        return (verification, SHA256.hex(data))
+        return (verification, Digest.sha256Hex(data))
     }
 
     static func show(_ v: Verification) {
@@ -162,7 +163,8 @@ struct SelfReportCommand: ParsableCommand {
                 VerifyOptions.json(
                     v,
                     extra: [
-                        "reportId": report.id, "deviceId": deviceID, "created": report.created, "status": "accepted",
+                        "reportId": report.id, "deviceId": deviceID, "created": report.created,
+                        "status": Report.Status.accepted.rawValue,
                         "flagging": flagged,
                     ]
                 )

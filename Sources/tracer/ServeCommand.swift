@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import TracerModel
 import TracerServer
 import TracerSite
 import TracerStore

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerColocation
 import TracerSite
 import TracerStore
 import TracerTesting
@@ -103,21 +104,6 @@ import TracerTesting
             kiosk: TracerSite.Point(2, 0),
             room: TracerSite.Room(key: "r", name: "r", outline: [.init(0, 0), .init(4, 0), .init(4, 4), .init(0, 4)])
         )
-    }
-
-    @Test func roomGeometryGivesTheChanceOfBeingWithinTheRadius() {
-        let g = Self.smallRoom()
-        #expect(abs(g.farthest - 20.0.squareRoot()) < 1e-9)
-        // Anywhere in the room is within 6 m of anywhere else.
-        #expect(g.probability(3.5, 3.5, radius: 6) == 1)
-        // Within 1 m of the kiosk, two devices are within 2 m. At 4 m they are on a 60° arc
-        // (x from 0 to 4); within 1 m of each other means within 14.4° on it: 1 − (1 − 14.4/60)²
-        // = 0.42 of the pairs (sampled every 5°).
-        #expect(g.probability(1, 1, radius: 2) == 1)
-        let p = g.probability(4, 4, radius: 1)
-        #expect(abs(p - 0.42) < 0.08, "\(p)")
-        // 6.5 m fits nowhere in the room, even with 30% slack (5.81 m): behind a wall.
-        #expect(g.probability(1, 6.5, radius: 6) == 0)
     }
 
     @Test func theGeometricRuleFlagsByTheRoomAndNotBehindItsWalls() throws {

@@ -4,7 +4,9 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TracerColocation
 import TracerExposure
+import TracerModel
 import TracerServer
 import TracerSite
 import TracerStore

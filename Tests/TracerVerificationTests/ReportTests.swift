@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerModel
 import TracerStore
 import TracerTesting
 
@@ -16,12 +17,12 @@ import TracerTesting
         ),
     ])
     func sha256KnownAnswers(_ input: String, _ hex: String) {
-        #expect(SHA256.hex(Array(input.utf8)) == hex)
+        #expect(Digest.sha256Hex(input) == hex)
     }
 
     @Test func sha256OfAMillionAs() {
         #expect(
-            SHA256.hex([UInt8](repeating: 0x61, count: 1_000_000))
+            Digest.sha256Hex([UInt8](repeating: 0x61, count: 1_000_000))
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
         )
     }

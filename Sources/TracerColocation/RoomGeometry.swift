@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TracerSite
 
 /// A kiosk's room as the `geometric` separation rule sees it: where in the room a device at a
@@ -72,10 +73,9 @@ public struct RoomGeometry: Sendable, Equatable {
 }
 
 /// The `geometric` rule's answers, by anchor and distances to 25 cm: an engine keeps one for
-/// all the reports it flags.
-final class GeometryCache: @unchecked Sendable {
-    private var cache: [Key: Double] = [:]
-    private let lock = NSLock()
+/// all the reports it flags (computing one takes 72 × 72 point pairs).
+final class GeometryCache: Sendable {
+    private let cache = Mutex<[Key: Double]>([:])
 
     struct Key: Hashable {
         var anchor: String
@@ -88,14 +88,9 @@ final class GeometryCache: @unchecked Sendable {
         var q2 = Int((d2 * 4).rounded())
         if q1 > q2 { swap(&q1, &q2) }
         let key = Key(anchor: anchor, d1: q1, d2: q2)
-        lock.lock()
-        let known = cache[key]
-        lock.unlock()
-        if let known { return known }
+        if let known = cache.withLock({ $0[key] }) { return known }
         let p = geometry.probability(Double(q1) / 4, Double(q2) / 4, radius: radius)
-        lock.lock()
-        cache[key] = p
-        lock.unlock()
+        cache.withLock { $0[key] = p }
         return p
     }
 }

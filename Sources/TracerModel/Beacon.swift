@@ -1,0 +1,59 @@
+import TracerSite
+import TracerStore
+
+/// `beacons/{key}`: an anchor of the site (a kiosk or a fixed beacon), written from the BeaconMap.
+public struct Beacon: Sendable, Equatable {
+    public static let collectionID = "beacons"
+
+    public var key: String
+    public var kind: Anchor.Kind
+    public var room: String
+    public var name: String
+    public var position: Point
+    public var site: String
+    /// The fixed beacon's identity (kiosks have none).
+    public var uuid: String?
+    public var major: Int?
+    public var minor: Int?
+    public var measuredPower: Int?
+
+    /// An anchor of a site, named after its room.
+    public init(_ anchor: Anchor, of site: Site) {
+        let roomName = site.room(anchor.room)?.name ?? anchor.room
+        key = anchor.key
+        kind = anchor.kind
+        room = anchor.room
+        name = anchor.kind == .kiosk ? "\(roomName) kiosk" : "\(roomName) beacon"
+        position = anchor.position
+        self.site = site.name
+        uuid = anchor.identity?.uuid.description
+        major = anchor.identity.map { Int($0.major) }
+        minor = anchor.identity.map { Int($0.minor) }
+        measuredPower = anchor.measuredPower
+    }
+
+    /// The document, to be merged (so that fields others added stay); `ts` is the commit time.
+    public var data: DocumentData {
+        var data: DocumentData = [
+            "kind": .string(kind.rawValue), "room": .string(room), "name": .string(name),
+            "position": [.double(position.x), .double(position.y)],
+            "site": .string(site), "ts": .serverTimestamp,
+        ]
+        if let uuid { data["uuid"] = .string(uuid) }
+        if let major { data["major"] = .integer(Int64(major)) }
+        if let minor { data["minor"] = .integer(Int64(minor)) }
+        if let measuredPower { data["measuredPower"] = .integer(Int64(measuredPower)) }
+        return data
+    }
+
+    /// What a stored beacon says of itself, for anchors the site's map does not name.
+    public struct Stored: Sendable, Equatable {
+        public var room: String?
+        public var name: String?
+
+        public init(_ doc: DocumentSnapshot) {
+            room = doc["room"]?.stringValue
+            name = doc["name"]?.stringValue
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import TracerStore
+
+/// The collections of DESIGN.md's data model, and the paths into them: the only place in tracer
+/// where a collection's name is spelled.
+///
+/// Builders take ids as single segments and validate them (`"a/b"` is an error naming the
+/// collection, not a path one level deeper), so a device id from a URL or a report can never
+/// reach outside its collection.
+public enum Collections {
+    /// `beacons`: one document per anchor of the site.
+    public static let beacons = root(Beacon.collectionID)
+    /// `reports`: self-reports.
+    public static let reports = root(Report.collectionID)
+    /// `devices`: each device's status.
+    public static let devices = root(DeviceStatus.collectionID)
+    /// `tokens`: API tokens, by hash.
+    public static let tokens = root(TokenRecord.collectionID)
+    /// `audit`: the admin requests served.
+    public static let audit = root(AuditEntry.collectionID)
+
+    /// `beacons/{key}`.
+    public static func beacon(_ key: String) throws(StoreError) -> DocumentPath {
+        try beacons.document(key)
+    }
+
+    /// `beacons/{key}/interactions`.
+    public static func interactions(at anchor: String) throws(StoreError) -> CollectionPath {
+        try beacon(anchor).collection(Interaction.collectionID)
+    }
+
+    /// `reports/{id}`.
+    public static func report(_ id: String) throws(StoreError) -> DocumentPath {
+        try reports.document(id)
+    }
+
+    /// `devices/{id}`.
+    public static func device(_ id: String) throws(StoreError) -> DocumentPath {
+        try devices.document(id)
+    }
+
+    /// `devices/{id}/exposures`.
+    public static func exposures(of device: String) throws(StoreError) -> CollectionPath {
+        try self.device(device).collection(Exposure.collectionID)
+    }
+
+    /// `tokens/{id}`.
+    public static func token(_ id: String) throws(StoreError) -> DocumentPath {
+        try tokens.document(id)
+    }
+
+    /// The anchor an interaction belongs to: `beacons/{key}/interactions/{id}` → key.
+    public static func anchor(ofInteraction path: DocumentPath) -> String? {
+        let s = path.segments
+        guard s.count == 4, s[0] == Beacon.collectionID, s[2] == Interaction.collectionID else { return nil }
+        return s[1]
+    }
+
+    /// The device an exposure belongs to: `devices/{id}/exposures/{x}` → id.
+    public static func device(ofExposure path: DocumentPath) -> String? {
+        let s = path.segments
+        guard s.count == 4, s[0] == DeviceStatus.collectionID, s[2] == Exposure.collectionID else { return nil }
+        return s[1]
+    }
+
+    /// A top-level collection from a constant name.
+    private static func root(_ id: String) -> CollectionPath {
+        // The names are this file's constants: a failure here is a typo caught by the first test.
+        do { return try CollectionPath(id) } catch { preconditionFailure("\(error)") }
+    }
+}
+
+extension Query {
+    /// Every interaction at every anchor.
+    public static var interactions: Query { Query(collectionGroup: Interaction.collectionID) }
+    /// Every exposure of every device.
+    public static var exposures: Query { Query(collectionGroup: Exposure.collectionID) }
+}

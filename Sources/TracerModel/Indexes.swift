@@ -1,0 +1,137 @@
+import TracerStore
+
+/// The indexes the product declares, in one list: the daemon, the exposure engine, the server
+/// and the commands all declare exactly these, so each is built as its documents are written.
+public enum Indexes {
+    /// Interactions at one anchor by time (a kiosk's recent windows).
+    public static let interactionsByStart = IndexDefinition(
+        collectionID: Interaction.collectionID,
+        Interaction.Field.start
+    )
+    /// A device's interactions anywhere, by time (the reporter's windows).
+    public static let interactionsByDevice = IndexDefinition(
+        collectionID: Interaction.collectionID,
+        scope: .collectionGroup,
+        Interaction.Field.deviceID,
+        Interaction.Field.start
+    )
+    /// Every interaction by time (occupancy, retention).
+    public static let interactionsByTime = IndexDefinition(
+        collectionID: Interaction.collectionID,
+        scope: .collectionGroup,
+        Interaction.Field.start
+    )
+    /// A report's exposures.
+    public static let exposuresByReport = IndexDefinition(
+        collectionID: Exposure.collectionID,
+        scope: .collectionGroup,
+        Exposure.Field.reportID
+    )
+    /// Exposures at an anchor by time.
+    public static let exposuresByBeacon = IndexDefinition(
+        collectionID: Exposure.collectionID,
+        scope: .collectionGroup,
+        Exposure.Field.beaconKey,
+        Exposure.Field.from
+    )
+    /// A device's exposures by time.
+    public static let exposuresByTime = IndexDefinition(
+        collectionID: Exposure.collectionID,
+        Exposure.Field.from
+    )
+
+    /// Every index the product declares.
+    public static let all = [
+        interactionsByStart,
+        interactionsByDevice,
+        interactionsByTime,
+        PresenceIndex.definition,
+        WhereaboutsIndex.definition,
+        exposuresByReport,
+        exposuresByBeacon,
+        exposuresByTime,
+    ]
+
+    /// Declares them all (declaring one that exists takes no write lock).
+    public static func declare(in store: DocumentStore) throws {
+        for index in all { try store.declareIndex(index) }
+    }
+}
+
+/// A device's window at an anchor, as the covering indexes give it (no document loaded).
+public struct Presence: Sendable, Equatable {
+    public var deviceID: String
+    public var anchor: String
+    public var start: Timestamp
+    public var end: Timestamp
+    public var distance: Double
+
+    public init(deviceID: String, anchor: String, start: Timestamp, end: Timestamp, distance: Double) {
+        self.deviceID = deviceID
+        self.anchor = anchor
+        self.start = start
+        self.end = end
+        self.distance = distance
+    }
+
+    /// From a whole interaction; nil when it has no distance.
+    public init?(_ i: Interaction) {
+        guard let distance = i.distance else { return nil }
+        self.init(deviceID: i.deviceID, anchor: i.anchor, start: i.start, end: i.end, distance: distance)
+    }
+
+    /// Decodes an entry of a covering index by its fields' names, so that reordering an index's
+    /// fields changes its key order, never what a reader takes for which field.
+    init?(_ entry: IndexEntry, fields: [FieldPath], anchor: String?) {
+        guard entry.values.count == fields.count else { return nil }
+        var start: Timestamp?
+        var end: Timestamp?
+        var device: String?
+        var distance: Double?
+        for (field, value) in zip(fields, entry.values) {
+            switch field {
+            case Interaction.Field.start: start = value.timestampValue
+            case Interaction.Field.end: end = value.timestampValue
+            case Interaction.Field.deviceID: device = value.stringValue
+            case Interaction.Field.distance: distance = value.doubleValue
+            default: break
+            }
+        }
+        guard let start, let end, let device, let distance,
+            let anchor = anchor ?? entry.path.flatMap(Collections.anchor(ofInteraction:))
+        else { return nil }
+        self.init(deviceID: device, anchor: anchor, start: start, end: end, distance: distance)
+    }
+}
+
+/// Who was at an anchor when: flagging's neighbour reads come from this index alone. Its first
+/// field is `start`, the field a range read covers.
+public enum PresenceIndex {
+    static let fields = [
+        Interaction.Field.start, Interaction.Field.deviceID, Interaction.Field.end, Interaction.Field.distance,
+    ]
+    public static let definition = IndexDefinition(collectionID: Interaction.collectionID, fields: fields.map { .init($0) })
+
+    /// An entry read at `anchor` (the index is per collection: the anchor is the caller's).
+    public static func decode(_ entry: IndexEntry, anchor: String) -> Presence? {
+        Presence(entry, fields: fields, anchor: anchor)
+    }
+}
+
+/// Where else a device was heard: room attribution reads flagged devices' windows from this
+/// index alone. Its first field is `deviceId` (an equality), then `start` (the range).
+public enum WhereaboutsIndex {
+    static let fields = [
+        Interaction.Field.deviceID, Interaction.Field.start, Interaction.Field.end, Interaction.Field.distance,
+    ]
+    public static let definition = IndexDefinition(
+        collectionID: Interaction.collectionID,
+        scope: .collectionGroup,
+        fields: fields.map { .init($0) }
+    )
+
+    /// An entry read with its path (the anchor is the path's parent's key).
+    public static func decode(_ entry: IndexEntry) -> Presence? {
+        Presence(entry, fields: fields, anchor: nil)
+    }
+}

@@ -1,0 +1,129 @@
+import Testing
+import TracerSite
+
+@testable import TracerColocation
+
+/// The co-location rule on windows in memory: no store, no I/O. Every figure is worked out by
+/// hand from the windows as written.
+@Suite struct ColocationTests {
+    static func w(_ device: String, _ anchor: String, _ start: Double, _ end: Double, _ distance: Double) -> Window {
+        Window(device: device, anchor: anchor, start: start, end: end, distance: distance)
+    }
+
+    @Test func spansMergeWithinTheirGap() {
+        let merged = Spans.merge([(10.0, 20.0), (0, 5), (24, 30), (50, 60)], gap: 4, span: { $0 })
+        #expect(merged.map { [$0.start, $0.end] } == [[0, 5], [10, 30], [50, 60]])
+        #expect(merged[1].members.count == 2)
+        // Union length: overlapping and touching spans count once, empty ones not at all.
+        #expect(Spans.covered([(0, 10), (5, 15), (15, 20), (30, 30), (40, 41)]) == 21)
+    }
+
+    @Test func boundariesAreInclusiveAndOnlyTheSameAnchorCounts() {
+        let windows = [
+            Self.w("R", "A", 0, 30, 1),
+            Self.w("gap300", "A", 330, 360, 1),
+            Self.w("gap301", "A", 331, 361, 1),
+            Self.w("sum6", "A", 0, 30, 5),
+            Self.w("sum6.01", "A", 0, 30, 5.01),
+            Self.w("before300", "A", -330, -300, 2),
+            Self.w("otherAnchor", "B", 0, 30, 0.5),
+        ]
+        let episodes = Colocation(policy: ExposurePolicy()).episodes(reporter: "R", windows: windows)
+        #expect(episodes.map(\.device).sorted() == ["before300", "gap300", "sum6"])
+        let sum6 = episodes.first { $0.device == "sum6" }
+        #expect(sum6 == .init(device: "sum6", anchor: "A", from: 0, to: 30, low: 4, high: 6, overlapSeconds: 30))
+        #expect(episodes.first { $0.device == "gap300" }?.overlapSeconds == 0)
+    }
+
+    @Test func consecutiveWindowsAreOneEpisodePerAnchor() {
+        var windows = (0..<4).map { k in Self.w("R", "A", Double(k) * 30, Double(k + 1) * 30, 1) }
+        windows += (0..<3).map { k in Self.w("X", "A", Double(k) * 30 + 15, Double(k + 1) * 30 + 15, 2) }
+        windows += [Self.w("R", "B", 3600, 3630, 1), Self.w("X", "B", 3610, 3640, 2), Self.w("X", "A", 7200, 7230, 1)]
+        let episodes = Colocation(policy: ExposurePolicy()).episodes(reporter: "R", windows: windows)
+        #expect(
+            episodes == [
+                .init(device: "X", anchor: "A", from: 0, to: 120, low: 1, high: 3, overlapSeconds: 90),
+                .init(device: "X", anchor: "B", from: 3600, to: 3640, low: 1, high: 3, overlapSeconds: 20),
+            ]
+        )
+    }
+
+    /// The reads the engine makes: one per run of the reporter's windows at an anchor, wide
+    /// enough for every neighbour window that can count.
+    @Test func readsCoverEachRunOfTheReportersWindows() {
+        var policy = ExposurePolicy()
+        policy.window = 300
+        policy.longestInteraction = 60
+        let reads = Colocation(policy: policy).reads(reporter: [
+            Self.w("R", "A", 0, 30, 1), Self.w("R", "A", 600, 630, 1),  // 570 s apart: one run (≤ 2 × 300)
+            Self.w("R", "A", 5000, 5030, 1), Self.w("R", "B", 100, 130, 1),
+        ])
+        #expect(reads.map { [$0.anchor, "\($0.from)", "\($0.through)", "\($0.reporter.count)"] } == [
+            ["A", "-360.0", "930.0", "2"], ["A", "4640.0", "5330.0", "1"], ["B", "-260.0", "430.0", "1"],
+        ])
+    }
+
+    @Test func theLooserRuleFlagsWhatThePossibleSeparationAllows() {
+        let windows = [Self.w("R", "A", 0, 30, 1), Self.w("far", "A", 0, 30, 6.5)]
+        var policy = ExposurePolicy()
+        #expect(Colocation(policy: policy).episodes(reporter: "R", windows: windows).isEmpty)
+        policy.separation = .possible
+        let e = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
+        #expect(e.map(\.device) == ["far"] && e[0].low == 5.5 && e[0].high == 7.5)
+    }
+
+    static func square(_ x: Double) -> Room {
+        Room(key: "r", name: "r", outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)])
+    }
+
+    /// Two 4 m rooms side by side, A (x 0–4) and B (x 4–8), kiosks mid-wall.
+    @Test func theGeometricRuleLeavesOutWindowsAnotherKioskHeardCloser() {
+        var windows = [
+            Self.w("R", "A", 0, 30, 2),
+            Self.w("N", "A", 0, 30, 2),  // in A with R
+            Self.w("W", "A", 0, 30, 3), Self.w("W", "B", 0, 30, 1),  // B heard it closer: behind the wall
+            Self.w("late", "A", 200, 230, 2), Self.w("late", "B", 400, 430, 0.5),  // closer to B only later
+        ]
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        policy.geometry = [
+            "A": RoomGeometry(kiosk: Point(2, 0), room: Self.square(0)),
+            "B": RoomGeometry(kiosk: Point(6, 0), room: Self.square(4)),
+        ]
+        let devices = { (p: ExposurePolicy) in
+            Set(Colocation(policy: p).episodes(reporter: "R", windows: windows).map(\.device)).sorted()
+        }
+        #expect(devices(policy) == ["N", "late"])
+        // The whereabouts it asks for: around each hit, from the longest interaction before it.
+        let c = Colocation(policy: policy)
+        let hits = c.reads(reporter: [windows[0]]).flatMap { c.hits($0, neighbours: windows.filter { $0.anchor == "A" }) }
+        #expect(c.whereaboutsReads(hits).map(\.device) == ["N", "W", "late"])
+        policy.attribution = false
+        #expect(devices(policy) == ["N", "W", "late"])
+        // The reporter heard closer by B at the time was in B: nobody at A is near them.
+        windows.append(Self.w("R", "B", 0, 30, 0.5))
+        policy.attribution = true
+        #expect(devices(policy) == ["W"])
+    }
+
+    @Test func roomGeometryGivesTheChanceOfBeingWithinTheRadius() {
+        let g = RoomGeometry(kiosk: Point(2, 0), room: Self.square(0))
+        #expect(abs(g.farthest - 20.0.squareRoot()) < 1e-9)
+        // Within 1 m of the kiosk, two devices are within 2 m. At 4 m they are on a 60° arc
+        // (x from 0 to 4); within 1 m of each other means within 14.4° on it: 1 − (1 − 14.4/60)²
+        // = 0.42 of the pairs (sampled every 5°). 6.5 m fits nowhere in the room, even with 30%
+        // slack (5.81 m): behind a wall.
+        #expect(g.probability(3.5, 3.5, radius: 6) == 1)
+        #expect(g.probability(1, 1, radius: 2) == 1)
+        #expect(abs(g.probability(4, 4, radius: 1) - 0.42) < 0.08)
+        #expect(g.probability(1, 6.5, radius: 6) == 0)
+    }
+
+    /// A device heard at two kiosks at once is where the closer one heard it.
+    @Test func inRoomKeepsTheCloserKiosksWindows() {
+        let kept = Colocation.inRoom([
+            Self.w("R", "A", 0, 30, 3), Self.w("R", "B", 10, 40, 1), Self.w("R", "A", 100, 130, 2),
+        ])
+        #expect(kept.map(\.anchor) == ["B", "A"] && kept.map(\.start) == [10, 100])
+    }
+}
