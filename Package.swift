@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: ["FullFoundation"]),
         // SHA-256 and HMAC (already in the graph through Hummingbird's and AsyncHTTPClient's TLS).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // Declared for the products tracer imports from them directly (all in Hummingbird's graph).
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -40,7 +42,10 @@ let package = Package(
         .target(name: "TracerVerification"),
 
         // Tesseract OCR: images checked before decoding, words with confidences and boxes.
-        .target(name: "TracerOCR", dependencies: ["CTracerTesseract", "TracerVerification"]),
+        .target(
+            name: "TracerOCR",
+            dependencies: ["CTracerTesseract", "TracerVerification", .product(name: "NIOPosix", package: "swift-nio")]
+        ),
 
         // The data model: DESIGN.md's documents as types (interactions, beacons, reports, device
         // statuses, exposures, tokens), their statuses, the paths to them, and the one list of
@@ -58,7 +63,7 @@ let package = Package(
 
         // Self-reports: the accepted report stored (never the image), the device marked, and
         // the seam to the exposure engine.
-        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerVerification"]),
+        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification"]),
 
         // The exposure engine: the co-location rule over the store, and what it writes.
         .target(
@@ -196,7 +201,8 @@ let package = Package(
         .testTarget(
             name: "TracerServerTests",
             dependencies: [
-                "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerTesting",
+                "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
+                "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

@@ -2,10 +2,26 @@ import CTracerTesseract
 import Foundation
 import TracerVerification
 
-/// Why an image was refused or could not be read: one line, naming the file.
-public struct OCRError: Error, CustomStringConvertible, Sendable {
+/// Why an image was refused or could not be read: a code, and one line naming the file.
+public struct OCRError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Code: String, Sendable {
+        /// The input: not an image, truncated, too large, unreadable file.
+        case badImage
+        /// Tesseract or Leptonica failed, or its model is missing.
+        case engine
+        /// The page took longer than the engine's deadline.
+        case timeout
+        /// Every OCR thread is busy and the queue is full: try again shortly.
+        case busy
+    }
+
+    public var code: Code
     public var description: String
-    public init(_ description: String) { self.description = description }
+
+    public init(_ description: String, code: Code = .badImage) {
+        self.code = code
+        self.description = description
+    }
 }
 
 /// Limits on what is decoded at all: checked from the file's header, before any decoding.
@@ -28,14 +44,15 @@ public final class OCREngine: @unchecked Sendable {
     /// Starts Tesseract with the English model (from `TESSDATA_PREFIX`, else Debian's place).
     public init(limits: ImageLimits = ImageLimits(), deadline: Duration = .seconds(20)) throws {
         Self.quietOnce
-        guard let api = TessBaseAPICreate() else { throw OCRError("cannot create a Tesseract engine") }
+        guard let api = TessBaseAPICreate() else { throw OCRError("cannot create a Tesseract engine", code: .engine) }
         // Tesseract's own chatter ("Estimating resolution as …") goes nowhere.
         _ = TessBaseAPISetVariable(api, "debug_file", "/dev/null")
         let status = TessBaseAPIInit3(api, nil, "eng")
         guard status == 0 else {
             TessBaseAPIDelete(api)
             throw OCRError(
-                "cannot load Tesseract's English model (install tesseract-ocr-eng, or set TESSDATA_PREFIX)"
+                "cannot load Tesseract's English model (install tesseract-ocr-eng, or set TESSDATA_PREFIX)",
+                code: .engine
             )
         }
         // Sauvola's local thresholding recovers phone photos with uneven light, at no cost on
@@ -118,7 +135,7 @@ public final class OCREngine: @unchecked Sendable {
         // Grey first (Tesseract binarises itself), then scaled towards the target size: large
         // photos down (faster, same text), small screenshots up (small print survives).
         var grey: UnsafeMutablePointer<PIX>? = pixConvertTo8(original, 0)
-        guard grey != nil else { throw OCRError("cannot convert the image to grey") }
+        guard grey != nil else { throw OCRError("cannot convert the image to grey", code: .engine) }
         defer { pixDestroy(&grey) }
         // Light text on a dark ground (a phone's dark mode): inverted, since local thresholding
         // expects dark text and would keep only fragments.
@@ -129,7 +146,7 @@ public final class OCREngine: @unchecked Sendable {
         if long < 1000 { scale = min(3, Self.targetLongSide / long) }
         var scaled: UnsafeMutablePointer<PIX>? =
             scale == 1 ? pixClone(grey) : pixScale(grey, Float(scale), Float(scale))
-        guard scaled != nil else { throw OCRError("cannot scale the image") }
+        guard scaled != nil else { throw OCRError("cannot scale the image", code: .engine) }
         defer { pixDestroy(&scaled) }
 
         lock.lock()
@@ -138,12 +155,12 @@ public final class OCREngine: @unchecked Sendable {
             lock.unlock()
         }
         TessBaseAPISetImage2(api, scaled)
-        guard let monitor = TessMonitorCreate() else { throw OCRError("cannot create a Tesseract monitor") }
+        guard let monitor = TessMonitorCreate() else { throw OCRError("cannot create a Tesseract monitor", code: .engine) }
         defer { TessMonitorDelete(monitor) }
         let (seconds, attoseconds) = deadline.components
         TessMonitorSetDeadlineMSecs(monitor, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         guard TessBaseAPIRecognize(api, monitor) == 0 else {
-            throw OCRError("the page could not be read within \(deadline)")
+            throw OCRError("the page could not be read within \(deadline)", code: .timeout)
         }
         guard let iterator = TessBaseAPIGetIterator(api) else { return OCRPage(words: []) }
         defer { TessResultIteratorDelete(iterator) }

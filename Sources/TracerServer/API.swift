@@ -23,7 +23,10 @@ public final class API: Sendable {
     public let limiter: FailureLimiter
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
-    let reports: ReportIntake
+    /// Reads uploaded pages: a fixed pool of threads, one engine each, and a bounded queue.
+    let ocr: OCRPool
+    /// Verifies, records and flags reports under the site's policy (as `tracer self-report` does).
+    let desk: SelfReportDesk
     let rotationKey: [UInt8]
     let started = Date()
 
@@ -33,7 +36,8 @@ public final class API: Sendable {
         engine: ExposureEngine,
         limiter: FailureLimiter = FailureLimiter(),
         occupancyWindow: Double = 120,
-        ocrSlots: Int = 2
+        ocrSlots: Int = 2,
+        ocrQueue: Int = 8
     ) throws {
         self.store = store
         self.site = site
@@ -41,7 +45,12 @@ public final class API: Sendable {
         self.tokens = TokenStore(store: store)
         self.limiter = limiter
         self.occupancyWindow = occupancyWindow
-        self.reports = ReportIntake(slots: ocrSlots)
+        self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue)
+        self.desk = SelfReportDesk(
+            store: store,
+            flagging: engine,
+            policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
+        )
         self.rotationKey = Array(TokenStore.random(32).utf8)
         try Indexes.declare(in: store)
     }

@@ -8,33 +8,6 @@ import TracerReports
 import TracerStore
 import TracerVerification
 
-/// `POST /v1/reports`: the same verification and outcome as `tracer self-report`, over HTTP.
-/// The image is read in memory and never kept (the report holds its SHA-256).
-final class ReportIntake: Sendable {
-    /// OCR runs on threads of its own, at most `slots` at once: it is seconds of CPU each, and must
-    /// neither hold the server's event loops nor Swift's few cooperative threads.
-    let slots: DispatchSemaphore
-
-    init(slots: Int) { self.slots = DispatchSemaphore(value: max(1, slots)) }
-
-    func verify(_ image: Data, name: String) async throws -> Verification {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { [slots] in
-                slots.wait()
-                defer { slots.signal() }
-                continuation.resume(
-                    with: Result {
-                        let engine = try OCREngine()
-                        let page = try engine.read(data: image, name: name)
-                        return Verifier.verify(page, policy: VerificationPolicy(), now: Date())
-                    }
-                )
-            }
-            thread.start()
-        }
-    }
-}
-
 /// A `multipart/form-data` body's parts (RFC 7578), read from memory.
 struct Multipart {
     struct Part {
@@ -192,62 +165,67 @@ extension API {
             }
             device = who.deviceID
         }
-        if device == nil, let anchor = try text("anchor").map({ try Self.key($0, "anchor key") }) {
-            let seen = try SelfReport.immediateDevices(at: anchor, now: started, store: store)
-            guard seen.count == 1 else {
-                throw APIError(
-                    .unprocessableContent,
-                    "no_single_device",
-                    seen.isEmpty
-                        ? "no device at immediate range of \(anchor) in the 30 s before the upload: give deviceId"
-                        : "\(seen.count) devices at immediate range of \(anchor): give deviceId"
-                )
-            }
-            device = seen[0]
+        let anchor = try text("anchor").map { try Self.key($0, "anchor key") }
+        guard device != nil || anchor != nil else {
+            throw APIError.badRequest("give a 'deviceId' part, or an 'anchor' part on a kiosk")
         }
-        guard let device else { throw APIError.badRequest("give a 'deviceId' part, or an 'anchor' part on a kiosk") }
+        do {
+            device = try desk.reporter(device: device, kiosk: anchor, since: started)
+        } catch let e as SelfReportError {
+            throw APIError(
+                .unprocessableContent,
+                "no_single_device",
+                e.code == .noDeviceAtKiosk ? "\(e.message) in the 30 s before the upload: give deviceId" : "\(e.message): give deviceId"
+            )
+        }
 
         let data = Data(image.body)
-        let verification: Verification
+        let page: OCRPage
         do {
-            verification = try await reports.verify(data, name: image.filename ?? "upload")
-        } catch let e as OCRError {
+            page = try await ocr.read(data: data, name: image.filename ?? "upload")
+        } catch let e as OCRError where e.code == .busy {
+            var error = APIError(.serviceUnavailable, "busy", e.description)
+            error.headers[.retryAfter] = "\(Self.ocrRetryAfter)"
+            throw error
+        } catch let e as OCRError where e.code == .badImage {
             // Not an image, a truncated one, too many pixels: the client's input.
             throw APIError(.unprocessableContent, "unreadable_image", e.description)
         }
-        let rules = verification.ruleObjects
-        let collected = verification.collectedAt.map { ISO8601DateFormatter().string(from: $0) } as Any? ?? NSNull()
-        guard verification.accepted else {
+        let outcome = try desk.submit(
+            desk.verify(page, now: started),
+            imageSHA256: Digest.sha256Hex(data),
+            device: device ?? "",
+            answers: answers
+        )
+        guard case .recorded(let recorded, let verification, let flagging, let flagged) = outcome else {
+            guard case .rejected(let verification) = outcome else { preconditionFailure("an outcome is one of two") }
             var e = APIError(
                 .unprocessableContent,
                 "rejected",
                 "rejected: " + verification.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
-            e.extra = JSONBody.data(["accepted": false, "rules": rules, "collectedAt": collected])
+            e.extra = JSONBody.data([
+                "accepted": false, "rules": verification.ruleObjects, "collectedAt": Self.iso(verification.collectedAt),
+            ])
             throw e
         }
-        let recorded = try SelfReport.record(
-            deviceID: device,
-            imageSHA256: Digest.sha256Hex(data),
-            verification: verification,
-            answers: answers,
-            store: store
-        )
-        let flagging: String
-        do {
-            flagging = try engine.reportAccepted(recorded, store: store)
-        } catch {
-            flagging =
-                "report \(recorded.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(recorded.id)`"
-            context.logger.error("\(flagging)")
-        }
+        if !flagged { context.logger.error("\(flagging)") }
+        let rules = verification.ruleObjects
+        let collected = Self.iso(verification.collectedAt)
         return JSONBody.response(
             [
-                "accepted": true, "reportId": recorded.id, "deviceId": device, "created": recorded.created,
+                "accepted": true, "reportId": recorded.id, "deviceId": recorded.deviceID, "created": recorded.created,
                 "status": Report.Status.accepted.rawValue, "flagging": flagging, "rules": rules, "collectedAt": collected,
             ],
             status: recorded.created ? .created : .ok
         )
+    }
+
+    /// Seconds a client is told to wait when every OCR thread is busy: about two pages' time.
+    static let ocrRetryAfter = 2
+
+    static func iso(_ date: Date?) -> Any {
+        date.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
     }
 }

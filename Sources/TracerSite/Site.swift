@@ -17,6 +17,17 @@ public struct ExposureSettings: Sendable, Equatable {
     public init() {}
 }
 
+/// How this site verifies photographed test results (the map's `settings:` section): the same
+/// for `tracer self-report` on a kiosk and `POST /v1/reports` on the site server.
+public struct VerificationSettings: Sendable, Equatable {
+    /// The deciding words' least OCR confidence, 0–100 (`minConfidence`).
+    public var minConfidence = 70.0
+    /// How many days old a test may be (`resultMaxAgeDays`).
+    public var maxAgeDays = 14
+
+    public init() {}
+}
+
 /// A site as its BeaconMap file describes it: who counts as a person, its rooms, its anchors.
 public struct Site: Sendable {
     /// The site's name.
@@ -31,6 +42,8 @@ public struct Site: Sendable {
     public var ranging: RangingSettings
     /// Who counts as exposed at this site (the same section).
     public var exposure = ExposureSettings()
+    /// How self-reports are verified at this site (the same section).
+    public var verification = VerificationSettings()
     /// The file it came from.
     public var file: String
 

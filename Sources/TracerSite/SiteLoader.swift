@@ -238,7 +238,8 @@ private struct Reader {
 
         var ranging = RangingSettings()
         var exposure = ExposureSettings()
-        if let s = f["settings"] { (ranging, exposure) = try settings(s) }
+        var verification = VerificationSettings()
+        if let s = f["settings"] { (ranging, exposure, verification) = try settings(s) }
         var site = Site(
             name: name,
             deviceUUIDs: deviceUUIDs,
@@ -248,18 +249,19 @@ private struct Reader {
             file: file
         )
         site.exposure = exposure
+        site.verification = verification
         site.deviceUUIDOrder = deviceUUIDOrder
         return site
     }
 
-    func settings(_ node: Node) throws -> (RangingSettings, ExposureSettings) {
+    func settings(_ node: Node) throws -> (RangingSettings, ExposureSettings, VerificationSettings) {
         let f = try fields(
             node,
             "settings",
             allowed: [
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
-                "lookbackDays", "separation", "separationLikelihood",
+                "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
             ]
         )
         var e = ExposureSettings()
@@ -274,6 +276,9 @@ private struct Reader {
             e.separation = text
         }
         if let n = f["separationLikelihood"] { e.likelihood = try bounded(n, "separationLikelihood", 0.01...1) }
+        var v = VerificationSettings()
+        if let n = f["minConfidence"] { v.minConfidence = try bounded(n, "minConfidence", 0...100) }
+        if let n = f["resultMaxAgeDays"] { v.maxAgeDays = Int(try bounded(n, "resultMaxAgeDays", 1...60)) }
         var r = RangingSettings()
         if let n = f["filter"] {
             let text = try string(n, "settings: filter", parent: node.mark)
@@ -306,7 +311,7 @@ private struct Reader {
         }
         if let n = f["window"] { r.window = try bounded(n, "window", 1...3600) }
         if let n = f["lostAfter"] { r.lostAfter = try bounded(n, "lostAfter", 1...3600) }
-        return (r, e)
+        return (r, e, v)
     }
 
     func bounded(_ n: Node, _ name: String, _ range: ClosedRange<Double>) throws -> Double {

@@ -61,6 +61,16 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// RFC 3339 in UTC to the second (what `ISO8601DateFormatter` writes): `2026-11-22T10:00:00Z`.
+    public var iso8601Seconds: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(27)
+        appendISO8601(to: &out)
+        out.removeLast(8)
+        out.append(UInt8(ascii: "Z"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Appends the RFC 3339 form as UTF-8, without building strings (the store writes many).
     func appendISO8601(to out: inout [UInt8]) {
         let (secs, micros) = microseconds.floorDivided(by: 1_000_000)

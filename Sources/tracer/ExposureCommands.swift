@@ -160,9 +160,14 @@ struct ReportCommand: AsyncParsableCommand {
                 "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs --map)."
         ) var separation: String?
 
+        /// The site of --map, if given.
+        var site: Site? {
+            get throws { try map.map { try Site.load(file: $0) } }
+        }
+
         var engine: ExposureEngine {
             get throws {
-                var p = try map.map { ExposurePolicy(site: try Site.load(file: $0)) } ?? ExposurePolicy()
+                var p = try site.map { ExposurePolicy(site: $0) } ?? ExposurePolicy()
                 if let separation {
                     guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
                         throw ValidationError("--separation takes sum, possible or geometric, not '\(separation)'")

@@ -11,22 +11,28 @@ import TracerVerification
 struct VerifyOptions: ParsableArguments {
     @Argument(help: "The photographed or screenshotted test result: PNG, JPEG, TIFF or WebP.") var image: String
     @Flag(help: "Print JSON instead of text.") var json = false
-    @Option(help: "Minimum OCR confidence (0–100) of the deciding words.") var minConfidence: Double = 70
+    @Option(help: "Minimum OCR confidence (0–100) of the deciding words (default: the site's, else 70).")
+    var minConfidence: Double?
 
-    var policy: VerificationPolicy {
-        var p = VerificationPolicy()
-        p.minConfidence = minConfidence
+    /// The site's policy (or the defaults), with this command's overrides.
+    func policy(_ site: VerificationPolicy = VerificationPolicy()) -> VerificationPolicy {
+        var p = site
+        if let minConfidence { p.minConfidence = minConfidence }
         return p
     }
 
-    /// Reads and decides; the image's bytes stay in memory only (its digest is all that is kept).
-    func verify() throws -> (Verification, sha256: String) {
+    /// Reads the image; its bytes stay in memory only (its digest is all that is kept).
+    func read() throws -> (OCRPage, sha256: String) {
         let data = try OCREngine.loadChecked(file: image)
         let engine = try OCREngine()
         if Output.stderrIsTerminal { Output.error("reading \(image)…") }
-        let page = try engine.read(data: data, name: image)
-        let verification = Verifier.verify(page, policy: policy, now: Date())
-        return (verification, Digest.sha256Hex(data))
+        return (try engine.read(data: data, name: image), Digest.sha256Hex(data))
+    }
+
+    /// Reads and decides under `policy`.
+    func verify(_ policy: VerificationPolicy) throws -> (Verification, sha256: String) {
+        let (page, sha) = try read()
+        return (Verifier.verify(page, policy: policy, now: Date()), sha)
     }
 
     static func show(_ v: Verification) {
@@ -42,7 +48,7 @@ struct VerifyOptions: ParsableArguments {
     static func json(_ v: Verification, extra: [String: Any] = [:]) -> String {
         var object: [String: Any] = extra
         object["accepted"] = v.accepted
-        object["collectedAt"] = v.collectedAt.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
+        object["collectedAt"] = v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
         object["rules"] = v.ruleObjects
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
@@ -60,7 +66,7 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var options: VerifyOptions
 
     func run() throws {
-        let (v, _) = try options.verify()
+        let (v, _) = try options.verify(options.policy())
         if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
         if !v.accepted {
             Output.error("rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "))
@@ -113,7 +119,8 @@ struct SelfReportCommand: ParsableCommand {
         // The person is at the kiosk when they start, not when the OCR is done reading.
         let started = Date()
         let engine = try policy.engine  // a bad map or option is an error before anything is read
-        let (v, sha) = try options.verify()
+        let site = try policy.site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
+        let (v, sha) = try options.verify(options.policy(site))
         if !v.accepted {
             if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
             Output.error(
@@ -122,8 +129,17 @@ struct SelfReportCommand: ParsableCommand {
             )
             throw ExitCode(2)
         }
-        let store = try storeOptions.open()
-        let deviceID = try resolveDevice(store, at: started)
+        let desk = SelfReportDesk(store: try storeOptions.open(), flagging: engine, policy: options.policy(site))
+        let deviceID: String
+        do {
+            deviceID = try desk.reporter(device: device, kiosk: anchor, since: started)
+        } catch let e as SelfReportError {
+            throw ValidationError(
+                e.code == .noDeviceAtKiosk
+                    ? "\(e.message) in the 30 s before this began: hold the phone or badge at the kiosk, or give --device ID"
+                    : "\(e.message): give --device ID"
+            )
+        }
         if !options.json { VerifyOptions.show(v) }
         if !yes {
             guard isatty(0) == 1 else {
@@ -143,29 +159,20 @@ struct SelfReportCommand: ParsableCommand {
         var answers: [String: Bool] = [:]
         if let symptoms { answers["symptoms"] = symptoms.bool }
         if let tested { answers["tested"] = tested.bool }
-        let report = try SelfReport.record(
-            deviceID: deviceID,
+        guard case .recorded(let report, _, let flagged, let ok) = try desk.submit(
+            v,
             imageSHA256: sha,
-            verification: v,
-            answers: answers,
-            store: store
-        )
-        let flagged: String
-        do {
-            flagged = try engine.reportAccepted(report, store: store)
-        } catch {
-            throw ValidationError(
-                "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
-            )
-        }
+            device: deviceID,
+            answers: answers
+        ) else { throw ExitCode(2) }  // accepted above: submit records it
+        guard ok else { throw ValidationError(flagged) }
         if options.json {
             Output.line(
                 VerifyOptions.json(
                     v,
                     extra: [
                         "reportId": report.id, "deviceId": deviceID, "created": report.created,
-                        "status": Report.Status.accepted.rawValue,
-                        "flagging": flagged,
+                        "status": Report.Status.accepted.rawValue, "flagging": flagged,
                     ]
                 )
             )
@@ -176,23 +183,6 @@ struct SelfReportCommand: ParsableCommand {
                     : "already reported: report \(report.id) for device \(deviceID) (nothing doubled)"
             )
             Output.line(flagged)
-        }
-    }
-
-    func resolveDevice(_ store: DocumentStore, at started: Date) throws -> String {
-        if let device { return device }
-        let anchor = anchor ?? ""
-        let seen = try SelfReport.immediateDevices(at: anchor, now: started, store: store)
-        switch seen.count {
-        case 1: return seen[0]
-        case 0:
-            throw ValidationError(
-                "no device at immediate range of \(anchor) in the 30 s before this began: hold the phone or badge at the kiosk, or give --device ID"
-            )
-        default:
-            throw ValidationError(
-                "\(seen.count) devices at immediate range of \(anchor) (\(seen.joined(separator: ", "))): give --device ID"
-            )
         }
     }
 }

@@ -7,10 +7,13 @@ import Testing
 import TracerColocation
 import TracerExposure
 import TracerModel
-import TracerServer
+import Synchronization
 import TracerSite
 import TracerStore
 import TracerTesting
+
+@testable import TracerOCR
+@testable import TracerServer
 
 /// A store, the example site, the API and a token of each kind.
 struct ServerFixture {
@@ -25,15 +28,17 @@ struct ServerFixture {
     let device: String
     let limiter: FailureLimiter
 
-    init(limit: Int = 10) throws {
+    init(limit: Int = 10, ocrQueue: Int = 8, site adjust: (inout Site) -> Void = { _ in }) throws {
         store = try DocumentStore(path: dir.file("s.sqlite"))
-        let site = try Site.load(file: Self.map)
+        var site = try Site.load(file: Self.map)
+        adjust(&site)
         limiter = FailureLimiter(limit: limit, window: 60)
         api = try API(
             store: store,
             site: site,
             engine: ExposureEngine(policy: ExposurePolicy(site: site)),
-            limiter: limiter
+            limiter: limiter,
+            ocrQueue: ocrQueue
         )
         let tokens = TokenStore(store: store)
         admin = try tokens.create(role: .admin, deviceID: nil, name: "health team").token
@@ -385,6 +390,46 @@ func errorCode(_ response: TestResponse) -> String? {
         #expect(reports.count == 1)
         #expect(reports.first?["answers.symptoms"] == .bool(true))
         #expect(try f.store.get("devices/dev-9")["status"] == .string("positive"))
+    }
+
+    /// The site's verification settings hold on the server as on a kiosk: a result two days
+    /// old is refused where the map allows one day.
+    @Test func theSitesVerificationSettingsApplyToUploads() async throws {
+        let f = try ServerFixture(site: { $0.verification.maxAgeDays = 1 })
+        await ResultImages.ready()
+        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
+        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
+        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+        let (headers, body) = (h, b)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
+                #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
+                let rules = try #require(json(r)["rules"] as? [[String: Any]])
+                #expect(rules.contains { $0["name"] as? String == "date" && $0["passed"] as? Bool == false })
+            }
+        }
+        #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+    }
+
+    /// Every OCR thread busy and the queue full: 503 with Retry-After at once, nothing stored.
+    @Test func aFullOCRQueueIsA503WithRetryAfter() async throws {
+        let f = try ServerFixture(ocrQueue: 0)
+        await ResultImages.ready()
+        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
+        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
+        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+        let (headers, body) = (h, b)
+        // The pool's two threads taken, as by two uploads being read.
+        f.api.ocr.admitted.store(f.api.ocr.threads, ordering: .relaxed)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
+                #expect(r.status == .serviceUnavailable)
+                #expect(errorCode(r) == "busy")
+                #expect(r.headers[.retryAfter] == "2")
+            }
+        }
+        f.api.ocr.admitted.store(0, ordering: .relaxed)
+        #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
     }
 
     @Test func anUploadOverTheLimitIs413() async throws {

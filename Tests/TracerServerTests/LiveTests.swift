@@ -141,7 +141,7 @@ import TracerTesting
             }
             try f.interaction("seen", at: "kiosk-lab", device: "dev-7", ago: 2)
             try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.5)
-            FileManager.default.createFile(atPath: go, contents: Data())
+            _ = FileManager.default.createFile(atPath: go, contents: Data())
             let (status, output) = try await result
             #expect(status == 0, "\(output)")
             #expect(output.contains(#""check": true"#), "\(output)")
