@@ -5,7 +5,7 @@ import TracerTesting
 @testable import TracerOCR
 @testable import TracerVerification
 
-/// Real Tesseract on rendered test results (Tools/make-fixtures, dated relative to today): each
+/// Real Tesseract on rendered test results (Tools/testing/make-fixtures, dated relative to today): each
 /// decision, each failed rule, and each refusal of bad input.
 @Suite struct OCRFixtureTests {
     struct Entry: Decodable, Sendable {
@@ -30,7 +30,7 @@ import TracerTesting
     }
 
     @Test func theFixturesWereRendered() {
-        #expect(Self.entries.count >= 20, "Tools/make-fixtures wrote no manifest: is ImageMagick installed?")
+        #expect(Self.entries.count >= 20, "Tools/testing/make-fixtures wrote no manifest: is ImageMagick installed?")
     }
 
     @Test func acceptsWhatIsARecentPositiveTest() throws {

@@ -1,4 +1,4 @@
-'''Tools/bench-ocr's driver: `tracer verify` against the tesseract CLI (one OpenMP thread) on the
+'''Tools/bench/ocr's driver: `tracer verify` against the tesseract CLI (one OpenMP thread) on the
 same pages in the same run, then a batch of 20 pages through one engine.
 
 Usage: ocr.py TRACER TRACER_BENCH FIXTURES_DIR [--rounds 3]
