@@ -90,17 +90,21 @@ struct TracerBench: AsyncParsableCommand {
         @Option(help: "The `tracer` binary whose `status --watch` is timed (default: the one beside this program).")
         var tracer: String?
 
-        func run() throws {
-            let tracer =
+        mutating func validate() throws {
+            let path =
                 tracer
                 ?? URL(fileURLWithPath: TracerBench.binary).deletingLastPathComponent().appendingPathComponent("tracer")
                 .path
-            guard FileManager.default.isExecutableFile(atPath: tracer) else {
+            guard FileManager.default.isExecutableFile(atPath: path) else {
                 throw ValidationError(
-                    "no tracer binary at \(tracer): build it (swift build -c release --product tracer) or pass --tracer"
+                    "no tracer binary at \(path): build it (swift build -c release --product tracer) or pass --tracer"
                 )
             }
-            var bench = ExposureBenchmark(directory: directory, tracer: tracer) { Output.line($0) }
+            tracer = path
+        }
+
+        func run() throws {
+            var bench = ExposureBenchmark(directory: directory, tracer: tracer!) { Output.line($0) }
             bench.documents = documents
             bench.reports = reports
             try bench.run()
