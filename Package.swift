@@ -5,7 +5,8 @@ let package = Package(
     name: "tracer",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "tracer", targets: ["tracer"])
+        .executable(name: "tracer", targets: ["tracer"]),
+        .executable(name: "tracer-bench", targets: ["tracer-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -116,16 +117,6 @@ let package = Package(
             ]
         ),
 
-        // Benchmarks, run by Tools/bench-* through a hidden `tracer bench` command.
-        .target(
-            name: "TracerBenchmarks",
-            dependencies: [
-                "TracerStore", "TracerModel", "TracerColocation", "TracerRanging", "TracerSite", "TracerDaemon",
-                "TracerExposure",
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
-
         // The command line: thin commands that parse and delegate.
         .executableTarget(
             name: "tracer",
@@ -142,7 +133,20 @@ let package = Package(
                 "TracerExposure",
                 "TracerSimulation",
                 "TracerServer",
-                "TracerBenchmarks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The benchmarks (`tracer-bench store|ranging|exposure|ocr`), a program of their own that
+        // Tools/bench/* build in release mode and run: the store against plain SQLite (the baseline
+        // on the sqlite3 C API directly), ranging, flagging, OCR. Nothing of it is in `tracer`.
+        .executableTarget(
+            name: "tracer-bench",
+            dependencies: [
+                "CTracerSQLite", "TracerStore", "TracerModel", "TracerColocation", "TracerRanging", "TracerSite",
+                "TracerDaemon", "TracerExposure",
+                "TracerOCR", "TracerVerification",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -67,9 +67,6 @@ public struct Query: Sendable, Hashable {
     public var limit: Int?
     /// Whether `limit` keeps the last documents rather than the first.
     public var limitToLast = false
-    /// Benchmarks only: ignore every index, as if none were declared (the full scan a query
-    /// would be without one).
-    @_spi(Benchmarks) public var ignoresIndexes = false
     public var start: Cursor?
     public var end: Cursor?
 

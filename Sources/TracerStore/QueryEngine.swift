@@ -146,7 +146,7 @@ struct QueryEngine {
         }
         var best: (score: Int, plan: Plan)?
         for index in try catalog.indexes(for: query.source.collectionID, db)
-        where index.definition.scope == wantedScope && !query.ignoresIndexes {
+        where index.definition.scope == wantedScope {
             let fields = index.definition.fields
             guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
             var prefix: [UInt8] = []

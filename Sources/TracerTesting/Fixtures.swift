@@ -1,12 +1,12 @@
 import Foundation
 
-/// Test-result images rendered by `Tools/make-fixtures` (dated relative to today, UTC), once per
-/// test process, with the manifest of what the verifier should say about each.
+/// Test-result images rendered by `Tools/testing/make_fixtures.py` (dated relative to today,
+/// UTC), once per test process, with the manifest of what the verifier should say about each.
 public enum ResultImages {
     public static let directory: TemporaryDirectory = {
         let directory = TemporaryDirectory("tracer-fixtures")
         let tool = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/make-fixtures").path
+            .deletingLastPathComponent().appendingPathComponent("Tools/testing/make_fixtures.py").path
         let day = ISO8601DateFormatter()
         day.formatOptions = [.withFullDate]
         let process = Process()

@@ -82,7 +82,7 @@ public final class PrivateBus: @unchecked Sendable {
 }
 
 /// A BlueZ stand-in as `org.bluez` on a private bus: python3-dbusmock with the bluez5 template,
-/// or tracer's own `Tools/bluez-standin.py` on top of it (correct ManufacturerData types, iBeacon
+/// or tracer's own `Tools/testing/bluez-standin.py` on top of it (correct ManufacturerData types, iBeacon
 /// devices, adverts streamed from inside the mock, power and stall switches).
 public final class BlueZMock: @unchecked Sendable {
     public enum Template: Sendable {
@@ -96,7 +96,7 @@ public final class BlueZMock: @unchecked Sendable {
     /// tracer's stand-in template, found from this file's place in the checkout.
     public static var standInPath: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/bluez-standin.py").path
+            .deletingLastPathComponent().appendingPathComponent("Tools/testing/bluez-standin.py").path
     }
 
     public init(bus: PrivateBus, template: Template = .bluez5) throws {

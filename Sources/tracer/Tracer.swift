@@ -10,7 +10,7 @@ struct Tracer: AsyncParsableCommand {
         subcommands: [
             DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, StatusCommand.self, ExposureCommand.self,
             ReportCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self, Calibrate.self, DB.self,
-            ServeCommand.self, TokenCommand.self, Decode.self, Map.self, Bench.self,
+            ServeCommand.self, TokenCommand.self, Decode.self, Map.self,
         ]
     )
 

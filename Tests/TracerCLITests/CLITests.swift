@@ -410,3 +410,16 @@ extension CalibrateCommandTests {
         )
     }
 }
+
+/// The product binary carries no benchmarks: they are `tracer-bench`, a program of their own.
+@Suite struct ProductCommandLineTests {
+    @Test func helpListsNoBenchmarkAndBenchIsUnknown() async throws {
+        let help = try await TracerProcess.running(["--help"])
+        #expect(help.status == 0 && help.stdout.contains("daemon"), "\(help.stderr)")
+        #expect(!help.stdout.contains("bench"), "\(help.stdout)")
+        for arguments in [["bench"], ["bench", "store"]] {
+            let bench = try await TracerProcess.running(arguments)
+            #expect(bench.status == 1 && bench.stderr.lowercased().contains("unexpected argument"), "\(bench.stderr)")
+        }
+    }
+}

@@ -90,13 +90,13 @@ import TracerTesting
         }
     }
 
-    /// Runs Tools/browser.py on a thread of its own; its JSON line and exit status.
+    /// Runs Tools/testing/browser.py on a thread of its own; its JSON line and exit status.
     static func browser(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                process.arguments = [ServerFixture.tools + "/browser.py"] + arguments
+                process.arguments = [ServerFixture.testingTools + "/browser.py"] + arguments
                 let out = Pipe()
                 process.standardOutput = out
                 do {
@@ -154,7 +154,7 @@ import TracerTesting
 extension ServerFixture {
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
-    static let tools = package + "/Tools"
+    static let testingTools = package + "/Tools/testing"
     /// Where tests leave what a person may want to look at (the dashboard's screenshot).
     static let artifacts: String = {
         let path = package + "/.build/test-artifacts"

@@ -5,8 +5,8 @@ import TracerTesting
 @testable import TracerOCR
 @testable import TracerVerification
 
-/// Real Tesseract on rendered test results (Tools/make-fixtures, dated relative to today): each
-/// decision, each failed rule, and each refusal of bad input.
+/// Real Tesseract on rendered test results (Tools/testing/make_fixtures.py, dated relative to
+/// today): each decision, each failed rule, and each refusal of bad input.
 @Suite struct OCRFixtureTests {
     struct Entry: Decodable, Sendable {
         var file: String
@@ -30,7 +30,10 @@ import TracerTesting
     }
 
     @Test func theFixturesWereRendered() {
-        #expect(Self.entries.count >= 20, "Tools/make-fixtures wrote no manifest: is ImageMagick installed?")
+        #expect(
+            Self.entries.count >= 20,
+            "Tools/testing/make_fixtures.py wrote no manifest: is ImageMagick installed?"
+        )
     }
 
     @Test func acceptsWhatIsARecentPositiveTest() throws {

@@ -1,4 +1,4 @@
-'''Tools/bench-bluez's driver: tracer's daemon and a minimal C libdbus client receive the same
+'''Tools/bench/bluez's driver: tracer's daemon and a minimal C libdbus client receive the same
 BlueZ stand-in stream in the same run; prints loss, CPU and the ratio.
 
 Usage: bluez.py TRACER DBUS_SINK MAP STANDIN [--beacons 200] [--hz 10] [--seconds 30]

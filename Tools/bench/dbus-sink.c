@@ -1,4 +1,4 @@
-/* The baseline for Tools/bench-bluez: the least a libdbus client can do with BlueZ's advert
+/* The baseline for Tools/bench/bluez: the least a libdbus client can do with BlueZ's advert
  * stream. It adds the same match rule as tracer, reads and dispatches every PropertiesChanged
  * from org.bluez, counts those for org.bluez.Device1 that carry an RSSI, and prints the count
  * when SIGTERM comes.

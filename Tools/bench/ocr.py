@@ -1,7 +1,7 @@
-'''Tools/bench-ocr's driver: `tracer verify` against the tesseract CLI (one OpenMP thread) on the
+'''Tools/bench/ocr's driver: `tracer verify` against the tesseract CLI (one OpenMP thread) on the
 same pages in the same run, then a batch of 20 pages through one engine.
 
-Usage: ocr.py TRACER FIXTURES_DIR [--rounds 3]
+Usage: ocr.py TRACER TRACER_BENCH FIXTURES_DIR [--rounds 3]
 '''
 import argparse
 import json
@@ -13,6 +13,7 @@ import time
 
 p = argparse.ArgumentParser()
 p.add_argument('tracer')
+p.add_argument('tracer_bench')
 p.add_argument('fixtures')
 p.add_argument('--rounds', type=int, default=3)
 a = p.parse_args()
@@ -51,5 +52,5 @@ print(f'verification per page / tesseract CLI: {total:.2f}x over {len(pages)} pa
       f'(worst page {max(ratios):.2f}x); target <= 1.1x: {"met" if total <= 1.1 else "NOT met"}')
 
 batch = [pages[i % len(pages)] for i in range(20)]
-r = subprocess.run([a.tracer, 'bench', 'ocr'] + batch, capture_output=True, text=True)
+r = subprocess.run([a.tracer_bench, 'ocr'] + batch, capture_output=True, text=True)
 print('batch of 20 with one engine: ' + r.stdout.strip())

@@ -1,4 +1,4 @@
-'''Tools/bench-serve's driver.
+'''Tools/bench/serve's driver.
 
 Usage: serve.py TRACER [--seconds 10] [--clients 500] [--writes 20] [--devices 20000]
 '''
@@ -63,7 +63,7 @@ server = subprocess.Popen([tracer, 'serve', '--bind', f'127.0.0.1:{a.port}', '--
 try:
     line = server.stdout.readline()
     if 'serving' not in line:
-        sys.exit(f'bench-serve: the server did not start: {line!r}')
+        sys.exit(f'bench/serve: the server did not start: {line!r}')
     base = f'http://127.0.0.1:{a.port}'
 
     def wrk(path, headers=()):
@@ -133,7 +133,7 @@ try:
         try:
             await asyncio.wait_for(all_ready.wait(), 120)
         except asyncio.TimeoutError:
-            sys.exit(f'bench-serve: only {ready} of {clients} clients got their first event')
+            sys.exit(f'bench/serve: only {ready} of {clients} clients got their first event')
         for n in range(1, writes + 1):
             proc = await asyncio.create_subprocess_exec(
                 tracer, 'db', 'set', f'devices/{fan}', json.dumps({'n': n, 'ts': {'__serverTimestamp__': True}}),
@@ -166,5 +166,5 @@ finally:
         server.wait(15)
     except subprocess.TimeoutExpired:
         server.kill()
-        say('bench-serve: the server did not stop within 15 s of SIGTERM')
+        say('bench/serve: the server did not stop within 15 s of SIGTERM')
     shutil.rmtree(scratch, ignore_errors=True)

@@ -5,13 +5,13 @@ import TracerRanging
 import TracerSite
 import TracerStore
 
-/// `tracer bench ranging`: adverts through the ranging pipeline, and the replay daemon into the store.
-public struct RangingBenchmark: Measuring {
-    public var directory: String
-    public var map: String
-    public var report: (String) -> Void
+/// `tracer-bench ranging`: adverts through the ranging pipeline, and the replay daemon into the store.
+struct RangingBenchmark: Measuring {
+    var directory: String
+    var map: String
+    var report: (String) -> Void
 
-    public init(directory: String, map: String, report: @escaping (String) -> Void) {
+    init(directory: String, map: String, report: @escaping (String) -> Void) {
         self.directory = directory
         self.map = map
         self.report = report
@@ -34,7 +34,7 @@ public struct RangingBenchmark: Measuring {
         }
     }
 
-    public func run() async throws {
+    func run() async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let site = try Site.load(file: map)
         try memory(site)  // first, while the process is small: the peak it reports is its own

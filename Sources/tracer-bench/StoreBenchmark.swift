@@ -1,21 +1,21 @@
 import Foundation
 import Logging
-@_spi(Benchmarks) import TracerStore
+import TracerStore
 
-/// `tracer bench store`: the store against plain SQLite, measured in the same run.
-public struct StoreBenchmark: Measuring {
-    public var directory: String
-    public var writeDocuments = 200_000
-    public var rounds = 3
-    public var querySizes = [10_000, 1_000_000]
-    public var listenerWrites = 500
+/// `tracer-bench store`: the store against plain SQLite, measured in the same run.
+struct StoreBenchmark: Measuring {
+    var directory: String
+    var writeDocuments = 200_000
+    var rounds = 3
+    var querySizes = [10_000, 1_000_000]
+    var listenerWrites = 500
     /// fsync at every commit (the store's default) for both sides of the write benchmark.
-    public var synchronous = true
-    /// The `tracer` binary, for the cross-process writer.
-    public var binary: String
-    public var report: (String) -> Void
+    var synchronous = true
+    /// This program's binary (`tracer-bench`), run as the cross-process writer (`tracer-bench writer`).
+    var binary: String
+    var report: (String) -> Void
 
-    public init(directory: String, binary: String, report: @escaping (String) -> Void) {
+    init(directory: String, binary: String, report: @escaping (String) -> Void) {
         self.directory = directory
         self.binary = binary
         self.report = report
@@ -64,7 +64,7 @@ public struct StoreBenchmark: Measuring {
         IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
     ]
 
-    public func run() throws {
+    func run() throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try writes()
         try queries()
@@ -269,7 +269,7 @@ public struct StoreBenchmark: Measuring {
         _ = remote.wait(timeout: 0.5)
         let writer = Process()
         writer.executableURL = URL(fileURLWithPath: binary)
-        writer.arguments = ["bench", "writer", "--store", path, "--document", remoteDoc.description, "--count", "300"]
+        writer.arguments = ["writer", "--store", path, "--document", remoteDoc.description, "--count", "300"]
         try writer.run()
         writer.waitUntilExit()
         Thread.sleep(forTimeInterval: 0.3)
@@ -285,7 +285,7 @@ public struct StoreBenchmark: Measuring {
     }
 
     /// The cross-process writer: writes `count` times, 20 ms apart, each time stamping the write.
-    public static func writer(store path: String, document: String, count: Int) throws {
+    static func writer(store path: String, document: String, count: Int) throws {
         let store = try DocumentStore(path: path)
         let p = try DocumentPath(document)
         for n in 0..<count {

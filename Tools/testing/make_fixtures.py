@@ -1,31 +1,22 @@
-#!/usr/bin/env bash
-# Renders test-result images for the OCR verifier (`tracer verify`: is this photographed test
-# result a recent POSITIVE COVID-19 test?) plus a manifest of what the verifier should say.
-#
-#     Tools/make-fixtures OUTDIR [--today YYYY-MM-DD]      # default today: `date -u +%F`
-#
-# Writes OUTDIR/*.png|jpg|tiff|webp|... and OUTDIR/manifest.json, a JSON array of
-#     {"file": "name.png", "expect": "accept"|"reject"|"error", "failed": ["rule", ...],
-#      "collected": "YYYY-MM-DD" or null, "about": "one line"}
-# Rule names: covid, testKind, result, date, confidence ("error" = bad input, failed = []).
-# Dates on the pages are relative to --today; the output is deterministic for a given --today
-# (fixed noise seed, no timestamps in the files). Needs ImageMagick 6 `convert` with the DejaVu
-# fonts, and /usr/bin/python3. One progress line per file goes to stderr.
-set -euo pipefail
+#!/usr/bin/python3
+"""Renders test-result images for the OCR verifier (`tracer verify`: is this photographed test
+result a recent POSITIVE COVID-19 test?) plus a manifest of what the verifier should say.
 
-if ! command -v convert >/dev/null 2>&1; then
-    echo "make-fixtures: ImageMagick's 'convert' is not installed (apt-get install imagemagick)" >&2
-    exit 1
-fi
-if [[ ! -x /usr/bin/python3 ]]; then
-    echo "make-fixtures: /usr/bin/python3 is required" >&2
-    exit 1
-fi
+    Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD]      # default today: `date -u +%F`
 
-PY=$(cat <<'PYEOF'
+Writes OUTDIR/*.png|jpg|tiff|webp|... and OUTDIR/manifest.json, a JSON array of
+    {"file": "name.png", "expect": "accept"|"reject"|"error", "failed": ["rule", ...],
+     "collected": "YYYY-MM-DD" or null, "about": "one line"}
+Rule names: covid, testKind, result, date, confidence ("error" = bad input, failed = []).
+Dates on the pages are relative to --today; the output is deterministic for a given --today
+(fixed noise seed, no timestamps in the files). Needs ImageMagick 6 `convert` with the DejaVu
+fonts, and Debian's /usr/bin/python3 (the standard library only). One progress line per file
+goes to stderr.
+"""
 import datetime as dt
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -34,11 +25,15 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
+if shutil.which("convert") is None:
+    print("make-fixtures: ImageMagick's 'convert' is not installed (apt-get install imagemagick)", file=sys.stderr)
+    sys.exit(1)
+
 
 def usage(msg=None):
     if msg:
         print(f"make-fixtures: {msg}", file=sys.stderr)
-    print("usage: Tools/make-fixtures OUTDIR [--today YYYY-MM-DD]", file=sys.stderr)
+    print("usage: Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD]", file=sys.stderr)
     sys.exit(2)
 
 
@@ -518,7 +513,3 @@ with open(path("manifest.json"), "w") as f:
     f.write("\n")
 print(f"make-fixtures: {len(manifest)} files and manifest.json in {outdir} "
       f"(today {iso(TODAY)}, {time.monotonic() - START:.1f}s)", file=sys.stderr)
-PYEOF
-)
-
-exec /usr/bin/python3 -c "$PY" "$@"

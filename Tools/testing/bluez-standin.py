@@ -3,7 +3,7 @@
 Run it on a private bus, never the machine's own:
 
     DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/bus /usr/bin/python3 -m dbusmock --system \
-        --template Tools/bluez-standin.py
+        --template Tools/testing/bluez-standin.py
 
 It fixes what bluez5 gets wrong for tracer (ManufacturerData is a{qv}, as BlueZ sends it, not
 aa{qv}; StartDiscovery works before SetDiscoveryFilter) and adds, on org.bluez.Mock:

@@ -1,17 +1,44 @@
 import ArgumentParser
 import Foundation
-import TracerBenchmarks
+import Logging
 import TracerOCR
 import TracerVerification
 
-/// `tracer bench …`: benchmarks for Tools/bench-*, hidden from help.
-struct Bench: ParsableCommand {
+/// `tracer-bench …`: the benchmarks Tools/bench/* build in release mode and run. A program of its
+/// own, so that the product binary `tracer` carries no benchmark code and the store no hooks for it.
+@main
+struct TracerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Benchmarks (run them through Tools/bench-*).",
-        shouldDisplay: false,
+        commandName: "tracer-bench",
+        abstract: "tracer's benchmarks (run them through Tools/bench/*; BENCHMARKS.md has the figures).",
         subcommands: [Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self]
     )
+
+    /// Log lines go to stderr at notice and above (TRACER_LOG_LEVEL to change), as with `tracer`,
+    /// so that stdout carries only the benchmark's report.
+    static func main() async {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            let level = ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            handler.logLevel = level ?? .notice
+            return handler
+        }
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// This program's own binary, for the cross-process writer.
+    static var binary: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
 
     struct Store: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The document store against raw SQLite.")
@@ -22,10 +49,7 @@ struct Bench: ParsableCommand {
         @Flag(help: "Write with synchronous=NORMAL on both sides (no fsync per commit).") var normal = false
 
         func run() throws {
-            let binary =
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-                ?? CommandLine.arguments[0]
-            var bench = StoreBenchmark(directory: directory, binary: binary) { Output.line($0) }
+            var bench = StoreBenchmark(directory: directory, binary: TracerBench.binary) { Output.line($0) }
             bench.writeDocuments = writeDocuments
             bench.rounds = rounds
             bench.querySizes = sizes
@@ -63,12 +87,24 @@ struct Bench: ParsableCommand {
         var directory: String
         @Option(help: "Interaction documents.") var documents = 10_000_000
         @Option(help: "Reports flagged.") var reports = 10
+        @Option(help: "The `tracer` binary whose `status --watch` is timed (default: the one beside this program).")
+        var tracer: String?
+
+        mutating func validate() throws {
+            let path =
+                tracer
+                ?? URL(fileURLWithPath: TracerBench.binary).deletingLastPathComponent().appendingPathComponent("tracer")
+                .path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw ValidationError(
+                    "no tracer binary at \(path): build it (swift build -c release --product tracer) or pass --tracer"
+                )
+            }
+            tracer = path
+        }
 
         func run() throws {
-            let binary =
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-                ?? CommandLine.arguments[0]
-            var bench = ExposureBenchmark(directory: directory, binary: binary) { Output.line($0) }
+            var bench = ExposureBenchmark(directory: directory, tracer: tracer!) { Output.line($0) }
             bench.documents = documents
             bench.reports = reports
             try bench.run()
@@ -110,5 +146,25 @@ struct Bench: ParsableCommand {
                 )
             )
         }
+    }
+}
+
+/// Writing to the terminal: whole lines, unbuffered, so that a pipe sees each line as it happens.
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// A progress line redrawn in place on a terminal: `label [#####.....] 40%  n/total`.
+    static func progress(_ label: String, _ done: Int, _ total: Int) {
+        guard isatty(2) == 1 else { return }
+        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
+        let filled = Int(fraction * 30)
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
+        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(Int(fraction * 100))%  \(done)/\(total)".utf8))
+    }
+
+    static func endProgress() {
+        if isatty(2) == 1 { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }
