@@ -60,7 +60,7 @@ struct ExposureBenchmark: Measuring {
             let id = "bench-r\(r)"
             // A store kept from an earlier run has this report flagged already: withdrawn first,
             // so that the first flag below writes everything again.
-            if try store.get(DocumentPath("reports/\(id)")).exists { try engine.revoke(reportID: id, store: store) }
+            if try store.get(Collections.report(id)).exists { try engine.revoke(reportID: id, store: store) }
             try accept(id, by: device, in: store)
             var result: FlagResult?
             first.append(try time { result = try engine.flag(reportID: id, store: store) })
@@ -117,12 +117,12 @@ struct ExposureBenchmark: Measuring {
         // The flag's first query, then the same windows by `ts` (always `start` + 31 s here), a
         // field no index is declared on: a full scan of the collection group.
         let reporter = Self.deviceID(0)
-        let mine = Query(collectionGroup: "interactions").where("deviceId", .equal, .string(reporter))
-            .where("start", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0)))
-            .order(by: "start")
-        let scanned = Query(collectionGroup: "interactions").where("deviceId", .equal, .string(reporter))
-            .where("ts", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0 + 31)))
-            .order(by: "ts")
+        let mine = Query.interactions.where(Interaction.Field.deviceID, .equal, .string(reporter))
+            .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0)))
+            .order(by: Interaction.Field.start)
+        let scanned = Query.interactions.where(Interaction.Field.deviceID, .equal, .string(reporter))
+            .where(Interaction.Field.ts, .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0 + 31)))
+            .order(by: Interaction.Field.ts)
         var windowCount = 0
         let indexedMine = try time { windowCount = try store.getDocuments(mine).count }
         report("  the reporter's windows alone: by index \(ms(indexedMine)) ms; forced to a full scan …")
@@ -135,7 +135,7 @@ struct ExposureBenchmark: Measuring {
         var perBeacon: [Double] = []
         var count = 0
         for a in 0..<anchors {
-            let q = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(Self.anchor(a)))
+            let q = Query.exposures.where(Exposure.Field.beaconKey, .equal, .string(Self.anchor(a)))
                 .where("from", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0)))
                 .order(by: "from")
             perBeacon.append(try time { count += try store.getDocuments(q).count })
@@ -143,10 +143,10 @@ struct ExposureBenchmark: Measuring {
         // The first beacon's again by `to` (every exposure here ends after t0, as it starts),
         // a field no index is declared on: a full scan of the exposures.
         let firstBeacon = try store.getDocuments(
-            Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(Self.anchor(0)))
+            Query.exposures.where(Exposure.Field.beaconKey, .equal, .string(Self.anchor(0)))
                 .where("from", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0))).order(by: "from")
         ).count
-        let scanQuery = Query(collectionGroup: "exposures").where("beaconKey", .equal, .string(Self.anchor(0)))
+        let scanQuery = Query.exposures.where(Exposure.Field.beaconKey, .equal, .string(Self.anchor(0)))
             .where("to", .greaterThanOrEqual, .timestamp(Timestamp(seconds: Self.t0))).order(by: "to")
         let scan = try fullScan(scanQuery, finding: firstBeacon, in: store)
         report(
@@ -181,7 +181,10 @@ struct ExposureBenchmark: Measuring {
     /// A status change written here, seen by `tracer status --watch` in another process.
     func watchLatency(store: DocumentStore, path: String) throws {
         let device = "bench-watch"
-        try store.set(DocumentPath("devices/\(device)"), ["status": "clear", "risk": "low", "n": 0])
+        try store.set(
+            Collections.device(device),
+            ["status": .string(DeviceStatus.Status.clear.rawValue), "risk": .string(DeviceStatus.Risk.low.rawValue), "n": 0]
+        )
         let child = Process()
         child.executableURL = URL(fileURLWithPath: tracer)
         child.arguments = ["status", "--device", device, "--watch", "--json", "--store", path]
@@ -197,11 +200,11 @@ struct ExposureBenchmark: Measuring {
         var latencies: [Double] = []
         var seen = 0
         for n in 1...200 {
-            let risk = n % 2 == 0 ? "low" : "medium"
-            let status = n % 2 == 0 ? "clear" : "exposed"
+            let risk = (n % 2 == 0 ? DeviceStatus.Risk.low : .medium).rawValue
+            let status = (n % 2 == 0 ? DeviceStatus.Status.clear : .exposed).rawValue
             let start = DispatchTime.now().uptimeNanoseconds
             try store.set(
-                DocumentPath("devices/\(device)"),
+                Collections.device(device),
                 ["status": .string(status), "risk": .string(risk), "n": .integer(Int64(n))],
                 merge: true
             )
@@ -220,13 +223,14 @@ struct ExposureBenchmark: Measuring {
 
     /// An accepted report by a device, collected on the last day.
     func accept(_ id: String, by device: String, in store: DocumentStore) throws {
-        try store.set(
-            DocumentPath("reports/\(id)"),
-            [
-                "deviceId": .string(device), "status": "accepted",
-                "collectedAt": .timestamp(Timestamp(seconds: Self.t0 + Double(days) * 86_400)),
-            ]
+        let report = Report(
+            id: id,
+            deviceID: device,
+            status: .accepted,
+            collectedAt: Timestamp(seconds: Self.t0 + Double(days) * 86_400),
+            imageSHA256: ""
         )
+        try store.set(Collections.report(id), report.data)
     }
 
     static func deviceID(_ n: Int) -> String { "f7826da6-4fa2-4e98-8024-bc5b71e0893e:\(1 + n / 65_536):\(n % 65_536)" }
@@ -250,7 +254,7 @@ struct ExposureBenchmark: Measuring {
                     let anchor = Self.anchor(Int(g.next() % UInt64(anchors)))
                     var t = Self.t0 + Double(day) * 86_400 + 8 * 3600 + Double(g.next() % 36_000 / 30) * 30
                     let distance = 0.3 + Double(g.next() % 570) / 100
-                    let collection = try CollectionPath("beacons/\(anchor)/interactions")
+                    let collection = try Collections.interactions(at: anchor)
                     for _ in 0..<length {
                         let d = max(0.2, distance + Double(Int(g.next() % 61) - 30) / 100)
                         batch.set(

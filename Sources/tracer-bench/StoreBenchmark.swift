@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TracerModel
 import TracerStore
 
 /// `tracer-bench store`: the store against plain SQLite, measured in the same run.
@@ -36,7 +37,7 @@ struct StoreBenchmark: Measuring {
     /// The i-th interaction document, as the daemon writes them: beacons interleaved, random ids.
     static func fixture(_ i: Int) -> Fixture {
         var g = SplitMixID(seed: UInt64(i))
-        let parent = "beacons/b-\(String(format: "%03d", i % parents))/interactions"
+        let parent = try! Collections.interactions(at: "b-\(String(format: "%03d", i % parents))").description
         let id = g.id()
         let start = Timestamp(seconds: t0 + Double(i) * spacing)
         let device = "f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:\((i &* 7919) % 5000)"
@@ -59,10 +60,8 @@ struct StoreBenchmark: Measuring {
         return Fixture(path: try! DocumentPath(parent + "/" + id), data: data, row: row)
     }
 
-    static let indexes = [
-        IndexDefinition(collectionID: "interactions", "start"),
-        IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "deviceId", "start"),
-    ]
+    /// The daemon's two indexes on interactions (the baseline's schema has the same two).
+    static let indexes = [Indexes.interactionsByStart, Indexes.interactionsByDevice]
 
     func run() throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -166,7 +165,9 @@ struct StoreBenchmark: Measuring {
             let span = Double(size) * Self.spacing
             var g = SplitMixID(seed: 99)
             let windows = (0..<2000).map { _ -> (String, Double) in
-                let parent = "beacons/b-\(String(format: "%03d", Int(g.next() % UInt64(Self.parents))))/interactions"
+                let parent = try! Collections.interactions(
+                    at: "b-\(String(format: "%03d", Int(g.next() % UInt64(Self.parents))))"
+                ).description
                 let from = Self.t0 + Double(g.next() % UInt64(max(1, span - 300)))
                 return (parent, from)
             }
