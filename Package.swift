@@ -18,6 +18,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Declared for the products tracer imports from them directly (all in Hummingbird's graph).
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        // Outgoing HTTP(S): the webhook (and the kiosks' replication to come).
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        // Every long-running part is a Service, run in one ServiceGroup.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -69,7 +74,14 @@ let package = Package(
         // The exposure engine: the co-location rule over the store, and what it writes.
         .target(
             name: "TracerExposure",
-            dependencies: ["TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite"]
+            dependencies: [
+                "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
 
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
@@ -134,6 +146,7 @@ let package = Package(
                 "TracerSimulation",
                 "TracerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -188,6 +201,9 @@ let package = Package(
             dependencies: [
                 "TracerExposure", "TracerColocation", "TracerModel", "TracerReports", "TracerVerification", "TracerSite",
                 "TracerTesting",
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TracerColocation
 import TracerExposure
 import TracerModel
@@ -230,26 +231,14 @@ struct ReportCommand: AsyncParsableCommand {
         @OptionGroup var policy: PolicyOptions
 
         func run() async throws {
-            let store = try options.open()
-            let engine = try policy.engine
-            for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
-            // Every report now (a re-run changes nothing), then each one that is added or changes.
-            for try await snap in store.snapshots(Query(collection: Collections.reports), from: .now) {
-                for change in snap.changes where change.kind != .removed {
-                    guard Report.is(change.document, .accepted) else { continue }
-                    let id = change.document.id
-                    do {
-                        let r = try engine.flag(reportID: id, store: store)
-                        if r.changed > 0 {
-                            Output.line(
-                                "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure"))"
-                            )
-                        }
-                    } catch {
-                        Output.error("report \(id): \(error)")
-                    }
-                }
+            let logger = Logger(label: "tracer.flagger")
+            let flagger = Flagger(store: try options.open(), engine: try policy.engine, logger: logger) { id, r in
+                Output.line(
+                    "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure"))"
+                )
             }
+            try await Services.run([flagger], logger: logger)
         }
     }
 }
+

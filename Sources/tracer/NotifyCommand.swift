@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TracerExposure
 import TracerModel
 import TracerReports
@@ -20,65 +21,27 @@ struct NotifyCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: StoreOptions
-    @Option(help: "The receiver: an http:// URL.") var webhook: String
+    @Option(help: "The receiver: an http:// or https:// URL.") var webhook: String
+    @Option(help: "Trust this CA's certificate (PEM) for an https:// webhook, instead of the system's.")
+    var caFile: String?
     @Option(help: "Where the last delivered token is kept (default: beside the store, one per webhook).")
     var state: String?
 
     func run() async throws {
-        let hook = try Webhook(webhook)
+        let hook = try Webhook(webhook, caFile: caFile)
         let store = try options.open(mustExist: true)
-        let statePath =
-            state ?? options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
-        let saved = (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
-            Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
+        let notifier = Notifier(
+            store: store,
+            webhook: hook,
+            statePath: state
+                ?? options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state",
+            logger: Logger(label: "tracer.notify")
+        )
         Output.line(
             "notifying \(webhook) of status changes"
-                + (saved.map { " after change \($0)" } ?? " (first run: every device's current status first)")
+                + (notifier.savedToken.map { " after change \($0)" }
+                    ?? " (first run: every device's current status first)")
         )
-        var last: [String: String] = [:]
-        let start: ListenStart = saved.map { .after(token: $0) } ?? .now
-        for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
-            for change in snap.changes where change.kind != .removed {
-                let doc = change.document
-                let d = DeviceStatus(doc)
-                let key = "\(d.status)/\(d.risk)/\(d.exposureCount)"
-                if last[doc.id] == key { continue }
-                let body: Value = .map([
-                    "deviceId": .string(doc.id), "status": .string(d.status.rawValue), "risk": .string(d.risk.rawValue),
-                    "exposureCount": .integer(Int64(d.exposureCount)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
-                    "token": .integer(snap.token),
-                ])
-                try await deliver(ExposureJSON.json(body), to: hook)
-                last[doc.id] = key
-            }
-            // Only once everything up to this token is delivered.
-            try Self.save(snap.token, to: statePath)
-        }
-    }
-
-    /// POSTs until a 2xx answer, backing off between attempts.
-    func deliver(_ body: String, to hook: Webhook) async throws {
-        var delay = 0.5
-        while true {
-            do {
-                let code = try hook.post(body)
-                if (200..<300).contains(code) { return }
-                Output.error("\(hook.url) answered \(code); retrying in \(delay) s")
-            } catch {
-                Output.error("\(error); retrying in \(delay) s")
-            }
-            try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-            delay = min(delay * 2, 30)
-        }
-    }
-
-    static func save(_ token: Int64, to path: String) throws {
-        let temporary = path + ".tmp"
-        try "\(token)\n".write(toFile: temporary, atomically: false, encoding: .utf8)
-        guard rename(temporary, path) == 0 else {
-            throw ValidationError("cannot write the notifier's state to \(path): \(String(cString: strerror(errno)))")
-        }
+        try await Services.run([notifier], logger: Logger(label: "tracer.notify"))
     }
 }

@@ -194,6 +194,6 @@ import TracerTesting
     @Test func aWebhookMustBeHTTP() async throws {
         try await set("devices/a", #"{"status": "clear"}"#)
         let r = try await TracerProcess.running(["notify", "--webhook", "ftp://x", "--store", store])
-        #expect(r.status == 1 && r.stderr.contains("--webhook takes an http:// URL"), "\(r.stderr)")
+        #expect(r.status == 1 && r.stderr.contains("--webhook takes an http:// or https:// URL"), "\(r.stderr)")
     }
 }

@@ -1,0 +1,47 @@
+import Logging
+import ServiceLifecycle
+import TracerModel
+import TracerStore
+
+/// Flags every accepted report as it arrives (from any kiosk or the API): every report at start
+/// (a re-run changes nothing), then each one that is added or changes, until shut down.
+public struct Flagger: Service {
+    public let store: DocumentStore
+    public let engine: ExposureEngine
+    let logger: Logger
+    /// Told of each report whose exposures changed: its id and what flagging did.
+    let flagged: @Sendable (String, FlagResult) -> Void
+
+    public init(
+        store: DocumentStore,
+        engine: ExposureEngine,
+        logger: Logger,
+        flagged: @escaping @Sendable (String, FlagResult) -> Void = { _, _ in }
+    ) {
+        self.store = store
+        self.engine = engine
+        self.logger = logger
+        self.flagged = flagged
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                for try await snap in store.snapshots(Query(collection: Collections.reports), from: .now) {
+                    for change in snap.changes where change.kind != .removed {
+                        guard Report.is(change.document, .accepted) else { continue }
+                        let id = change.document.id
+                        do {
+                            let r = try engine.flag(reportID: id, store: store)
+                            if r.changed > 0 { flagged(id, r) }
+                        } catch {
+                            // One report's failure is not the others': it is logged, and flagged
+                            // again when it changes or the flagger restarts.
+                            logger.error("flagging failed", metadata: ["report.id": "\(id)", "error": "\(error)"])
+                        }
+                    }
+                }
+            }
+        } catch is CancellationError {}
+    }
+}

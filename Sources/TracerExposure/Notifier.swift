@@ -1,0 +1,101 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import TracerModel
+import TracerStore
+
+/// Every change of a device's status, risk or exposure count POSTed to a webhook, at least once,
+/// across restarts: the store's change token of the last delivered change is kept in a file, so a
+/// restarted notifier resumes where it stopped. A failed POST is retried with backoff, and nothing
+/// after it is sent first.
+public struct Notifier: Service {
+    public let store: DocumentStore
+    public let webhook: Webhook
+    /// Where the last delivered token is kept.
+    public let statePath: String
+    /// Backoff between attempts: from the first to the last, doubling.
+    public var backoff: (first: Duration, last: Duration) = (.milliseconds(500), .seconds(30))
+    let logger: Logger
+
+    public init(store: DocumentStore, webhook: Webhook, statePath: String, logger: Logger) {
+        self.store = store
+        self.webhook = webhook
+        self.statePath = statePath
+        self.logger = logger
+    }
+
+    /// The token it resumes after, or nil on a first run.
+    public var savedToken: Int64? {
+        (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
+            Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// Delivers until the service group shuts down (a delivery in flight is abandoned: its change
+    /// is sent again at the next start, as the token was not saved), then closes the client.
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await deliverChanges() }
+        } catch is CancellationError {
+        } catch {
+            try? await webhook.shutdown()
+            throw error
+        }
+        try await webhook.shutdown()
+    }
+
+    func deliverChanges() async throws {
+        var last: [String: String] = [:]
+        let start: ListenStart = savedToken.map { .after(token: $0) } ?? .now
+        for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
+            for change in snap.changes where change.kind != .removed {
+                let doc = change.document
+                let d = DeviceStatus(doc)
+                let key = "\(d.status)/\(d.risk)/\(d.exposureCount)"
+                if last[doc.id] == key { continue }
+                let body: Value = .map([
+                    "deviceId": .string(doc.id), "status": .string(d.status.rawValue), "risk": .string(d.risk.rawValue),
+                    "exposureCount": .integer(Int64(d.exposureCount)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
+                    "token": .integer(snap.token),
+                ])
+                try await deliver(ExposureJSON.json(body))
+                last[doc.id] = key
+            }
+            // Only once everything up to this token is delivered.
+            try save(snap.token)
+        }
+    }
+
+    /// POSTs until a 2xx answer, backing off between attempts.
+    func deliver(_ body: String) async throws {
+        var delay = backoff.first
+        while true {
+            do {
+                let code = try await webhook.post(body)
+                if (200..<300).contains(code) { return }
+                logger.warning(
+                    "the webhook refused a change; retrying",
+                    metadata: ["webhook.status": "\(code)", "retry.seconds": "\(delay / .seconds(1))"]
+                )
+            } catch let error as ExposureError {
+                logger.warning(
+                    "the webhook did not answer; retrying",
+                    metadata: ["error": "\(error.message)", "retry.seconds": "\(delay / .seconds(1))"]
+                )
+            }
+            try await Task.sleep(for: delay)
+            delay = min(delay * 2, backoff.last)
+        }
+    }
+
+    func save(_ token: Int64) throws {
+        let temporary = statePath + ".tmp"
+        try "\(token)\n".write(toFile: temporary, atomically: false, encoding: .utf8)
+        guard rename(temporary, statePath) == 0 else {
+            throw ExposureError(
+                .badInput,
+                "cannot write the notifier's state to \(statePath): \(String(cString: strerror(errno)))"
+            )
+        }
+    }
+}
