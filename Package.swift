@@ -23,6 +23,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         // Every long-running part is a Service, run in one ServiceGroup.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        // Counters and gauges, exported in Prometheus's format on /metrics.
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -111,6 +115,8 @@ let package = Package(
             dependencies: [
                 "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -125,6 +131,10 @@ let package = Package(
                 "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
                 "TracerOCR", "TracerVerification",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

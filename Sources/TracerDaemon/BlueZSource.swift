@@ -52,6 +52,9 @@ public final class BlueZSource: AdvertSource, @unchecked Sendable {
         public var devicesRemoved = 0
         /// Connections to the bus after the first.
         public var reconnects = 0
+
+        /// Whether discovery is on.
+        public var isScanning: Bool { state.hasPrefix("scanning") }
     }
 
     public let options: Options

@@ -1,7 +1,12 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import Synchronization
 import TracerDaemon
+import TracerServer
 import TracerSite
 
 /// `tracer daemon`: ranging into the store until the source ends or a signal comes.
@@ -70,47 +75,43 @@ struct DaemonCommand: AsyncParsableCommand {
             logger: Logger(label: "tracer.daemon")
         )
         let bluez = advertSource as? BlueZSource
-        let metricsServer = try metrics.map { bind in
-            try MetricsServer(bind: bind) { Self.metricsText(daemon.progress.snapshot, bluez?.status) }
-        }
-        if let metricsServer, let host = metrics?.split(separator: ":").first {
-            Output.line("metrics on http://\(host):\(metricsServer.port)/metrics")
-        }
+        let logger = Logger(label: "tracer.daemon")
+        let finished = Mutex<Daemon.Report?>(nil)
         let notifier = SystemdNotifier()
-        let task = Task { try await daemon.run() }
-        let signals = [SIGINT, SIGTERM].map { sig in
-            signal(sig, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            s.setEventHandler {
-                notifier.notify("STOPPING=1")
-                task.cancel()
-            }
-            s.resume()
-            return s
-        }
-        notifier.notify("READY=1")
-        let statusTask: Task<Void, Never>? =
-            advertSource.isReplay
-            ? nil
-            : Task {
-                var last = daemon.progress.snapshot
-                var lastTime = ContinuousClock.now
-                let interval = statusInterval > 0 ? statusInterval : 5
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-                    if Task.isCancelled { break }
-                    let now = daemon.progress.snapshot
-                    let elapsed = (ContinuousClock.now - lastTime) / .seconds(1)
-                    let line = Self.statusLine(now, previous: last, seconds: elapsed, bluez: bluez?.status)
-                    if statusInterval > 0 { Output.line("status: " + line) }
-                    notifier.notify("STATUS=" + line)
-                    last = now
-                    lastTime = ContinuousClock.now
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            Services.ending(DaemonService(daemon) { report in finished.withLock { $0 = report } })
+        ]
+        if let metrics {
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            let published = DaemonMetrics()
+            let endpoint = try MetricsEndpoint(
+                registry: registry,
+                bind: metrics,
+                logger: logger,
+                refresh: { published.publish(daemon.progress.snapshot, bluez?.status) },
+                onRunning: { port in
+                    let host = metrics.split(separator: ":").dropLast().joined(separator: ":")
+                    Output.line("metrics on http://\(host.isEmpty ? "127.0.0.1" : host):\(port)/metrics")
                 }
-            }
-        let report = try await task.value
-        statusTask?.cancel()
-        for s in signals { s.cancel() }
+            )
+            services.append(.init(service: endpoint))
+        }
+        if !advertSource.isReplay {
+            services.append(
+                .init(
+                    service: StatusLines(
+                        daemon: daemon,
+                        bluez: bluez,
+                        interval: statusInterval,
+                        notifier: notifier
+                    )
+                )
+            )
+        }
+        services.append(.init(service: SystemdService(notifier)))
+        try await Services.run(services, logger: logger)
+        guard let report = finished.withLock({ $0 }) else { return }
         let c = report.counts
         let rate = report.seconds > 0 ? Int(Double(c.adverts) / report.seconds) : 0
         Output.line(
@@ -123,6 +124,34 @@ struct DaemonCommand: AsyncParsableCommand {
             if r.skipped > 0 {
                 Output.error("warning: skipped \(r.skipped) of \(r.lines) lines that are not adverts; the first:")
                 for p in r.problems { Output.error("  \(p)") }
+            }
+        }
+    }
+
+    /// Every `interval` seconds: a status line on stdout (unless 0) and to systemd.
+    struct StatusLines: Service {
+        let daemon: Daemon
+        let bluez: BlueZSource?
+        let interval: Double
+        let notifier: SystemdNotifier
+
+        func run() async throws {
+            try? await cancelWhenGracefulShutdown { try await lines() }
+        }
+
+        func lines() async throws {
+            var last = daemon.progress.snapshot
+            var lastTime = ContinuousClock.now
+            let every = Duration.milliseconds(Int((interval > 0 ? interval : 5) * 1000))
+            while true {
+                try await Task.sleep(for: every)
+                let now = daemon.progress.snapshot
+                let elapsed = (ContinuousClock.now - lastTime) / .seconds(1)
+                let line = DaemonCommand.statusLine(now, previous: last, seconds: elapsed, bluez: bluez?.status)
+                if interval > 0 { Output.line("status: " + line) }
+                notifier.notify("STATUS=" + line)
+                last = now
+                lastTime = ContinuousClock.now
             }
         }
     }
@@ -142,39 +171,5 @@ struct DaemonCommand: AsyncParsableCommand {
         let ago = now.lastWrite.map { ", the last \(Int(Date().timeIntervalSince1970 - $0)) s ago" } ?? ""
         parts.append("\(now.written) written" + ago)
         return parts.joined(separator: "; ")
-    }
-
-    /// The counters in Prometheus's text format.
-    static func metricsText(_ p: DaemonProgress.Snapshot, _ bluez: BlueZSource.Status?) -> String {
-        var out = ""
-        func metric(_ name: String, _ type: String, _ help: String, _ value: Double) {
-            out += "# HELP tracer_\(name) \(help)\n# TYPE tracer_\(name) \(type)\ntracer_\(name) \(value)\n"
-        }
-        metric("adverts_total", "counter", "Adverts ranged.", Double(p.counts.adverts))
-        metric("ibeacon_adverts_total", "counter", "Adverts carrying an iBeacon frame.", Double(p.counts.iBeacons))
-        metric(
-            "attributed_adverts_total",
-            "counter",
-            "Adverts attributed to a device and an anchor.",
-            Double(p.counts.attributed)
-        )
-        metric("interactions_written_total", "counter", "Interaction documents written.", Double(p.written))
-        metric("devices_in_range", "gauge", "Device-anchor pairs with an open window.", Double(p.inRange))
-        metric("last_write_timestamp_seconds", "gauge", "Unix time of the last write.", p.lastWrite ?? 0)
-        if let b = bluez {
-            metric("bluez_scanning", "gauge", "1 while discovery is on.", b.state.hasPrefix("scanning") ? 1 : 0)
-            metric("bluez_device_signals_total", "counter", "Device signals from BlueZ.", Double(b.deviceSignals))
-            metric("bluez_discovery_starts_total", "counter", "Times discovery was started.", Double(b.discoveryStarts))
-            metric("bluez_watchdog_restarts_total", "counter", "Stalled scans restarted.", Double(b.watchdogRestarts))
-            metric(
-                "bluez_devices_removed_total",
-                "counter",
-                "Devices removed from BlueZ's cache.",
-                Double(b.devicesRemoved)
-            )
-            metric("bluez_devices", "gauge", "Devices in BlueZ's cache for the adapter.", Double(b.devices))
-            metric("bluez_reconnects_total", "counter", "Reconnections to the system bus.", Double(b.reconnects))
-        }
-        return out
     }
 }

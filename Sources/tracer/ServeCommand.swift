@@ -41,12 +41,13 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "tracer.serve")
         logger.logLevel =
             ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
-        try await Server.run(api, host: host, port: port, logger: logger) { bound in
+        let app = Server.application(api, host: host, port: port, logger: logger) { bound in
             let shown = host.contains(":") ? "[\(host)]" : host
             Output.line(
                 "serving \(options.resolvedPath) on http://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
+        try await Services.run([app], logger: logger)
     }
 }
 

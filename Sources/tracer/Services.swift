@@ -2,16 +2,25 @@ import Logging
 import ServiceLifecycle
 
 /// Long-running commands hand their parts to one `ServiceGroup`: SIGTERM and SIGINT shut every
-/// part down gracefully, in reverse order, and a part that ends or fails ends the rest.
+/// part down gracefully (the last one given first), and a part that fails ends the rest.
 enum Services {
     static func run(_ services: [any Service], logger: Logger) async throws {
+        try await run(services.map { .init(service: $0) }, logger: logger)
+    }
+
+    static func run(_ services: [ServiceGroupConfiguration.ServiceConfiguration], logger: Logger) async throws {
         let group = ServiceGroup(
-            configuration: .init(
-                services: services.map { .init(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
         try await group.run()
+    }
+
+    /// A part whose end (a replay's end of file) ends the group gracefully.
+    static func ending(_ service: any Service) -> ServiceGroupConfiguration.ServiceConfiguration {
+        .init(
+            service: service,
+            successTerminationBehavior: .gracefullyShutdownGroup,
+            failureTerminationBehavior: .gracefullyShutdownGroup
+        )
     }
 }
