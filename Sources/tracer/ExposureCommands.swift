@@ -68,16 +68,22 @@ struct StatusCommand: AsyncParsableCommand {
             print(try status(store, store.get(path)))
             return
         }
-        for sig in [SIGINT, SIGTERM] { signal(sig) { _ in Foundation.exit(0) } }
-        var last = ""
-        for try await snap in store.snapshots(document: path) {
-            let line = try status(store, snap)
-            if line != last { print(line) }
-            last = line
+        let (device, json) = (device, json)
+        try await Services.untilSignalled(logger: Logger(label: "tracer.status")) {
+            var last = ""
+            for try await snap in store.snapshots(document: path) {
+                let line = try Self.status(device, json: json, store, snap)
+                if line != last { Output.line(line) }
+                last = line
+            }
         }
     }
 
     func status(_ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
+        try Self.status(device, json: json, store, doc)
+    }
+
+    static func status(_ device: String, json: Bool, _ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
         let exposures = try ExposureJSON.exposures(of: device, store: store)
         let d = DeviceStatus(doc)
         if json { return ExposureJSON.json(ExposureJSON.status(device, document: doc, exposures: exposures)) }

@@ -23,4 +23,18 @@ enum Services {
             failureTerminationBehavior: .gracefullyShutdownGroup
         )
     }
+
+    /// Runs `body` (a watch) until it ends or SIGTERM/SIGINT comes; either way returns normally,
+    /// so an interrupted watch exits 0 once its pending lines are out.
+    static func untilSignalled(logger: Logger, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await run([Following(body: body)], logger: logger)
+    }
+
+    struct Following: Service {
+        let body: @Sendable () async throws -> Void
+
+        func run() async throws {
+            do { try await cancelWhenGracefulShutdown { try await body() } } catch is CancellationError {}
+        }
+    }
 }

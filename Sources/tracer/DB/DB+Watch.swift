@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TracerStore
 
 extension DB {
@@ -22,7 +23,6 @@ extension DB {
 
         func run() async throws {
             let store = try options.open()
-            Self.endOnSignals()
             let segments = path.split(separator: "/", omittingEmptySubsequences: true).count
             if !group && segments % 2 == 0 {
                 if since != nil {
@@ -31,49 +31,40 @@ extension DB {
                     )
                 }
                 let docPath = try DocumentPath(path)
-                var previous: DocumentSnapshot?
-                for try await snap in store.snapshots(document: docPath) {
-                    let existed = previous?.exists ?? false
-                    switch (existed, snap.exists) {
-                    case (false, true): emit("added", docPath, snap.data, nil)
-                    case (true, true): emit("modified", docPath, snap.data, nil)
-                    case (true, false): emit("removed", docPath, previous?.data, nil)
-                    case (false, false): break
+                try await Services.untilSignalled(logger: Logger(label: "tracer.db")) {
+                    var previous: DocumentSnapshot?
+                    for try await snap in store.snapshots(document: docPath) {
+                        let existed = previous?.exists ?? false
+                        switch (existed, snap.exists) {
+                        case (false, true): Self.emit("added", docPath, snap.data, nil)
+                        case (true, true): Self.emit("modified", docPath, snap.data, nil)
+                        case (true, false): Self.emit("removed", docPath, previous?.data, nil)
+                        case (false, false): break
+                        }
+                        previous = snap
                     }
-                    previous = snap
                 }
                 return
             }
             let query =
                 group
                 ? TracerStore.Query(collectionGroup: path) : TracerStore.Query(collection: try CollectionPath(path))
-            let start: ListenStart = since.map { .after(token: $0) } ?? .now
-            for try await snap in store.snapshots(query, from: start) {
-                for change in snap.changes {
-                    emit(
-                        change.kind.rawValue,
-                        change.document.path,
-                        change.document.data,
-                        since == nil ? nil : snap.token
-                    )
+            let since = since
+            try await Services.untilSignalled(logger: Logger(label: "tracer.db")) {
+                for try await snap in store.snapshots(query, from: since.map { .after(token: $0) } ?? .now) {
+                    for change in snap.changes {
+                        Self.emit(
+                            change.kind.rawValue,
+                            change.document.path,
+                            change.document.data,
+                            since == nil ? nil : snap.token
+                        )
+                    }
                 }
             }
         }
 
-        /// Interrupting a watch is how it ends: SIGINT and SIGTERM exit 0 once pending lines are out.
-        private static func endOnSignals() {
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { Foundation.exit(0) }
-                source.resume()
-                signalSources.append(source)
-            }
-        }
-
-        nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
-
-        private func emit(_ type: String, _ path: DocumentPath, _ data: DocumentData?, _ token: Int64?) {
+        private static func emit(_ type: String, _ path: DocumentPath, _ data: DocumentData?, _ token: Int64?) {
             var line: [String: Value] = ["type": .string(type), "path": .string(path.description)]
             line["data"] = data.map { .map($0) } ?? .null
             if let token { line["token"] = .integer(token) }
