@@ -1,5 +1,6 @@
 import CTracerDBus
 import Foundation
+import Synchronization
 
 /// A signal that arrived on a connection.
 public struct DBusSignal: Sendable, Equatable {
@@ -122,18 +123,9 @@ extension DBusConnection {
 }
 
 /// A one-way flag shared between threads.
-public final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+public final class Flag: Sendable {
+    private let value = Atomic(false)
     public init() {}
-    public func set() {
-        lock.lock()
-        value = true
-        lock.unlock()
-    }
-    public var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
+    public func set() { value.store(true, ordering: .releasing) }
+    public var isSet: Bool { value.load(ordering: .acquiring) }
 }

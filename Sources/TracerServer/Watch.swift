@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import TracerModel
 import TracerStore
 
@@ -174,17 +175,11 @@ enum Watch {
 }
 
 /// A flag set once, from any thread.
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+final class LockedFlag: Sendable {
+    private let value = Atomic(false)
 
     /// True the first time only.
     func setOnce() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if value { return false }
-        value = true
-        return true
+        value.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
-
 }

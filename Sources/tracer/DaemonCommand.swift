@@ -165,7 +165,7 @@ struct DaemonCommand: AsyncParsableCommand {
     ) -> String {
         let rate = seconds > 0 ? Int((Double(now.counts.adverts - previous.counts.adverts) / seconds).rounded()) : 0
         var parts: [String] = []
-        if let bluez { parts.append(bluez.state) }
+        if let bluez { parts.append(bluez.state.description) }
         parts.append("\(rate) adverts/s")
         parts.append("\(now.inRange) in range")
         let ago = now.lastWrite.map { ", the last \(Int(Date().timeIntervalSince1970 - $0)) s ago" } ?? ""

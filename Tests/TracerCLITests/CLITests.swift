@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerStore
 import TracerTesting
 
 /// The `tracer db` contract, run as a person or a script runs it: the built binary, its output
@@ -146,7 +147,7 @@ import TracerTesting
     @Test func watchADocument() async throws {
         let watcher = try TracerProcess.start(["db", "watch", "devices/d9", "--store", store])
         defer { watcher.kill(SIGINT) }
-        usleep(200_000)
+        // Whether the watcher starts before or after this write, it prints the document as added.
         _ = try await tracer("db", "set", "devices/d9", #"{"status": "exposed"}"#)
         #expect(await watcher.line() == #"{"type": "added", "path": "devices/d9", "data": {"status":"exposed"}}"#)
         _ = try await tracer("db", "delete", "devices/d9")
@@ -299,7 +300,15 @@ import TracerTesting
         let daemon = try TracerProcess.start([
             "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(file)", "--store", store,
         ])
-        usleep(1_500_000)
+        // Signalled once it has written something (polled, not timed), while it is still ranging.
+        var wroteSome = false
+        for _ in 0..<1200 where !wroteSome {
+            try await Task.sleep(for: .milliseconds(50))
+            wroteSome =
+                (try? DocumentStore(path: store).getDocuments(Query(collectionGroup: "interactions").limit(1)))?
+                .isEmpty == false
+        }
+        try #require(wroteSome, "the daemon wrote nothing in a minute")
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
         let line = await daemon.line(timeout: 2) ?? ""

@@ -160,7 +160,7 @@ import TracerTesting
         let first = receiver.next() ?? ""
         #expect(first.contains(#""deviceId":"a""#) && first.contains(#""status":"clear""#), "\(first)")
 
-        let saved = try waitForState(differentFrom: nil)
+        let saved = try await waitForState(differentFrom: nil)
         // The receiver is down for two attempts: the change still arrives.
         receiver.failNext(2)
         try await set("devices/a", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
@@ -169,7 +169,7 @@ import TracerTesting
         #expect(receiver.refused == 2)
 
         // Stopped hard; a change happens while it is down; restarted, it delivers that change.
-        _ = try waitForState(differentFrom: saved)  // written once the change is delivered
+        _ = try await waitForState(differentFrom: saved)  // written once the change is delivered
         notifier.kill()
         try await set("devices/b", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
         notifier = try start(receiver)
@@ -181,12 +181,12 @@ import TracerTesting
     }
 
     /// The notifier's saved token, once it differs from `previous`.
-    func waitForState(differentFrom previous: String?) throws -> String {
-        for _ in 0..<500 {
+    func waitForState(differentFrom previous: String?) async throws -> String {
+        for _ in 0..<3000 {
             if let text = try? String(contentsOfFile: dir.file("notify.state"), encoding: .utf8), text != previous {
                 return text
             }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         throw CocoaError(.fileReadNoSuchFile)
     }

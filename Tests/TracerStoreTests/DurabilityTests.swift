@@ -49,7 +49,7 @@ import TracerTesting
                 last = Int(line.dropFirst("committed ".count)) ?? last
                 if last >= commitsBeforeKill * batchSize { break }
             }
-            usleep(UInt32.random(in: 0...40_000, using: &g))
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...40_000, using: &g)))
             writer.kill()
             while let line = await writer.line(timeout: 0.2) {
                 if line.hasPrefix("committed ") { last = Int(line.dropFirst("committed ".count)) ?? last }

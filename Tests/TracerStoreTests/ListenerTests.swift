@@ -86,7 +86,8 @@ import TracerTesting
             if seen.count == 2 { break }
         }
         #expect(seen == [["a"], ["a", "b"]])
-        try await Task.sleep(for: .milliseconds(100))
+        // The listener goes when the loop's iterator does: polled with a deadline.
+        for _ in 0..<1000 where store.observer.listenerCount != 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(store.observer.listenerCount == 0)
     }
 

@@ -1,0 +1,297 @@
+import Logging
+
+/// BlueZ as the source follows it over one bus connection, with no I/O: events in (signals and
+/// call results, decoded; ticks of a monotonic clock in seconds), actions out (calls to make,
+/// adverts to hand over, lines to log). The session on the bus performs the actions and feeds
+/// back their results; tests drive it with a manual clock and no bus.
+struct BlueZStateMachine {
+    /// The timings, in seconds.
+    struct Timing: Equatable {
+        /// Restart discovery after this long with nothing heard while BlueZ says it is discovering.
+        var stallTimeout: Double = 60
+        /// Remove devices unseen for this long from BlueZ's cache.
+        var forgetAfter: Double = 60
+        /// A failed StartDiscovery is retried after this long.
+        var retryArm: Double = 1
+        /// Discovery that BlueZ turned off under us is re-armed once it has been armed this long.
+        var armSettle: Double = 1
+    }
+
+    /// A device's properties as a signal or GetManagedObjects gives them (only those present).
+    struct DeviceProperties: Equatable {
+        var rssi: Int?
+        var txPower: Int?
+        var manufacturerData: [ManufacturerData]?
+        /// Paired, trusted or connected: the kiosk's own devices, never removed.
+        var kept = false
+
+        struct ManufacturerData: Equatable {
+            var company: UInt16
+            var data: [UInt8]
+        }
+    }
+
+    /// An adapter as GetManagedObjects gives it.
+    struct AdapterInfo: Equatable {
+        var path: String
+        var powered: Bool
+        var discovering: Bool
+    }
+
+    enum Event: Equatable {
+        /// A connection to the bus, and whether org.bluez has an owner on it.
+        case connected(bluezIsUp: Bool)
+        /// The answer to `readObjects`: adapters, and devices by path (nil: could not be read).
+        case objects(adapters: [AdapterInfo], devices: [String: DeviceProperties]?)
+        case bluezAppeared
+        case bluezLeft
+        case adapterAdded(path: String)
+        case deviceAdded(path: String, DeviceProperties)
+        case deviceChanged(path: String, DeviceProperties)
+        case adapterChanged(path: String, powered: Bool?, discovering: Bool?)
+        case interfacesRemoved(path: String, adapter: Bool, device: Bool)
+        /// The result of `arm`.
+        case armed
+        case armFailed(reason: String)
+        /// A `removeDevice` succeeded.
+        case deviceForgotten(path: String)
+        /// Time passed.
+        case tick
+    }
+
+    enum Action: Equatable {
+        /// GetManagedObjects, answered with `.objects`.
+        case readObjects
+        /// SetDiscoveryFilter (LE, duplicates) and StartDiscovery, answered with `.armed` or
+        /// `.armFailed`.
+        case arm(adapter: String)
+        case stopDiscovery(adapter: String)
+        /// RemoveDevice, answered with `.deviceForgotten` when it succeeds.
+        case removeDevice(adapter: String, device: String)
+        /// An advert heard now: manufacturer data with the newest RSSI.
+        case advert(rssi: Int, manufacturerData: [DeviceProperties.ManufacturerData], txPower: Int?)
+        case log(Logger.Level, String)
+    }
+
+    /// Counters for the status line and the metrics.
+    struct Counters: Equatable {
+        var deviceSignals = 0
+        var discoveryStarts = 0
+        var watchdogRestarts = 0
+        var devicesRemoved = 0
+    }
+
+    struct Device: Equatable {
+        var properties = DeviceProperties()
+        var lastSeen: Double
+    }
+
+    let adapterName: String?
+    let timing: Timing
+    private(set) var state = BlueZState.starting
+    private(set) var counters = Counters()
+    private(set) var adapterPath: String?
+    private(set) var devices: [String: Device] = [:]
+    var powered = false
+    var discovering = false
+    /// StartDiscovery succeeded and has not been undone since.
+    private(set) var armed = false
+    var nextArm = 0.0
+    var armedAt = 0.0
+    var lastActivity = 0.0
+    var nextSweep = 0.0
+    /// The last waiting state logged, so each is said once.
+    var said: BlueZState?
+
+    static let appleCompany: UInt16 = 0x004C
+
+    init(adapter: String?, timing: Timing) {
+        adapterName = adapter
+        self.timing = timing
+    }
+
+    var adapter: String { adapterPath.map { String($0.split(separator: "/").last ?? "") } ?? "" }
+
+    mutating func handle(_ event: Event, now: Double) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .connected(let up):
+            if up { actions.append(.readObjects) } else { wait(.waitingForBluetoothd, &actions) }
+        case .objects(let adapters, let objects):
+            choose(adapters, objects, now: now, &actions)
+        case .bluezAppeared:
+            actions.append(.log(.notice, "bluetoothd is on the system bus"))
+            actions.append(.readObjects)
+        case .bluezLeft:
+            lose(.bluetoothdLeft, &actions)
+        case .adapterAdded:
+            if adapterPath == nil { actions.append(.readObjects) }
+        case .deviceAdded(let path, let properties):
+            guard isOurs(path) else { break }
+            var device = Device(lastSeen: now)
+            device.properties.merge(properties)
+            devices[path] = device
+            heard(device, rssiChanged: properties.rssi != nil, now: now, &actions)
+        case .deviceChanged(let path, let changed):
+            guard isOurs(path) else { break }
+            var device = devices[path] ?? Device(lastSeen: 0)
+            device.lastSeen = now
+            device.properties.merge(changed)
+            devices[path] = device
+            counters.deviceSignals += 1
+            heard(device, rssiChanged: changed.rssi != nil || changed.manufacturerData != nil, now: now, &actions)
+        case .adapterChanged(let path, let on, let isDiscovering):
+            guard path == adapterPath else { break }
+            if let on, on != powered {
+                powered = on
+                armed = false
+                if on {
+                    actions.append(.log(.notice, "adapter \(adapter) powered on"))
+                    nextArm = now
+                } else {
+                    discovering = false
+                    wait(.poweredOff(adapter), &actions)
+                }
+            }
+            if let isDiscovering { discovering = isDiscovering }
+        case .interfacesRemoved(let path, let adapterGone, let deviceGone):
+            if path == adapterPath, adapterGone {
+                lose(.adapterRemoved(adapter), &actions)
+            } else if deviceGone {
+                devices[path] = nil
+            }
+        case .armed:
+            armed = true
+            armedAt = now
+            lastActivity = now
+            said = nil
+            counters.discoveryStarts += 1
+            state = .scanning(adapter)
+            actions.append(.log(.notice, "scanning on \(adapter)"))
+        case .armFailed(let reason):
+            nextArm = now + timing.retryArm
+            wait(.discoveryFailed(adapter, reason: reason), &actions)
+        case .deviceForgotten:
+            counters.devicesRemoved += 1
+        case .tick:
+            break
+        }
+        timers(now, &actions)
+        return actions
+    }
+
+    /// The adapter from BlueZ's objects: the named one, else the first powered, else the first.
+    mutating func choose(
+        _ adapters: [AdapterInfo],
+        _ objects: [String: DeviceProperties]?,
+        now: Double,
+        _ actions: inout [Action]
+    ) {
+        guard let objects else {
+            actions.append(.log(.warning, "cannot read BlueZ's objects"))
+            adapterPath = nil
+            return
+        }
+        let sorted = adapters.sorted { $0.path < $1.path }
+        let chosen =
+            if let adapterName {
+                sorted.first { $0.path == "/org/bluez/\(adapterName)" }
+            } else {
+                sorted.first { $0.powered } ?? sorted.first
+            }
+        guard let chosen else {
+            adapterPath = nil
+            devices = [:]
+            wait(.noAdapter(named: adapterName), &actions)
+            return
+        }
+        adapterPath = chosen.path
+        powered = chosen.powered
+        discovering = chosen.discovering
+        armed = false
+        nextArm = now
+        devices = [:]
+        for (path, properties) in objects where isOurs(path) {
+            var device = Device(lastSeen: now)
+            device.properties.merge(properties)
+            devices[path] = device
+        }
+        if !powered { wait(.poweredOff(adapter), &actions) }
+    }
+
+    /// bluetoothd or the adapter is gone: nothing to scan with until it is back.
+    mutating func lose(_ why: BlueZState, _ actions: inout [Action]) {
+        adapterPath = nil
+        armed = false
+        devices = [:]
+        wait(why, &actions)
+    }
+
+    /// A waiting state, logged once per change.
+    mutating func wait(_ state: BlueZState, _ actions: inout [Action]) {
+        self.state = state
+        guard state != said else { return }
+        said = state
+        actions.append(.log(.warning, state.description))
+    }
+
+    func isOurs(_ path: String) -> Bool {
+        guard let adapterPath else { return false }
+        return path.hasPrefix(adapterPath + "/")
+    }
+
+    /// Activity; and an advert when the RSSI (or the data) changed and it carries Apple's data.
+    mutating func heard(_ device: Device, rssiChanged: Bool, now: Double, _ actions: inout [Action]) {
+        lastActivity = now
+        let data = device.properties.manufacturerData ?? []
+        guard rssiChanged, let rssi = device.properties.rssi, data.contains(where: { $0.company == Self.appleCompany })
+        else { return }
+        actions.append(.advert(rssi: rssi, manufacturerData: data, txPower: device.properties.txPower))
+    }
+
+    /// Arming, the discovery that ended under us, the stall watchdog, and forgetting devices.
+    mutating func timers(_ now: Double, _ actions: inout [Action]) {
+        guard let adapterPath else { return }
+        if powered, !armed, now >= nextArm {
+            // Answered by .armed or .armFailed; until then, not again.
+            nextArm = .infinity
+            actions.append(.arm(adapter: adapterPath))
+        }
+        if armed, !discovering, now - armedAt > timing.armSettle {
+            armed = false
+            nextArm = now
+        }
+        if armed, discovering, now - lastActivity > timing.stallTimeout {
+            actions.append(
+                .log(
+                    .warning,
+                    "nothing heard on \(adapter) for \(Int(now - lastActivity)) s while discovering; restarting discovery"
+                )
+            )
+            actions.append(.stopDiscovery(adapter: adapterPath))
+            armed = false
+            nextArm = now
+            lastActivity = now
+            counters.watchdogRestarts += 1
+        }
+        if now >= nextSweep {
+            nextSweep = now + min(5, timing.forgetAfter / 2)
+            let horizon = now - timing.forgetAfter
+            for (path, device) in devices.sorted(by: { $0.key < $1.key })
+            where device.lastSeen < horizon && !device.properties.kept {
+                devices[path] = nil
+                actions.append(.removeDevice(adapter: adapterPath, device: path))
+            }
+        }
+    }
+}
+
+extension BlueZStateMachine.DeviceProperties {
+    /// The properties `changed` gives, over these.
+    mutating func merge(_ changed: Self) {
+        if let rssi = changed.rssi { self.rssi = rssi }
+        if let tx = changed.txPower { txPower = tx }
+        if let data = changed.manufacturerData { manufacturerData = data }
+        if changed.kept { kept = true }
+    }
+}
