@@ -61,10 +61,10 @@ public final class API: Sendable {
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/health") { [self] _, _ in try health() }
-        router.get("/v1/features") { [self] _, _ in JSONBody.response(features()) }
+        router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
         router.get("/v1/beacons") { [self] request, context in
             try authorize(request, context, [.admin])
-            return JSONBody.response(try beacons())
+            return JSONBody.response(encoding: try beacons())
         }
         router.get("/v1/beacons/:key/exposures") { [self] request, context in
             try authorize(request, context, [.admin])
@@ -92,7 +92,7 @@ public final class API: Sendable {
         }
         router.get("/v1/responses") { [self] request, context in
             try authorize(request, context, [.admin, .kiosk, .device])
-            return JSONBody.response(try responses())
+            return JSONBody.response(encoding: try responses())
         }
         router.get("/v1/watch") { [self] request, context in
             let who = try authorize(request, context, [.admin, .device], tokenInQuery: true)
@@ -199,43 +199,44 @@ public final class API: Sendable {
     func health() throws -> Response {
         do {
             let token = try store.currentToken()
-            return JSONBody.response([
-                "status": "ok", "storeToken": token, "uptimeSeconds": Int(Date().timeIntervalSince(started)),
-                "site": site.map { $0.name as Any } ?? NSNull(),
-            ])
+            return JSONBody.response(
+                encoding: Responses.Health(
+                    status: "ok",
+                    storeToken: token,
+                    uptimeSeconds: Int(Date().timeIntervalSince(started)),
+                    site: site?.name
+                )
+            )
         } catch {
             return JSONBody.response(
-                ["status": "unavailable", "error": ["code": "store_unavailable", "message": "\(error)"]],
+                encoding: Responses.Health(
+                    status: "unavailable",
+                    site: site?.name,
+                    error: .init(code: "store_unavailable", message: "\(error)")
+                ),
                 status: .serviceUnavailable
             )
         }
     }
 
     /// What this site has on, so that kiosks and apps can adapt their interface.
-    func features() -> [String: Any] {
+    func features() -> Responses.Features {
         let policy = engine.policy
-        return [
-            "selfReport": true,
-            "verification": "ocr",
-            "questionnaire": ["symptoms", "tested"],
-            "exposureNotifications": true,
-            "responses": true,
-            "watch": true,
-            "dashboard": true,
-            "kioskDeviceLookup": true,
-            "site": site.map { $0.name as Any } ?? NSNull(),
-            "exposure": [
-                "radiusMetres": policy.radius, "windowMinutes": policy.window / 60,
-                "lookbackDays": policy.lookback / 86_400, "separation": policy.separation.rawValue,
-            ],
-            "retentionDays": 14,
-            "maxUploadBytes": ImageLimits().maxBytes,
-        ]
+        return Responses.Features(
+            site: site?.name,
+            exposure: .init(
+                radiusMetres: policy.radius,
+                windowMinutes: policy.window / 60,
+                lookbackDays: policy.lookback / 86_400,
+                separation: policy.separation.rawValue
+            ),
+            maxUploadBytes: ImageLimits().maxBytes
+        )
     }
 
     /// The site and its anchors with live occupancy (devices heard within `occupancyWindow`) and
     /// exposure counts (from the last 14 days).
-    func beacons() throws -> [String: Any] {
+    func beacons() throws -> Responses.Beacons {
         let now = Date().timeIntervalSince1970
         let recent = Timestamp(seconds: now - occupancyWindow)
         let fortnight = Timestamp(seconds: now - 14 * 86_400)
@@ -257,72 +258,74 @@ public final class API: Sendable {
             guard let i = try? Interaction(doc), i.end >= recent else { continue }
             present[i.anchor, default: []].append(i)
         }
-        var anchors: [[String: Any]] = []
+        var anchors: [Responses.Beacons.Beacon] = []
         for key in keys {
             let present = present[key] ?? []
-            let devices = Set(present.map(\.deviceID))
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
-            var entry: [String: Any] = [
-                "key": key, "occupancy": devices.count, "exposures": exposures.count,
-                "exposedDevices": Set(exposures.map { Collections.device(ofExposure: $0.path) }).count,
-            ]
-            if let last = present.map(\.end).max() {
-                entry["lastHeard"] = last.iso8601Milliseconds
-            }
+            var entry = Responses.Beacons.Beacon(
+                key: key,
+                occupancy: Set(present.map(\.deviceID)).count,
+                exposures: exposures.count,
+                exposedDevices: Set(exposures.map { Collections.device(ofExposure: $0.path) }).count,
+                lastHeard: present.map(\.end).max()?.iso8601Milliseconds
+            )
             if let a = site?.anchor(key) {
-                entry["kind"] = a.kind.rawValue
-                entry["room"] = a.room
-                entry["position"] = [a.position.x, a.position.y]
+                entry.kind = a.kind.rawValue
+                entry.room = a.room
+                entry.position = [a.position.x, a.position.y]
             } else if let doc = stored[key] {
                 let beacon = Beacon.Stored(doc)
-                entry["room"] = beacon.room ?? NSNull()
-                entry["name"] = beacon.name ?? NSNull()
+                entry.room = beacon.room
+                entry.name = beacon.name
             }
             anchors.append(entry)
         }
-        var body: [String: Any] = [
-            "beacons": anchors, "occupancyWindowSeconds": occupancyWindow,
-            "generatedAt": Timestamp(seconds: now).iso8601Milliseconds,
-        ]
-        if let site {
-            body["site"] = [
-                "name": site.name,
-                "rooms": site.rooms.map { r -> [String: Any] in
-                    [
-                        "key": r.key, "name": r.name, "building": r.building ?? NSNull(), "floor": r.floor ?? NSNull(),
-                        "use": r.use.rawValue, "outline": r.outline.map { [$0.x, $0.y] },
-                    ]
-                },
-            ]
-        }
-        return body
+        return Responses.Beacons(
+            beacons: anchors,
+            occupancyWindowSeconds: occupancyWindow,
+            generatedAt: Timestamp(seconds: now).iso8601Milliseconds,
+            site: site.map { site in
+                .init(
+                    name: site.name,
+                    rooms: site.rooms.map { r in
+                        .init(
+                            key: r.key,
+                            name: r.name,
+                            building: r.building,
+                            floor: r.floor,
+                            use: r.use.rawValue,
+                            outline: r.outline.map { [$0.x, $0.y] }
+                        )
+                    }
+                )
+            }
+        )
     }
 
     /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC
     /// of the report id under this server's key and the day, so lists of different days (or
     /// servers) cannot be joined, and with the collection day only.
-    func responses() throws -> [String: Any] {
+    func responses() throws -> Responses.PublicResponses {
         let now = Date()
         let fortnight = Timestamp(seconds: now.timeIntervalSince1970 - 14 * 86_400)
-        let day = ISO8601DateFormatter()
-        day.formatOptions = [.withFullDate]
-        let today = day.string(from: now)
-        var out: [[String: Any]] = []
+        let today = String(Timestamp(seconds: now.timeIntervalSince1970).iso8601.prefix(10))
+        var out: [Responses.PublicResponses.Entry] = []
         for doc in try store.getDocuments(Query(collection: Collections.reports)) {
             guard let report = try? Report(doc), report.status == .accepted, let created = report.createdAt,
                 created >= fortnight
             else { continue }
-            var entry: [String: Any] = [
-                "id": Self.rotatedID(report.id, on: today, key: rotationKey),
-                "reportedOn": day.string(from: created.date),
-            ]
-            if let collected = report.collectedAt { entry["collectedOn"] = day.string(from: collected.date) }
-            if !report.answers.isEmpty { entry["answers"] = report.answers }
-            out.append(entry)
+            out.append(
+                .init(
+                    id: Self.rotatedID(report.id, on: today, key: rotationKey),
+                    reportedOn: String(created.iso8601.prefix(10)),
+                    collectedOn: report.collectedAt.map { String($0.iso8601.prefix(10)) },
+                    answers: report.answers.isEmpty ? nil : report.answers
+                )
+            )
         }
         // Sorted by the rotated id: the order says nothing of when each came in.
-        out.sort { ($0["id"] as? String ?? "") < ($1["id"] as? String ?? "") }
-        return ["days": 14, "rotatedOn": today, "responses": out]
+        out.sort { $0.id < $1.id }
+        return Responses.PublicResponses(rotatedOn: today, responses: out)
     }
 
     /// A report's id in the public list of one day: 24 hex digits of an HMAC-SHA256 of the day

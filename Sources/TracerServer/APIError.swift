@@ -10,8 +10,8 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     public var code: String
     public var message: String
     public var headers: HTTPFields = [:]
-    /// Extra fields beside `error` (a rejected report's rules), as a JSON object.
-    public var extra = Data()
+    /// A rejected report's outcome, written beside `error`.
+    var outcome: Responses.ReportOutcome?
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
         self.status = status
@@ -31,14 +31,10 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         return e
     }
 
-    public var body: [String: Any] {
-        var object = (try? JSONSerialization.jsonObject(with: extra)) as? [String: Any] ?? [:]
-        object["error"] = ["code": code, "message": message]
-        return object
-    }
+    var body: Responses.ErrorBody { .init(error: .init(code: code, message: message), outcome: outcome) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = JSONBody.response(body, status: status)
+        var response = JSONBody.response(encoding: body, status: status)
         response.headers.append(contentsOf: headers)
         return response
     }
@@ -94,15 +90,12 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     }
 }
 
-/// JSON responses from `JSONSerialization` objects (the store's values are dynamic).
+/// JSON responses: the API's types through `JSONEncoder`, the store's values through its writer.
 enum JSONBody {
-    static func data(_ object: Any) -> Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
-    }
-
-    static func response(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        response(bytes: Self.data(object), status: status)
+    static func response(encoding body: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        // The types are the API's own: encoding them cannot fail.
+        let data = (try? Responses.encoder.encode(body)) ?? Data(#"{"error":{"code":"internal","message":"encoding"}}"#.utf8)
+        return response(bytes: data, status: status)
     }
 
     /// From the store's values, by its own JSON writer: the hot routes skip Foundation's.
@@ -119,12 +112,10 @@ enum JSONBody {
     }
 }
 
-/// The request context: the framework's storage, the client's address (for rate limiting) and,
-/// once the token is checked, who is asking.
+/// The request context: the framework's storage and the client's address (for rate limiting).
 public struct TracerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public let client: String
-    public var principal: Principal?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

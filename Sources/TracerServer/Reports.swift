@@ -1,6 +1,9 @@
 import Foundation
 import Hummingbird
+import MultipartKit
 import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
 import TracerExposure
 import TracerModel
 import TracerOCR
@@ -8,97 +11,57 @@ import TracerReports
 import TracerStore
 import TracerVerification
 
-/// A `multipart/form-data` body's parts (RFC 7578), read from memory.
-struct Multipart {
-    struct Part {
-        var name: String
-        var filename: String?
-        var contentType: String?
-        var body: ArraySlice<UInt8>
-    }
+/// A `multipart/form-data` body's parts (RFC 7578), parsed by MultipartKit.
+struct Form {
+    var parts: [MultipartPart]
 
-    var parts: [Part]
-
-    subscript(_ name: String) -> Part? { parts.first { $0.name == name } }
+    subscript(_ name: String) -> MultipartPart? { parts.first { $0.name == name } }
 
     /// The boundary of a `multipart/form-data; boundary=…` content type, or nil.
     static func boundary(_ contentType: String) -> String? {
         let fields = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         guard fields.first?.lowercased() == "multipart/form-data" else { return nil }
-        for field in fields.dropFirst() where field.lowercased().hasPrefix("boundary=") {
-            var b = String(field.dropFirst("boundary=".count))
-            if b.hasPrefix("\""), b.hasSuffix("\""), b.count >= 2 { b = String(b.dropFirst().dropLast()) }
-            return (1...70).contains(b.utf8.count) ? b : nil
-        }
-        return nil
-    }
-
-    init(_ body: [UInt8], boundary: String) throws {
-        let delimiter = Array("--\(boundary)".utf8)
-        var positions: [Int] = []
-        var i = 0
-        // Delimiters start the body or follow CRLF.
-        while let found = Self.find(delimiter, in: body, from: i) {
-            if found == 0 || (found >= 2 && body[found - 2] == 13 && body[found - 1] == 10) { positions.append(found) }
-            i = found + delimiter.count
-        }
-        guard positions.count >= 2 else {
-            throw APIError.badRequest("the multipart body has no parts (boundary \(boundary))")
-        }
-        parts = []
-        for (n, start) in positions.enumerated().dropLast() {
-            var from = start + delimiter.count
-            // The closing delimiter is followed by "--".
-            if body.count >= from + 2, body[from] == 45, body[from + 1] == 45 { break }
-            guard body.count >= from + 2, body[from] == 13, body[from + 1] == 10 else {
-                throw APIError.badRequest("part \(n + 1) of the multipart body is malformed")
-            }
-            from += 2
-            let end = positions[n + 1] - 2  // before CRLF
-            guard let headerEnd = Self.find([13, 10, 13, 10], in: body, from: from), headerEnd <= end else {
-                throw APIError.badRequest("part \(n + 1) of the multipart body has no header end")
-            }
-            let headers = String(decoding: body[from..<headerEnd], as: UTF8.self)
-            var part = Part(name: "", filename: nil, contentType: nil, body: body[(headerEnd + 4)..<end])
-            for line in headers.split(separator: "\r\n") {
-                let pair = line.split(separator: ":", maxSplits: 1)
-                guard pair.count == 2 else { continue }
-                let value = pair[1].trimmingCharacters(in: .whitespaces)
-                switch pair[0].lowercased() {
-                case "content-disposition":
-                    part.name = Self.parameter("name", in: value) ?? ""
-                    part.filename = Self.parameter("filename", in: value)
-                case "content-type":
-                    part.contentType = value
-                default:
-                    break
-                }
-            }
-            parts.append(part)
+        return parameter("boundary", in: fields.dropFirst().joined(separator: ";")).flatMap {
+            (1...70).contains($0.utf8.count) ? $0 : nil
         }
     }
 
+    init(_ body: ByteBuffer, boundary: String) throws {
+        let parser = MultipartParser(boundary: boundary)
+        var parts: [MultipartPart] = []
+        var headers = HTTPHeaders()
+        var content = ByteBuffer()
+        parser.onHeader = { headers.add(name: $0, value: $1) }
+        parser.onBody = { content.writeBuffer(&$0) }
+        parser.onPartComplete = {
+            parts.append(MultipartPart(headers: headers, body: content))
+            headers = HTTPHeaders()
+            content = ByteBuffer()
+        }
+        do {
+            try parser.execute(body)
+        } catch {
+            throw APIError.badRequest("the multipart body is malformed (boundary \(boundary))")
+        }
+        guard !parts.isEmpty else { throw APIError.badRequest("the multipart body has no parts (boundary \(boundary))") }
+        self.parts = parts
+    }
+
+    /// A part's text.
+    func text(_ name: String) -> String? { self[name].map { String(buffer: $0.body) } }
+
+    /// The file name a part was sent with.
+    static func filename(_ part: MultipartPart) -> String? {
+        part.headers.first(name: "Content-Disposition").flatMap { parameter("filename", in: $0) }
+    }
+
+    /// `name="value"` or `name=value` among `;`-separated fields.
     static func parameter(_ name: String, in value: String) -> String? {
         for field in value.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             guard field.lowercased().hasPrefix(name + "=") else { continue }
             var v = String(field.dropFirst(name.count + 1))
             if v.hasPrefix("\""), v.hasSuffix("\""), v.count >= 2 { v = String(v.dropFirst().dropLast()) }
             return v
-        }
-        return nil
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
-        guard let first = needle.first, haystack.count >= needle.count else { return nil }
-        var i = start
-        let last = haystack.count - needle.count
-        while i <= last {
-            if haystack[i] == first {
-                var j = 1
-                while j < needle.count, haystack[i + j] == needle[j] { j += 1 }
-                if j == needle.count { return i }
-            }
-            i += 1
         }
         return nil
     }
@@ -111,7 +74,7 @@ extension API {
     /// with the failed rules, 413 over the size limit, 415 not a form.
     func report(_ request: Request, _ context: TracerContext, _ who: Principal) async throws -> Response {
         let started = Date()
-        guard let contentType = request.headers[.contentType], let boundary = Multipart.boundary(contentType) else {
+        guard let contentType = request.headers[.contentType], let boundary = Form.boundary(contentType) else {
             throw APIError(
                 .unsupportedMediaType,
                 "unsupported_media_type",
@@ -131,25 +94,28 @@ extension API {
         } catch let e as HTTPError where e.status == .contentTooLarge {
             throw APIError(.contentTooLarge, "too_large", "the upload is over the limit of \(Self.maxUpload) bytes")
         }
-        let form = try Multipart(Array(buffer.readableBytesView), boundary: boundary)
-        guard let image = form["image"], !image.body.isEmpty else {
+        let form = try Form(buffer, boundary: boundary)
+        guard let image = form["image"], image.body.readableBytes > 0 else {
             throw APIError.badRequest("the form has no 'image' part (the photographed or screenshotted result)")
         }
-        if image.body.count > ImageLimits().maxBytes {
+        if image.body.readableBytes > ImageLimits().maxBytes {
             throw APIError(
                 .contentTooLarge,
                 "too_large",
-                "the image is \(image.body.count) bytes; the limit is \(ImageLimits().maxBytes)"
+                "the image is \(image.body.readableBytes) bytes; the limit is \(ImageLimits().maxBytes)"
             )
         }
         var answers: [String: Bool] = [:]
-        if let part = form["answers"] {
-            let text = String(decoding: part.body, as: UTF8.self)
-            guard let object = try? JSONSerialization.jsonObject(with: Data(part.body)) as? [String: Any] else {
+        if let text = form.text("answers") {
+            let value: Value
+            do { value = try JSON.parse(text) } catch {
+                throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
+            }
+            guard case .map(let object) = value else {
                 throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
             }
             for (key, value) in object {
-                guard ["symptoms", "tested"].contains(key), let b = value as? Bool else {
+                guard ["symptoms", "tested"].contains(key), case .bool(let b) = value else {
                     throw APIError.badRequest(
                         "answers takes \"symptoms\" and \"tested\" as true or false, not \"\(key.prefix(40))\""
                     )
@@ -157,15 +123,14 @@ extension API {
                 answers[key] = b
             }
         }
-        let text = { (name: String) in form[name].map { String(decoding: $0.body, as: UTF8.self) } }
-        var device = try text("deviceId").map { try Self.key($0, "device id") }
+        var device = try form.text("deviceId").map { try Self.key($0, "device id") }
         if who.role == .device {
             if let device, device != who.deviceID {
                 throw APIError.forbidden("a device token reports for its own device only")
             }
             device = who.deviceID
         }
-        let anchor = try text("anchor").map { try Self.key($0, "anchor key") }
+        let anchor = try form.text("anchor").map { try Self.key($0, "anchor key") }
         guard device != nil || anchor != nil else {
             throw APIError.badRequest("give a 'deviceId' part, or an 'anchor' part on a kiosk")
         }
@@ -179,10 +144,10 @@ extension API {
             )
         }
 
-        let data = Data(image.body)
+        let data = Data(buffer: image.body)
         let page: OCRPage
         do {
-            page = try await ocr.read(data: data, name: image.filename ?? "upload")
+            page = try await ocr.read(data: data, name: Form.filename(image) ?? "upload")
         } catch let e as OCRError where e.code == .busy {
             var error = APIError(.serviceUnavailable, "busy", e.description)
             error.headers[.retryAfter] = "\(Self.ocrRetryAfter)"
@@ -205,19 +170,25 @@ extension API {
                 "rejected: " + verification.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
-            e.extra = JSONBody.data([
-                "accepted": false, "rules": verification.ruleObjects, "collectedAt": Self.iso(verification.collectedAt),
-            ])
+            e.outcome = Responses.ReportOutcome(
+                accepted: false,
+                rules: verification.rules.map(Responses.Rule.init),
+                collectedAt: Self.iso(verification.collectedAt)
+            )
             throw e
         }
         if !flagged { context.logger.error("\(flagging)") }
-        let rules = verification.ruleObjects
-        let collected = Self.iso(verification.collectedAt)
         return JSONBody.response(
-            [
-                "accepted": true, "reportId": recorded.id, "deviceId": recorded.deviceID, "created": recorded.created,
-                "status": Report.Status.accepted.rawValue, "flagging": flagging, "rules": rules, "collectedAt": collected,
-            ],
+            encoding: Responses.ReportOutcome(
+                accepted: true,
+                reportId: recorded.id,
+                deviceId: recorded.deviceID,
+                created: recorded.created,
+                status: Report.Status.accepted.rawValue,
+                flagging: flagging,
+                rules: verification.rules.map(Responses.Rule.init),
+                collectedAt: Self.iso(verification.collectedAt)
+            ),
             status: recorded.created ? .created : .ok
         )
     }
@@ -225,7 +196,7 @@ extension API {
     /// Seconds a client is told to wait when every OCR thread is busy: about two pages' time.
     static let ocrRetryAfter = 2
 
-    static func iso(_ date: Date?) -> Any {
-        date.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
+    static func iso(_ date: Date?) -> String? {
+        date.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds }
     }
 }

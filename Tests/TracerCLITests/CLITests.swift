@@ -295,20 +295,41 @@ import TracerTesting
     }
 
     @Test func sigtermWritesWhatIsBufferedAndExitsZero() async throws {
-        let file = try replay(seconds: 3600)  // 720,000 adverts: still running when the signal comes
+        // The replay comes through a pipe the test holds open: the daemon cannot reach the end of
+        // its input, however fast it runs, and is signalled once it has written a first batch.
+        let lines = try String(contentsOfFile: try replay(seconds: 3600), encoding: .utf8).split(separator: "\n")
+        let fifo = dir.file("adverts.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
         let store = dir.file("s.sqlite")
         let daemon = try TracerProcess.start([
-            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(file)", "--store", store,
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(fifo)", "--store", store,
         ])
-        // Signalled once it has written something (polled, not timed), while it is still ranging.
-        var wroteSome = false
-        for _ in 0..<1200 where !wroteSome {
-            try await Task.sleep(for: .milliseconds(50))
-            wroteSome =
-                (try? DocumentStore(path: store).getDocuments(Query(collectionGroup: "interactions").limit(1)))?
-                .isEmpty == false
+        signal(SIGPIPE, SIG_IGN)  // the writer may be mid-write when the daemon exits
+        let feeder = Thread {
+            let fd = open(fifo, O_WRONLY)  // blocks until the daemon opens it
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            // Half the capture (several batches of windows), then the pipe stays open and silent.
+            for chunk in lines.prefix(lines.count / 2).chunks(of: 2000) {
+                let bytes = Array((chunk.joined(separator: "\n") + "\n").utf8)
+                var sent = 0
+                while sent < bytes.count {
+                    let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    if n <= 0 { return }
+                    sent += n
+                }
+            }
+            while kill(daemon.process.processIdentifier, 0) == 0 { usleep(50_000) }
         }
-        try #require(wroteSome, "the daemon wrote nothing in a minute")
+        feeder.start()
+        var wroteSome = false
+        for _ in 0..<2400 where !wroteSome {
+            try await Task.sleep(for: .milliseconds(50))
+            guard FileManager.default.fileExists(atPath: store) else { continue }
+            let reader = try DocumentStore(path: store)
+            wroteSome = try !reader.getDocuments(Query(collectionGroup: "interactions").limit(1)).isEmpty
+        }
+        try #require(wroteSome, "the daemon wrote nothing in two minutes")
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
         let line = await daemon.line(timeout: 2) ?? ""
@@ -319,6 +340,7 @@ import TracerTesting
         ])
         #expect(written > 0 && count.stdout == "\(written)\n", "\(line) / \(count.stdout)")
     }
+
 }
 
 @Suite struct CalibrateCommandTests {
@@ -430,5 +452,12 @@ extension CalibrateCommandTests {
             let bench = try await TracerProcess.running(arguments)
             #expect(bench.status == 1 && bench.stderr.lowercased().contains("unexpected argument"), "\(bench.stderr)")
         }
+    }
+}
+
+extension ArraySlice {
+    /// Consecutive slices of at most `size` elements.
+    func chunks(of size: Int) -> [ArraySlice<Element>] {
+        stride(from: startIndex, to: endIndex, by: size).map { self[$0..<Swift.min($0 + size, endIndex)] }
     }
 }
