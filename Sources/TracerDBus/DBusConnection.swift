@@ -23,6 +23,7 @@ public struct DBusError: Error, Sendable, CustomStringConvertible {
 /// A private connection to a message bus, owned by this object (closed when it is released).
 ///
 /// libdbus is made thread-safe before the first connection, so calls may come from any thread.
+/// Unchecked: it owns a C pointer, which Swift cannot see is thread-safe (libdbus is, above).
 public final class DBusConnection: @unchecked Sendable {
     let handle: OpaquePointer
     /// Signals the filter took while dispatching, for `receive`.

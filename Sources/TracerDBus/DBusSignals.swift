@@ -26,6 +26,7 @@ public struct DBusSignal: Sendable, Equatable {
 }
 
 /// Signals the dispatch filter collected, waiting for `receive`.
+/// Unchecked: `receive` waits on a condition variable (NSCondition), which `Mutex` has not.
 final class Inbox: @unchecked Sendable {
     private let lock = NSLock()
     private var signals: [DBusSignal] = []

@@ -1,15 +1,17 @@
 import Foundation
+import Synchronization
 import TracerRanging
 import TracerStore
 
 /// Herald-style CSV logs for analysis outside tracer: `contacts.csv`, one row per reading, and
 /// `detection.csv`, one row per (device, anchor), written when the daemon stops. No Bluetooth
 /// address is in either: tracer never has one past the source.
-public final class CSVLog: @unchecked Sendable {
-    private let lock = NSLock()
+public final class CSVLog: Sendable {
     private let contacts: FileHandle
-    private var buffer = Data()
-    private var detections: [String: (device: String, anchor: String, first: Double, last: Double, count: Int)] = [:]
+    /// Rows not yet written, and each (device, anchor)'s first and last reading.
+    private let state = Mutex<
+        (buffer: Data, detections: [String: (device: String, anchor: String, first: Double, last: Double, count: Int)])
+    >((Data(), [:]))
     private let directory: String
 
     public init(directory: String) throws {
@@ -35,27 +37,27 @@ public final class CSVLog: @unchecked Sendable {
         let row =
             "\(Self.time(s.time)),\(s.deviceID),\(s.anchorKey),\(Int(s.rssi)),\(String(format: "%.1f", smoothed)),"
             + (distance.map { String(format: "%.2f", $0) } ?? "") + "\n"
-        lock.lock()
-        buffer.append(contentsOf: row.utf8)
         let key = s.deviceID + "\u{1}" + s.anchorKey
-        if var d = detections[key] {
-            d.last = s.time
-            d.count += 1
-            detections[key] = d
-        } else {
-            detections[key] = (s.deviceID, s.anchorKey, s.time, s.time, 1)
+        let full = state.withLock { state in
+            state.buffer.append(contentsOf: row.utf8)
+            if var d = state.detections[key] {
+                d.last = s.time
+                d.count += 1
+                state.detections[key] = d
+            } else {
+                state.detections[key] = (s.deviceID, s.anchorKey, s.time, s.time, 1)
+            }
+            return state.buffer.count > 1 << 16
         }
-        let full = buffer.count > 1 << 16
-        lock.unlock()
         if full { flush() }
     }
 
     /// Writes what is buffered to contacts.csv.
     public func flush() {
-        lock.lock()
-        let data = buffer
-        buffer.removeAll(keepingCapacity: true)
-        lock.unlock()
+        let data = state.withLock { state in
+            defer { state.buffer.removeAll(keepingCapacity: true) }
+            return state.buffer
+        }
         if !data.isEmpty { contacts.write(data) }
     }
 
@@ -64,11 +66,9 @@ public final class CSVLog: @unchecked Sendable {
         flush()
         try contacts.close()
         var text = "device,anchor,firstSeen,lastSeen,readings\n"
-        lock.lock()
-        for d in detections.values.sorted(by: { ($0.first, $0.device) < ($1.first, $1.device) }) {
+        for d in state.withLock({ $0.detections.values }).sorted(by: { ($0.first, $0.device) < ($1.first, $1.device) }) {
             text += "\(d.device),\(d.anchor),\(Self.time(d.first)),\(Self.time(d.last)),\(d.count)\n"
         }
-        lock.unlock()
         try text.write(
             toFile: (directory as NSString).appendingPathComponent("detection.csv"),
             atomically: true,

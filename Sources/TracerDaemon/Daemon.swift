@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TracerModel
 import TracerRanging
 import TracerSite
@@ -151,7 +152,7 @@ public final class Daemon: Sendable {
 }
 
 /// The daemon's counters as it runs, readable from other threads.
-public final class DaemonProgress: @unchecked Sendable {
+public final class DaemonProgress: Sendable {
     public struct Snapshot: Sendable {
         public var counts = RangingCounts()
         /// (device, anchor) pairs with an open window.
@@ -161,23 +162,19 @@ public final class DaemonProgress: @unchecked Sendable {
         public var lastWrite: Double?
     }
 
-    private let lock = NSLock()
-    private var current = Snapshot()
+    private let current = Mutex(Snapshot())
 
-    public var snapshot: Snapshot {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
-    }
+    public var snapshot: Snapshot { current.withLock { $0 } }
 
     func update(_ ranger: Ranger, written: Int, wroteAt: Double?) {
-        lock.lock()
-        current.counts = ranger.counts
-        current.inRange = ranger.windows.openCount
-        if written != current.written || current.lastWrite == nil, let wroteAt, written > 0 {
-            current.lastWrite = wroteAt
+        let (counts, inRange) = (ranger.counts, ranger.windows.openCount)
+        current.withLock { current in
+            current.counts = counts
+            current.inRange = inRange
+            if written != current.written || current.lastWrite == nil, let wroteAt, written > 0 {
+                current.lastWrite = wroteAt
+            }
+            current.written = written
         }
-        current.written = written
-        lock.unlock()
     }
 }

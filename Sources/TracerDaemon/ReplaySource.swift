@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TracerRanging
 import TracerStore
 
@@ -7,14 +8,11 @@ import TracerStore
 ///
 /// Lines that cannot be read are skipped and counted (the first few are kept for the report):
 /// one bad line in a day's capture must not stop the rest.
-public final class ReplaySource: AdvertSource, @unchecked Sendable {
+public final class ReplaySource: AdvertSource, Sendable {
     public let path: String
     public var name: String { "replay:\(path)" }
     public var isReplay: Bool { true }
-    private let lock = NSLock()
-    private var badLines = 0
-    private var firstProblems: [String] = []
-    private var lines = 0
+    private let counts = Mutex((lines: 0, skipped: 0, problems: [String]()))
 
     public init(path: String) throws {
         guard FileManager.default.isReadableFile(atPath: path) else {
@@ -24,11 +22,7 @@ public final class ReplaySource: AdvertSource, @unchecked Sendable {
     }
 
     /// Lines read, lines skipped, and the first problems, once the stream has ended.
-    public var report: (lines: Int, skipped: Int, problems: [String]) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (lines, badLines, firstProblems)
-    }
+    public var report: (lines: Int, skipped: Int, problems: [String]) { counts.withLock { $0 } }
 
     public func batches() -> AsyncThrowingStream<[Advert], any Error> {
         let (stream, continuation) = AsyncThrowingStream<[Advert], any Error>.makeStream(
@@ -77,16 +71,14 @@ public final class ReplaySource: AdvertSource, @unchecked Sendable {
     }
 
     private func countLine() {
-        lock.lock()
-        lines += 1
-        lock.unlock()
+        counts.withLock { $0.lines += 1 }
     }
 
     private func skip(_ problem: String) {
-        lock.lock()
-        badLines += 1
-        if firstProblems.count < 5 { firstProblems.append(problem) }
-        lock.unlock()
+        counts.withLock {
+            $0.skipped += 1
+            if $0.problems.count < 5 { $0.problems.append(problem) }
+        }
     }
 
     /// One line of the replay format.

@@ -34,6 +34,7 @@ public struct ImageLimits: Sendable {
 /// Tesseract (English, LSTM) through its C API. One engine is made once and reused: its
 /// initialisation costs about 0.2 s, a page about 0.6 s on one core. Not re-entrant: pages are
 /// read one at a time (a lock serialises callers).
+/// Unchecked: it owns Tesseract's C handle, guarded by its lock.
 public final class OCREngine: @unchecked Sendable {
     private let api: OpaquePointer
     private let lock = NSLock()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TracerModel
 import TracerReports
 import TracerStore
@@ -99,12 +100,11 @@ public struct TokenStore: Sendable {
 
 /// Failed token attempts per client: after `limit` failures within `window` seconds, a client is
 /// refused (429) until the window has passed, whatever it presents.
-public final class FailureLimiter: @unchecked Sendable {
+public final class FailureLimiter: Sendable {
     let limit: Int
     let window: Double
     let clock: @Sendable () -> Double
-    private let lock = NSLock()
-    private var failures: [String: (count: Int, since: Double)] = [:]
+    private let failures = Mutex<[String: (count: Int, since: Double)]>([:])
 
     public init(
         limit: Int = 10,
@@ -118,27 +118,27 @@ public final class FailureLimiter: @unchecked Sendable {
 
     /// Seconds until this client may try again, or nil when it may now.
     public func retryAfter(_ client: String) -> Double? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let f = failures[client] else { return nil }
         let now = clock()
-        if now - f.since >= window {
-            failures[client] = nil
-            return nil
+        return failures.withLock { failures in
+            guard let f = failures[client] else { return nil }
+            if now - f.since >= window {
+                failures[client] = nil
+                return nil
+            }
+            return f.count >= limit ? window - (now - f.since) : nil
         }
-        return f.count >= limit ? window - (now - f.since) : nil
     }
 
     public func failed(_ client: String) {
-        lock.lock()
-        defer { lock.unlock() }
         let now = clock()
-        if let f = failures[client], now - f.since < window {
-            failures[client] = (f.count + 1, f.since)
-        } else {
-            failures[client] = (1, now)
+        failures.withLock { failures in
+            if let f = failures[client], now - f.since < window {
+                failures[client] = (f.count + 1, f.since)
+            } else {
+                failures[client] = (1, now)
+            }
+            // Forget old clients so that a scan from many addresses cannot grow this without bound.
+            if failures.count > 10_000 { failures = failures.filter { now - $0.value.since < window } }
         }
-        // Forget old clients so that a scan from many addresses cannot grow this without bound.
-        if failures.count > 10_000 { failures = failures.filter { now - $0.value.since < window } }
     }
 }

@@ -1,41 +1,31 @@
 import Foundation
+import Synchronization
 
 /// The declared indexes, cached per process and reloaded when another process declares one.
-final class IndexCatalog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var version: Int64 = -1
-    private var byCollection: [String: [StoredIndex]] = [:]
+final class IndexCatalog: Sendable {
+    private let state = Mutex<(version: Int64, byCollection: [String: [StoredIndex]])>((-1, [:]))
 
     /// The indexes covering a collection id, as of the transaction `db` is in.
     func indexes(for collectionID: String, _ db: SQLiteConnection) throws -> [StoredIndex] {
         try refresh(db)
-        lock.lock()
-        defer { lock.unlock() }
-        return byCollection[collectionID] ?? []
+        return state.withLock { $0.byCollection[collectionID] ?? [] }
     }
 
     /// The indexes covering a collection id as last refreshed: for a writer that refreshed at the
     /// start of its transaction (no one else can declare one while it holds the write lock).
     func cached(for collectionID: String) -> [StoredIndex] {
-        lock.lock()
-        defer { lock.unlock() }
-        return byCollection[collectionID] ?? []
+        state.withLock { $0.byCollection[collectionID] ?? [] }
     }
 
     /// Every declared index.
     func all(_ db: SQLiteConnection) throws -> [StoredIndex] {
         try refresh(db)
-        lock.lock()
-        defer { lock.unlock() }
-        return byCollection.values.flatMap { $0 }.sorted { $0.id < $1.id }
+        return state.withLock { $0.byCollection.values.flatMap { $0 }.sorted { $0.id < $1.id } }
     }
 
     func refresh(_ db: SQLiteConnection) throws {
         let current = try db.scalar("SELECT value FROM meta WHERE key = 'catalog'") ?? 0
-        lock.lock()
-        let fresh = current == version
-        lock.unlock()
-        if fresh { return }
+        if state.withLock({ $0.version == current }) { return }
         var loaded: [String: [StoredIndex]] = [:]
         let s = try db.statement("SELECT id, collection, scope, fields FROM indexes ORDER BY id")
         while try s.step() {
@@ -46,10 +36,7 @@ final class IndexCatalog: @unchecked Sendable {
             )
             loaded[definition.collectionID, default: []].append(StoredIndex(id: s.int64(0), definition: definition))
         }
-        lock.lock()
-        byCollection = loaded
-        version = current
-        lock.unlock()
+        state.withLock { $0 = (current, loaded) }
     }
 }
 

@@ -7,6 +7,7 @@ import Foundation
 /// another connection (in this process or another) has committed, reads the changes after it
 /// and the current state of the documents they name, in one read transaction. Nothing is
 /// re-read on a timer: an idle poll costs one pragma.
+/// Unchecked: its thread sleeps on a condition variable (NSCondition), which `Mutex` has not.
 final class ChangeObserver: @unchecked Sendable {
     private let path: String
     private let catalog: IndexCatalog

@@ -7,6 +7,7 @@ import Foundation
 /// transaction holds SQLite's write lock from its first read: it cannot conflict, only wait. A
 /// writer in another process makes it wait (`busy_timeout`), and a wait that times out is retried.
 /// Each read runs in its own transaction on a reader, so it sees one consistent snapshot.
+/// Unchecked: the readers wait on a condition variable (NSCondition), which `Mutex` has not.
 final class ConnectionPool: @unchecked Sendable {
     enum Durability: Sendable {
         /// fsync at every commit: an acknowledged write survives power loss.
