@@ -44,12 +44,13 @@ public final class SSEClient: @unchecked Sendable {
     deinit { stop() }
 
     /// Closes the connection (the server sees the client leave).
+    /// Ends the connection. The socket is shut down under the lock, and only while the reader has
+    /// not closed it: once closed, its number may already be another test's socket.
     public func stop() {
         lock.lock()
-        let wasClosed = closed
+        defer { lock.unlock() }
+        if !closed { shutdown(fd, Int32(SHUT_RDWR)) }
         closed = true
-        lock.unlock()
-        if !wasClosed { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     public var events: [Event] {
@@ -81,7 +82,12 @@ public final class SSEClient: @unchecked Sendable {
         var inBody = false
         var chunked = false
         var text = ""
-        defer { close(fd) }
+        defer {
+            lock.lock()
+            close(fd)
+            closed = true
+            lock.unlock()
+        }
         while true {
             let n = Foundation.read(fd, &buffer, buffer.count)
             if n <= 0 { return }
