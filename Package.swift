@@ -141,7 +141,9 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The dashboard page, embedded in the binary (one file to install).
+            resources: [.embedInCode("Resources/dashboard.html")]
         ),
 
         // The command line: thin commands that parse and delegate.
