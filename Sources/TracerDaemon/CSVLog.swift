@@ -25,9 +25,9 @@ public final class CSVLog: Sendable {
                 contents: Data("time,device,anchor,rssi,smoothedRSSI,distance\n".utf8)
             )
         {
-            throw DaemonError("cannot write \(path)")
+            throw DaemonError("cannot write \(path)", code: .io, file: path)
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw DaemonError("cannot write \(path)") }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw DaemonError("cannot write \(path)", code: .io, file: path) }
         handle.seekToEndOfFile()
         contacts = handle
     }

@@ -13,7 +13,7 @@ public struct TruthSpan: Sendable {
     /// Reads DESIGN.md's truth format, one JSON object a line; errors name the line.
     public static func load(file: String) throws -> [TruthSpan] {
         guard let handle = FileHandle(forReadingAtPath: file) else {
-            throw DaemonError("cannot read the truth file \(file)")
+            throw DaemonError("cannot read the truth file \(file)", code: .io, file: file)
         }
         var spans: [TruthSpan] = []
         for (number, text) in LineReader(handle: handle) where !text.isEmpty {
@@ -27,7 +27,7 @@ public struct TruthSpan: Sendable {
             }
             spans.append(TruthSpan(from: from, to: to, deviceID: device, distance: d))
         }
-        guard !spans.isEmpty else { throw DaemonError("\(file): no truth spans") }
+        guard !spans.isEmpty else { throw DaemonError("\(file): no truth spans", code: .calibration, file: file) }
         return spans.sorted { $0.from < $1.from }
     }
 }

@@ -116,8 +116,25 @@ public struct Ranger: Sendable {
     }
 }
 
-/// A daemon that cannot start or go on: one line saying why.
-public struct DaemonError: Error, CustomStringConvertible, Sendable {
+/// A daemon that cannot start or go on: a code, the file concerned, and one line saying why.
+public struct DaemonError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Code: String, Sendable {
+        /// The map, the mode or an option does not fit (the user's input).
+        case badInput
+        /// A file could not be read or written.
+        case io
+        /// Calibration had nothing to fit.
+        case calibration
+    }
+
+    public var code: Code
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The file concerned, when there is one.
+    public var file: String?
+
+    public init(_ description: String, code: Code = .badInput, file: String? = nil) {
+        self.code = code
+        self.description = description
+        self.file = file
+    }
 }

@@ -16,7 +16,7 @@ public final class ReplaySource: AdvertSource, Sendable {
 
     public init(path: String) throws {
         guard FileManager.default.isReadableFile(atPath: path) else {
-            throw DaemonError("cannot read the replay file \(path)")
+            throw DaemonError("cannot read the replay file \(path)", code: .io, file: path)
         }
         self.path = path
     }
@@ -31,7 +31,7 @@ public final class ReplaySource: AdvertSource, Sendable {
         // Reading and parsing run on their own thread, a stage ahead of the ranging.
         let thread = Thread { [self] in
             guard let handle = FileHandle(forReadingAtPath: path) else {
-                continuation.finish(throwing: DaemonError("cannot read the replay file \(path)"))
+                continuation.finish(throwing: DaemonError("cannot read the replay file \(path)", code: .io, file: path))
                 return
             }
             var batch: [Advert] = []
