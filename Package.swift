@@ -13,7 +13,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         // The admin HTTP API. Its swift-configuration support is left off (tracer has its flags).
-        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: ["FullFoundation"]),
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird",
+            exact: "2.28.1",
+            traits: ["FullFoundation"]
+        ),
         // SHA-256 and HMAC (already in the graph through Hummingbird's and AsyncHTTPClient's TLS).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Declared for the products tracer imports from them directly (all in Hummingbird's graph).
@@ -75,7 +79,10 @@ let package = Package(
 
         // Self-reports: the accepted report stored (never the image), the device marked, and
         // the seam to the exposure engine.
-        .target(name: "TracerReports", dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification"]),
+        .target(
+            name: "TracerReports",
+            dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification"]
+        ),
 
         // The exposure engine: the co-location rule over the store, and what it writes.
         .target(
@@ -216,7 +223,8 @@ let package = Package(
         .testTarget(
             name: "TracerExposureTests",
             dependencies: [
-                "TracerExposure", "TracerColocation", "TracerModel", "TracerReports", "TracerVerification", "TracerSite",
+                "TracerExposure", "TracerColocation", "TracerModel", "TracerReports", "TracerVerification",
+                "TracerSite",
                 "TracerTesting",
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

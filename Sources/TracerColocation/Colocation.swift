@@ -93,7 +93,9 @@ public struct Colocation: Sendable {
                 defer { i += 1 }
                 let mine = read.reporter[i]
                 let gap = max(theirs.start, mine.start) - min(theirs.end, mine.end)
-                guard gap <= policy.window, within(anchor: read.anchor, mine.distance, theirs.distance) else { continue }
+                guard gap <= policy.window, within(anchor: read.anchor, mine.distance, theirs.distance) else {
+                    continue
+                }
                 let low = abs(mine.distance - theirs.distance)
                 let high = mine.distance + theirs.distance
                 let shared = Hit.Pair(start: max(theirs.start, mine.start), end: min(theirs.end, mine.end))
@@ -196,7 +198,9 @@ public struct Colocation: Sendable {
         let mine = windows.filter { $0.device == reporter }
         var hits: [Hit] = []
         for read in reads(reporter: mine) {
-            let neighbours = windows.filter { $0.anchor == read.anchor && $0.start >= read.from && $0.start <= read.through }
+            let neighbours = windows.filter {
+                $0.anchor == read.anchor && $0.start >= read.from && $0.start <= read.through
+            }
             hits += self.hits(read, neighbours: neighbours.sorted { $0.start < $1.start })
         }
         var elsewhere: [String: [Window]] = [:]

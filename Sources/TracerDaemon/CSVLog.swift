@@ -27,7 +27,9 @@ public final class CSVLog: Sendable {
         {
             throw DaemonError("cannot write \(path)", code: .io, file: path)
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw DaemonError("cannot write \(path)", code: .io, file: path) }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw DaemonError("cannot write \(path)", code: .io, file: path)
+        }
         handle.seekToEndOfFile()
         contacts = handle
     }
@@ -66,7 +68,8 @@ public final class CSVLog: Sendable {
         flush()
         try contacts.close()
         var text = "device,anchor,firstSeen,lastSeen,readings\n"
-        for d in state.withLock({ $0.detections.values }).sorted(by: { ($0.first, $0.device) < ($1.first, $1.device) }) {
+        for d in state.withLock({ $0.detections.values }).sorted(by: { ($0.first, $0.device) < ($1.first, $1.device) })
+        {
             text += "\(d.device),\(d.anchor),\(Self.time(d.first)),\(Self.time(d.last)),\(d.count)\n"
         }
         try text.write(

@@ -62,7 +62,11 @@ public struct ExposureEngine: ExposureFlagging {
         let mine = try store.getDocuments(
             Query.interactions
                 .where(Interaction.Field.deviceID, .equal, .string(report.deviceID))
-                .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: collected - policy.lookback)))
+                .where(
+                    Interaction.Field.start,
+                    .greaterThanOrEqual,
+                    .timestamp(Timestamp(seconds: collected - policy.lookback))
+                )
                 .order(by: Interaction.Field.start)
         )
         let windows = mine.compactMap { (try? Interaction($0)).flatMap(Presence.init).map(Self.window) }
@@ -169,7 +173,11 @@ public struct ExposureEngine: ExposureFlagging {
             throw ExposureError(.notAccepted, "report \(id) cannot be read (\(error)): nothing to flag", reportID: id)
         }
         guard report.status == .accepted else {
-            throw ExposureError(.notAccepted, "report \(id) is \(report.status.rawValue): nothing to flag", reportID: id)
+            throw ExposureError(
+                .notAccepted,
+                "report \(id) is \(report.status.rawValue): nothing to flag",
+                reportID: id
+            )
         }
         return report
     }
@@ -210,7 +218,9 @@ public struct ExposureEngine: ExposureFlagging {
             let deleting = Set(exposures.map(\.path))
             var summaries: [String: DocumentData] = [:]
             for doc in exposures {
-                guard let d = Collections.device(ofExposure: doc.path), summaries[d] == nil, d != reporter else { continue }
+                guard let d = Collections.device(ofExposure: doc.path), summaries[d] == nil, d != reporter else {
+                    continue
+                }
                 summaries[d] = try Self.summary(device: d, in: t, setting: [:], deleting: deleting)
             }
             let others = try t.getDocuments(Report.of(device: reporter))

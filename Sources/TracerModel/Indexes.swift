@@ -110,7 +110,10 @@ public enum PresenceIndex {
     static let fields = [
         Interaction.Field.start, Interaction.Field.deviceID, Interaction.Field.end, Interaction.Field.distance,
     ]
-    public static let definition = IndexDefinition(collectionID: Interaction.collectionID, fields: fields.map { .init($0) })
+    public static let definition = IndexDefinition(
+        collectionID: Interaction.collectionID,
+        fields: fields.map { .init($0) }
+    )
 
     /// An entry read at `anchor` (the index is per collection: the anchor is the caller's).
     public static func decode(_ entry: IndexEntry, anchor: String) -> Presence? {

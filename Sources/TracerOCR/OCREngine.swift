@@ -156,7 +156,9 @@ public final class OCREngine: @unchecked Sendable {
             lock.unlock()
         }
         TessBaseAPISetImage2(api, scaled)
-        guard let monitor = TessMonitorCreate() else { throw OCRError("cannot create a Tesseract monitor", code: .engine) }
+        guard let monitor = TessMonitorCreate() else {
+            throw OCRError("cannot create a Tesseract monitor", code: .engine)
+        }
         defer { TessMonitorDelete(monitor) }
         let (seconds, attoseconds) = deadline.components
         TessMonitorSetDeadlineMSecs(monitor, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))

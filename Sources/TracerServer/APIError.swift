@@ -94,7 +94,8 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
 enum JSONBody {
     static func response(encoding body: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         // The types are the API's own: encoding them cannot fail.
-        let data = (try? Responses.encoder.encode(body)) ?? Data(#"{"error":{"code":"internal","message":"encoding"}}"#.utf8)
+        let data =
+            (try? Responses.encoder.encode(body)) ?? Data(#"{"error":{"code":"internal","message":"encoding"}}"#.utf8)
         return response(bytes: data, status: status)
     }
 

@@ -43,7 +43,9 @@ struct Form {
         } catch {
             throw APIError.badRequest("the multipart body is malformed (boundary \(boundary))")
         }
-        guard !parts.isEmpty else { throw APIError.badRequest("the multipart body has no parts (boundary \(boundary))") }
+        guard !parts.isEmpty else {
+            throw APIError.badRequest("the multipart body has no parts (boundary \(boundary))")
+        }
         self.parts = parts
     }
 
@@ -140,7 +142,8 @@ extension API {
             throw APIError(
                 .unprocessableContent,
                 "no_single_device",
-                e.code == .noDeviceAtKiosk ? "\(e.message) in the 30 s before the upload: give deviceId" : "\(e.message): give deviceId"
+                e.code == .noDeviceAtKiosk
+                    ? "\(e.message) in the 30 s before the upload: give deviceId" : "\(e.message): give deviceId"
             )
         }
 

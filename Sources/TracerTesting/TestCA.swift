@@ -46,7 +46,9 @@ public struct TestCA: Sendable {
         guard process.terminationStatus == 0 else {
             throw CocoaError(
                 .executableLoad,
-                userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments[0]): " + String(decoding: said, as: UTF8.self)]
+                userInfo: [
+                    NSLocalizedDescriptionKey: "openssl \(arguments[0]): " + String(decoding: said, as: UTF8.self)
+                ]
             )
         }
     }

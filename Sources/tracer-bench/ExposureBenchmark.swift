@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import TracerColocation
 import TracerDaemon
-import TracerModel
 import TracerExposure
+import TracerModel
 import TracerSite
 import TracerStore
 
@@ -183,7 +183,10 @@ struct ExposureBenchmark: Measuring {
         let device = "bench-watch"
         try store.set(
             Collections.device(device),
-            ["status": .string(DeviceStatus.Status.clear.rawValue), "risk": .string(DeviceStatus.Risk.low.rawValue), "n": 0]
+            [
+                "status": .string(DeviceStatus.Status.clear.rawValue), "risk": .string(DeviceStatus.Risk.low.rawValue),
+                "n": 0,
+            ]
         )
         let child = Process()
         child.executableURL = URL(fileURLWithPath: tracer)

@@ -247,4 +247,3 @@ struct ReportCommand: AsyncParsableCommand {
         }
     }
 }
-

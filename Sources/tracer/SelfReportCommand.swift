@@ -48,7 +48,8 @@ struct VerifyOptions: ParsableArguments {
     static func json(_ v: Verification, extra: [String: Any] = [:]) -> String {
         var object: [String: Any] = extra
         object["accepted"] = v.accepted
-        object["collectedAt"] = v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
+        object["collectedAt"] =
+            v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
         object["rules"] = v.ruleObjects
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
@@ -159,12 +160,14 @@ struct SelfReportCommand: ParsableCommand {
         var answers: [String: Bool] = [:]
         if let symptoms { answers["symptoms"] = symptoms.bool }
         if let tested { answers["tested"] = tested.bool }
-        guard case .recorded(let report, _, let flagged, let ok) = try desk.submit(
-            v,
-            imageSHA256: sha,
-            device: deviceID,
-            answers: answers
-        ) else { throw ExitCode(2) }  // accepted above: submit records it
+        guard
+            case .recorded(let report, _, let flagged, let ok) = try desk.submit(
+                v,
+                imageSHA256: sha,
+                device: deviceID,
+                answers: answers
+            )
+        else { throw ExitCode(2) }  // accepted above: submit records it
         guard ok else { throw ValidationError(flagged) }
         if options.json {
             Output.line(

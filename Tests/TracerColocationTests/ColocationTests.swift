@@ -58,9 +58,11 @@ import TracerSite
             Self.w("R", "A", 0, 30, 1), Self.w("R", "A", 600, 630, 1),  // 570 s apart: one run (≤ 2 × 300)
             Self.w("R", "A", 5000, 5030, 1), Self.w("R", "B", 100, 130, 1),
         ])
-        #expect(reads.map { [$0.anchor, "\($0.from)", "\($0.through)", "\($0.reporter.count)"] } == [
-            ["A", "-360.0", "930.0", "2"], ["A", "4640.0", "5330.0", "1"], ["B", "-260.0", "430.0", "1"],
-        ])
+        #expect(
+            reads.map { [$0.anchor, "\($0.from)", "\($0.through)", "\($0.reporter.count)"] } == [
+                ["A", "-360.0", "930.0", "2"], ["A", "4640.0", "5330.0", "1"], ["B", "-260.0", "430.0", "1"],
+            ]
+        )
     }
 
     @Test func theLooserRuleFlagsWhatThePossibleSeparationAllows() {
@@ -96,7 +98,9 @@ import TracerSite
         #expect(devices(policy) == ["N", "late"])
         // The whereabouts it asks for: around each hit, from the longest interaction before it.
         let c = Colocation(policy: policy)
-        let hits = c.reads(reporter: [windows[0]]).flatMap { c.hits($0, neighbours: windows.filter { $0.anchor == "A" }) }
+        let hits = c.reads(reporter: [windows[0]]).flatMap {
+            c.hits($0, neighbours: windows.filter { $0.anchor == "A" })
+        }
         #expect(c.whereaboutsReads(hits).map(\.device) == ["N", "W", "late"])
         policy.attribution = false
         #expect(devices(policy) == ["N", "W", "late"])

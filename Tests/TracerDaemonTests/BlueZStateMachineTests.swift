@@ -57,13 +57,17 @@ import Testing
         let path = "\(Self.hci0)/dev_C3"
         let added = s.at(1, .deviceAdded(path: path, .init(rssi: -61, txPower: -4, manufacturerData: Self.apple)))
         #expect(added == [.advert(rssi: -61, manufacturerData: Self.apple, txPower: -4)])
-        #expect(s.at(2, .deviceChanged(path: path, .init(rssi: -70))) == [
-            .advert(rssi: -70, manufacturerData: Self.apple, txPower: -4)
-        ])
+        #expect(
+            s.at(2, .deviceChanged(path: path, .init(rssi: -70))) == [
+                .advert(rssi: -70, manufacturerData: Self.apple, txPower: -4)
+            ]
+        )
         // Not Apple's, or another adapter's: nothing.
         let other = [Machine.DeviceProperties.ManufacturerData(company: 6, data: [1])]
         #expect(s.at(3, .deviceAdded(path: "\(Self.hci0)/dev_X", .init(rssi: -50, manufacturerData: other))).isEmpty)
-        #expect(s.at(3, .deviceAdded(path: "/org/bluez/hci1/dev_Y", .init(rssi: -50, manufacturerData: Self.apple))).isEmpty)
+        #expect(
+            s.at(3, .deviceAdded(path: "/org/bluez/hci1/dev_Y", .init(rssi: -50, manufacturerData: Self.apple))).isEmpty
+        )
         #expect(s.machine.counters.deviceSignals == 1)
     }
 
@@ -90,7 +94,11 @@ import Testing
         #expect(Self.logs(off) == ["hci0 is powered off; waiting for it to be powered on"])
         #expect(s.at(11).isEmpty)
         // Powered on: armed in the same step, no wait.
-        #expect(s.at(20, .adapterChanged(path: Self.hci0, powered: true, discovering: nil)).contains(.arm(adapter: Self.hci0)))
+        #expect(
+            s.at(20, .adapterChanged(path: Self.hci0, powered: true, discovering: nil)).contains(
+                .arm(adapter: Self.hci0)
+            )
+        )
         _ = s.at(20, .armed)
         #expect(s.machine.state == .scanning("hci0"))
 
@@ -98,7 +106,10 @@ import Testing
         #expect(s.machine.state == .bluetoothdLeft && s.machine.adapterPath == nil)
         #expect(Self.logs(left) == ["bluetoothd left the system bus; waiting for it to come back"])
         #expect(s.at(31, .bluezAppeared).contains(.readObjects))
-        let back = s.at(31, .objects(adapters: [.init(path: Self.hci0, powered: true, discovering: false)], devices: [:]))
+        let back = s.at(
+            31,
+            .objects(adapters: [.init(path: Self.hci0, powered: true, discovering: false)], devices: [:])
+        )
         #expect(back == [.arm(adapter: Self.hci0)])
     }
 
@@ -115,7 +126,11 @@ import Testing
     @Test func aFailedStartIsRetriedEverySecondAndSaidOnce() {
         var s = Scanning()
         _ = s.at(1, .adapterChanged(path: Self.hci0, powered: false, discovering: false))
-        #expect(s.at(2, .adapterChanged(path: Self.hci0, powered: true, discovering: nil)) .contains(.arm(adapter: Self.hci0)))
+        #expect(
+            s.at(2, .adapterChanged(path: Self.hci0, powered: true, discovering: nil)).contains(
+                .arm(adapter: Self.hci0)
+            )
+        )
         let failed = s.at(2, .armFailed(reason: "org.bluez.Error.NotReady"))
         #expect(s.machine.state == .discoveryFailed("hci0", reason: "org.bluez.Error.NotReady"))
         #expect(Self.logs(failed).count == 1)
@@ -131,7 +146,10 @@ import Testing
     @Test func aNamedAdapterIsWaitedForAndOthersLeftAlone() {
         var m = Machine(adapter: "hci1", timing: .init())
         _ = m.handle(.connected(bluezIsUp: true), now: 0)
-        let none = m.handle(.objects(adapters: [.init(path: Self.hci0, powered: true, discovering: false)], devices: [:]), now: 0)
+        let none = m.handle(
+            .objects(adapters: [.init(path: Self.hci0, powered: true, discovering: false)], devices: [:]),
+            now: 0
+        )
         #expect(m.state == .noAdapter(named: "hci1"))
         #expect(Self.logs(none) == ["no adapter hci1 yet; waiting for it"])
         #expect(m.handle(.tick, now: 100).isEmpty)

@@ -7,8 +7,10 @@ import TracerTesting
 
 @Suite struct ModelTests {
     @Test func pathBuildersKeepIdsToOneSegment() throws {
-        #expect(try Collections.device("f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:42").description
-            == "devices/f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:42")
+        #expect(
+            try Collections.device("f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:42").description
+                == "devices/f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:42"
+        )
         #expect(try Collections.interactions(at: "kiosk-lab").description == "beacons/kiosk-lab/interactions")
         #expect(try Collections.exposures(of: "d1").description == "devices/d1/exposures")
         // An id with a slash would name a deeper path: refused, not followed.
@@ -65,7 +67,10 @@ import TracerTesting
             path: try Collections.device("d"),
             data: ["status": "exposed", "risk": "high", "exposureCount": 4, "colocatedMinutes": 2.5]
         )
-        #expect(DeviceStatus(doc) == DeviceStatus(deviceID: "d", status: .exposed, risk: .high, exposureCount: 4, colocatedMinutes: 2.5))
+        #expect(
+            DeviceStatus(doc)
+                == DeviceStatus(deviceID: "d", status: .exposed, risk: .high, exposureCount: 4, colocatedMinutes: 2.5)
+        )
         #expect(DeviceStatus(DocumentSnapshot(path: try Collections.device("d"), data: nil)).status == .clear)
         #expect([0, 1, 2, 3, 9].map { DeviceStatus.Risk(reports: $0) } == [.low, .medium, .medium, .high, .high])
         let report = DocumentSnapshot(path: try Collections.report("r"), data: ["deviceId": "d", "status": "maybe"])

@@ -3,11 +3,11 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import Synchronization
 import Testing
 import TracerColocation
 import TracerExposure
 import TracerModel
-import Synchronization
 import TracerSite
 import TracerStore
 import TracerTesting

@@ -37,7 +37,9 @@ import TracerVerification
         await #expect(throws: OCRError.self) { try await pool.read(data: data, name: "late.png") }
         pool.admitted.store(0, ordering: .relaxed)
         // Not an image: the client's input, named.
-        let error = await #expect(throws: OCRError.self) { try await pool.read(data: Data("hello".utf8), name: "x.png") }
+        let error = await #expect(throws: OCRError.self) {
+            try await pool.read(data: Data("hello".utf8), name: "x.png")
+        }
         #expect(error?.code == .badImage && error?.description.contains("x.png") == true)
     }
 }

@@ -343,12 +343,16 @@ public final class BlueZSource: AdvertSource, Sendable {
                 guard args.count == 3, args[0].string == bluez else { return nil }
                 return args[2].string?.isEmpty ?? true ? .bluezLeft : .bluezAppeared
             case (objectManager, "InterfacesAdded"):
-                guard args.count == 2, let path = args[0].string, let interfaces = args[1].dictionary else { return nil }
+                guard args.count == 2, let path = args[0].string, let interfaces = args[1].dictionary else {
+                    return nil
+                }
                 if interfaces[adapterInterface] != nil { return .adapterAdded(path: path) }
                 guard let properties = interfaces[deviceInterface]?.dictionary else { return nil }
                 return .deviceAdded(path: path, device(properties))
             case (objectManager, "InterfacesRemoved"):
-                guard args.count == 2, let path = args[0].string, case .array(_, let names) = args[1] else { return nil }
+                guard args.count == 2, let path = args[0].string, case .array(_, let names) = args[1] else {
+                    return nil
+                }
                 let removed = Set(names.compactMap(\.string))
                 return .interfacesRemoved(
                     path: path,
@@ -356,7 +360,9 @@ public final class BlueZSource: AdvertSource, Sendable {
                     device: removed.contains(deviceInterface)
                 )
             case (properties, "PropertiesChanged"):
-                guard args.count >= 2, let interface = args[0].string, let changed = args[1].dictionary else { return nil }
+                guard args.count >= 2, let interface = args[0].string, let changed = args[1].dictionary else {
+                    return nil
+                }
                 if interface == deviceInterface { return .deviceChanged(path: signal.path, device(changed)) }
                 if interface == adapterInterface {
                     return .adapterChanged(
@@ -377,7 +383,9 @@ public final class BlueZSource: AdvertSource, Sendable {
             device.rssi = properties["RSSI"]?.integer
             device.txPower = properties["TxPower"]?.integer
             if let data = properties["ManufacturerData"] {
-                device.manufacturerData = manufacturerData(data.unwrapped).map { .init(company: $0.company, data: $0.data) }
+                device.manufacturerData = manufacturerData(data.unwrapped).map {
+                    .init(company: $0.company, data: $0.data)
+                }
             }
             device.kept = ["Paired", "Trusted", "Connected"].contains { properties[$0]?.bool == true }
             return device
