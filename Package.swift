@@ -57,7 +57,8 @@ let package = Package(
         // The verification policy for photographed test results, with no I/O.
         .target(name: "TracerVerification"),
 
-        // Tesseract OCR: images checked before decoding, words with confidences and boxes.
+        // Tesseract OCR: images checked before decoding, words with confidences and boxes; the
+        // server's fixed pool of engines on NIOThreadPool, with a bounded queue.
         .target(
             name: "TracerOCR",
             dependencies: ["CTracerTesseract", "TracerVerification", .product(name: "NIOPosix", package: "swift-nio")]
@@ -77,14 +78,15 @@ let package = Package(
         // attribution, episodes), and the exposure policy with the rooms' geometry.
         .target(name: "TracerColocation", dependencies: ["TracerSite"]),
 
-        // Self-reports: the accepted report stored (never the image), the device marked, and
-        // the seam to the exposure engine.
+        // Self-reports: one path for the command and the API (verify under the site's policy,
+        // find the reporter, record, flag); the report stored never holds the image.
         .target(
             name: "TracerReports",
             dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification"]
         ),
 
-        // The exposure engine: the co-location rule over the store, and what it writes.
+        // The exposure engine (the co-location rule over the store, and what it writes); the
+        // flagger and the notifier as Services; webhooks over HTTP(S) with AsyncHTTPClient.
         .target(
             name: "TracerExposure",
             dependencies: [
@@ -118,7 +120,8 @@ let package = Package(
             dependencies: ["TracerRanging", .product(name: "Yams", package: "Yams")]
         ),
 
-        // The kiosk daemon: advert sources, attribution, interaction documents into the store.
+        // The kiosk daemon: advert sources (BlueZ as a state machine and its bus session, replays),
+        // attribution, interaction documents into the store; its Services and metrics.
         .target(
             name: "TracerDaemon",
             dependencies: [
@@ -133,7 +136,8 @@ let package = Package(
         // and the evaluation of what tracer flagged against that truth.
         .target(name: "TracerSimulation", dependencies: ["TracerSite", "TracerRanging"]),
 
-        // The admin HTTP API and the dashboard (`tracer serve`): tokens, routes, Server-Sent Events.
+        // The admin HTTP API and the dashboard (`tracer serve`): tokens, routes as Codable
+        // responses, Server-Sent Events; and `/metrics` (swift-prometheus) for the daemon.
         .target(
             name: "TracerServer",
             dependencies: [
@@ -153,7 +157,8 @@ let package = Package(
             resources: [.embedInCode("Resources/dashboard.html")]
         ),
 
-        // The command line: thin commands that parse and delegate.
+        // The command line: thin commands that parse and hand over; long-running ones run their
+        // Services in one ServiceGroup.
         .executableTarget(
             name: "tracer",
             dependencies: [
@@ -189,7 +194,8 @@ let package = Package(
             ]
         ),
 
-        // Helpers for tests: temporary stores, the built binary, child processes.
+        // Helpers for tests: temporary stores, private buses, the built binary, child processes,
+        // a certificate authority made with openssl.
         .target(
             name: "TracerTesting",
             dependencies: [

@@ -25,14 +25,26 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "HOST:PORT to listen on (0 as the port: any free one).") var bind = "127.0.0.1:8080"
     @Option(help: "Seconds since a device was last heard at an anchor for it to count as there now.")
     var occupancyWindow: Double = 120
+    @Option(help: "Threads reading uploaded results (one Tesseract engine each).") var ocrThreads = 2
+    @Option(help: "Uploads that may wait for a reader; more are answered 503 with Retry-After.") var ocrQueue = 8
 
     func run() async throws {
         let (host, port) = try Server.address(bind)
         guard occupancyWindow > 0 else { throw ValidationError("--occupancy-window takes seconds above 0") }
+        guard (1...64).contains(ocrThreads), (0...10_000).contains(ocrQueue) else {
+            throw ValidationError("--ocr-threads takes 1 to 64, --ocr-queue 0 or more")
+        }
         let engine = try policy.engine
         let site = try policy.map.map { try Site.load(file: $0) }
         let store = try options.open()
-        let api = try API(store: store, site: site, engine: engine, occupancyWindow: occupancyWindow)
+        let api = try API(
+            store: store,
+            site: site,
+            engine: engine,
+            occupancyWindow: occupancyWindow,
+            ocrSlots: ocrThreads,
+            ocrQueue: ocrQueue
+        )
         if try TokenStore(store: store).list().isEmpty {
             Output.error(
                 "no tokens yet: create one with `tracer token create --role admin --store \(options.resolvedPath)`"
