@@ -80,24 +80,32 @@ public struct Presence: Sendable, Equatable {
         self.init(deviceID: i.deviceID, anchor: i.anchor, start: i.start, end: i.end, distance: distance)
     }
 
-    /// Decodes an entry of a covering index by its fields' names, so that reordering an index's
-    /// fields changes its key order, never what a reader takes for which field.
-    init?(_ entry: IndexEntry, fields: [FieldPath], anchor: String?) {
-        guard entry.values.count == fields.count else { return nil }
-        var start: Timestamp?
-        var end: Timestamp?
-        var device: String?
-        var distance: Double?
-        for (field, value) in zip(fields, entry.values) {
-            switch field {
-            case Interaction.Field.start: start = value.timestampValue
-            case Interaction.Field.end: end = value.timestampValue
-            case Interaction.Field.deviceID: device = value.stringValue
-            case Interaction.Field.distance: distance = value.doubleValue
-            default: break
-            }
+    /// Where each field sits in a covering index's entries, found by name from its field list
+    /// once: reordering an index's fields changes its key order, never what a reader takes for
+    /// which field, and an index without one of the four is no covering index at all.
+    struct Layout: Sendable {
+        let count: Int
+        let start: Int
+        let device: Int
+        let end: Int
+        let distance: Int
+
+        init?(_ fields: [FieldPath]) {
+            guard let start = fields.firstIndex(of: Interaction.Field.start),
+                let device = fields.firstIndex(of: Interaction.Field.deviceID),
+                let end = fields.firstIndex(of: Interaction.Field.end),
+                let distance = fields.firstIndex(of: Interaction.Field.distance)
+            else { return nil }
+            (count, self.start, self.device, self.end, self.distance) = (fields.count, start, device, end, distance)
         }
-        guard let start, let end, let device, let distance,
+    }
+
+    /// Decodes a covering index's entry by its layout.
+    init?(_ entry: IndexEntry, layout: Layout, anchor: String?) {
+        let v = entry.values
+        guard v.count == layout.count, let start = v[layout.start].timestampValue,
+            case .string(let device) = v[layout.device], let end = v[layout.end].timestampValue,
+            let distance = v[layout.distance].doubleValue,
             let anchor = anchor ?? entry.path.flatMap(Collections.anchor(ofInteraction:))
         else { return nil }
         self.init(deviceID: device, anchor: anchor, start: start, end: end, distance: distance)
@@ -114,10 +122,11 @@ public enum PresenceIndex {
         collectionID: Interaction.collectionID,
         fields: fields.map { .init($0) }
     )
+    static let layout = Presence.Layout(fields)!
 
     /// An entry read at `anchor` (the index is per collection: the anchor is the caller's).
     public static func decode(_ entry: IndexEntry, anchor: String) -> Presence? {
-        Presence(entry, fields: fields, anchor: anchor)
+        Presence(entry, layout: layout, anchor: anchor)
     }
 }
 
@@ -133,8 +142,10 @@ public enum WhereaboutsIndex {
         fields: fields.map { .init($0) }
     )
 
+    static let layout = Presence.Layout(fields)!
+
     /// An entry read with its path (the anchor is the path's parent's key).
     public static func decode(_ entry: IndexEntry) -> Presence? {
-        Presence(entry, fields: fields, anchor: nil)
+        Presence(entry, layout: layout, anchor: nil)
     }
 }

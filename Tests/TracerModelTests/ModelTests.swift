@@ -121,9 +121,10 @@ import TracerTesting
             through: .timestamp(Timestamp(seconds: 200)),
             paths: false
         )
-        #expect(entries.compactMap { Presence($0, fields: reordered, anchor: "k1") } == [Presence(i)!])
-        // Read with the wrong field list, an entry is no window rather than a wrong one.
-        #expect(entries.compactMap { Presence($0, fields: Array(reordered.prefix(3)), anchor: "k1") }.isEmpty)
+        let layout = try #require(Presence.Layout(reordered))
+        #expect(entries.compactMap { Presence($0, layout: layout, anchor: "k1") } == [Presence(i)!])
+        // A field list without one of the four is no covering index.
+        #expect(Presence.Layout(Array(reordered.prefix(3))) == nil)
     }
 
     @Test func anExposureIdDependsOnItsEpisodeOnly() throws {
