@@ -49,6 +49,12 @@ let package = Package(
         ),
 
         .systemLibrary(
+            name: "CTracerSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+
+        .systemLibrary(
             name: "CTracerTesseract",
             pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]
@@ -125,7 +131,7 @@ let package = Package(
         .target(
             name: "TracerDaemon",
             dependencies: [
-                "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerDBus",
+                "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerDBus", "CTracerSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
