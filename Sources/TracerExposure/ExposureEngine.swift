@@ -188,7 +188,8 @@ public struct ExposureEngine: ExposureFlagging {
         device: String,
         in t: Transaction,
         setting: [DocumentPath: Exposure],
-        deleting: Set<DocumentPath>
+        deleting: Set<DocumentPath>,
+        clearing: Bool = false
     ) throws -> DocumentData {
         var byPath: [DocumentPath: Exposure] = [:]
         for doc in try t.getDocuments(Query(collection: Collections.exposures(of: device))) {
@@ -196,8 +197,8 @@ public struct ExposureEngine: ExposureFlagging {
         }
         for path in deleting { byPath[path] = nil }
         for (path, e) in setting { byPath[path] = e }
-        // A positive device stays positive; the others are exposed or clear.
-        let positive = DeviceStatus.isPositive(try t.get(Collections.device(device)))
+        // A positive device stays positive (unless `clearing` it); the others are exposed or clear.
+        let positive = try !clearing && DeviceStatus.isPositive(t.get(Collections.device(device)))
         return DeviceStatus.summary(exposures: Array(byPath.values), keepsStatus: positive)
     }
 
@@ -229,12 +230,13 @@ public struct ExposureEngine: ExposureFlagging {
             var marked: [DocumentSnapshot] = []
             if !stillPositive {
                 // Summarised as not positive, so that it says exposed or clear.
-                var byPath: [DocumentPath: Exposure] = [:]
-                for doc in try t.getDocuments(Query(collection: Collections.exposures(of: reporter))) {
-                    if let e = try? Exposure(doc) { byPath[doc.path] = e }
-                }
-                for p in deleting { byPath[p] = nil }
-                reporterSummary = DeviceStatus.summary(exposures: Array(byPath.values), keepsStatus: false)
+                reporterSummary = try Self.summary(
+                    device: reporter,
+                    in: t,
+                    setting: [:],
+                    deleting: deleting,
+                    clearing: true
+                )
                 marked = try t.getDocuments(
                     Query.interactions.where(Interaction.Field.deviceID, .equal, .string(reporter))
                         .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: 0)))

@@ -180,6 +180,7 @@ public final class BlueZSource: AdvertSource, Sendable {
 
         mutating func serve(_ emit: ([Advert]) -> Void) {
             handle(.connected(bluezIsUp: bluezIsUp()))
+            publish()
             while !source.stopped.isSet {
                 guard let signals = connection.receive(timeout: .milliseconds(20)) else {
                     flush(emit)
@@ -189,6 +190,8 @@ public final class BlueZSource: AdvertSource, Sendable {
                     if let event = Self.event(signal) { handle(event) }
                 }
                 handle(.tick)
+                // Once per round, not per signal: 2,000 signals a second need not take the lock.
+                publish()
                 let sinceEmit = ContinuousClock.now - lastEmit
                 if !pending.isEmpty, pending.count >= 1024 || sinceEmit >= options.batchInterval { flush(emit) }
                 if pending.isEmpty, sinceEmit >= .seconds(1) { flush(emit) }  // an empty batch: the ranging's clock
@@ -209,6 +212,10 @@ public final class BlueZSource: AdvertSource, Sendable {
                     if let answer = perform(action) { queue.append(answer) }
                 }
             }
+        }
+
+        /// The machine's state and counters into the source's status, for status lines and metrics.
+        func publish() {
             let machine = machine
             source.update {
                 $0.state = machine.state
