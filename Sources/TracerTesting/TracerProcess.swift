@@ -91,6 +91,8 @@ public struct TracerProcess {
     public final class Background: @unchecked Sendable {
         public let process = Process()
         private let out = Pipe()
+        private let err = Pipe()
+        private var errData = Data()
         private let lock = NSCondition()
         private var lines: [String] = []
         private var partial = Data()
@@ -103,11 +105,18 @@ public struct TracerProcess {
             env.merge(environment) { _, new in new }
             process.environment = env
             process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
+            process.standardError = err
             process.standardInput = FileHandle.nullDevice
             out.fileHandleForReading.readabilityHandler = { [weak self] handle in
                 let data = handle.availableData
                 self?.receive(data)
+            }
+            err.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                guard let self, !data.isEmpty else { return }
+                self.lock.lock()
+                self.errData.append(data)
+                self.lock.unlock()
             }
             try process.run()
         }
@@ -125,6 +134,13 @@ public struct TracerProcess {
             }
             lock.broadcast()
             lock.unlock()
+        }
+
+        /// What the process has written to standard error so far.
+        public var stderr: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: errData, as: UTF8.self)
         }
 
         /// The next line, waiting up to `timeout` seconds; nil on timeout or end of output.
@@ -175,6 +191,7 @@ public struct TracerProcess {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
             process.waitUntilExit()
             out.fileHandleForReading.readabilityHandler = nil
+            err.fileHandleForReading.readabilityHandler = nil
         }
 
         deinit { kill() }

@@ -154,6 +154,20 @@ import TracerTesting
         #expect(await watcher.line() == #"{"type": "removed", "path": "devices/d9", "data": {"status":"exposed"}}"#)
     }
 
+    /// A watch whose store file is deleted (or replaced) ends with a one-line error instead of
+    /// waiting forever on an unlinked file.
+    @Test func aWatchWhoseStoreIsDeletedEndsWithAnError() async throws {
+        _ = try await tracer("db", "set", "a/b", #"{"x": 1}"#)
+        let watcher = try TracerProcess.start(["db", "watch", "a", "--store", store])
+        defer { watcher.kill() }
+        #expect(await watcher.line() == #"{"type": "added", "path": "a/b", "data": {"x":1}}"#)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
+        let ended = await watcher.stop(0, timeout: 60)  // signal 0: only wait
+        #expect(ended?.status == 1, "still running, or: \(String(describing: ended))")
+        let lines = watcher.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines.first?.contains("the store file was deleted or replaced") == true, "\(lines)")
+    }
+
     @Test func readingCommandsRefuseAStoreThatIsNotThere() async throws {
         let r = try await TracerProcess.running(["db", "get", "beacons/b1", "--store", dir.file("typo.sqlite")])
         #expect(r.status == 1 && r.stderr.contains("no store at"), "\(r.stderr)")

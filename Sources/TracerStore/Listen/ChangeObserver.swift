@@ -99,6 +99,8 @@ final class ChangeObserver: @unchecked Sendable {
         var db: SQLiteConnection?
         var seen: Int64 = 0
         var dataVersion: Int64 = -1
+        var identity: FileIdentity?
+        var nextIdentityCheck = ContinuousClock.now
         while true {
             condition.lock()
             while !stopped && !poked && pending.isEmpty {
@@ -119,8 +121,18 @@ final class ChangeObserver: @unchecked Sendable {
                     try c.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
                     db = c
                     seen = try c.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+                    identity = FileIdentity(path: path)
                 }
                 let db = db!
+                // A store deleted (or replaced) under an open connection goes on answering from
+                // its old inode and never changes again: a listener would wait forever. Once a
+                // second, the path must still name the file that was opened.
+                if ContinuousClock.now >= nextIdentityCheck {
+                    nextIdentityCheck = ContinuousClock.now + .seconds(1)
+                    if let opened = identity, FileIdentity(path: path) != opened {
+                        throw StoreError(.storeGone, "the store file was deleted or replaced", context: path)
+                    }
+                }
                 let version = try db.scalar("PRAGMA data_version") ?? 0
                 if version != dataVersion || !newcomers.isEmpty {
                     try db.execute("BEGIN")
@@ -294,5 +306,19 @@ extension Duration {
     var seconds: Double {
         let (s, atto) = components
         return Double(s) + Double(atto) / 1e18
+    }
+}
+
+/// A file's device and inode, to tell whether a path still names the file once opened.
+struct FileIdentity: Equatable {
+    var device: UInt64
+    var inode: UInt64
+
+    /// The identity of the file at `path`, or nil when there is none.
+    init?(path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
     }
 }

@@ -1,0 +1,144 @@
+/// Store-and-forward replication: what a store has to send after a checkpoint, the checkpoint
+/// itself, and applying what another store sent.
+///
+/// The sender reads its change log after the sequence token the receiver last acknowledged and
+/// sends the *current* state of each document named there, whole (or its deletion). Applying a
+/// whole document is idempotent, so a batch replayed after a lost answer changes nothing; a
+/// document changed twice is sent twice, and the second time carries its newest state.
+public struct Outbox: Sendable {
+    /// One document to send: its stored JSON now (the store's own text, timestamps tagged, sent
+    /// as it is: reading a backlog parses and re-encodes nothing), or nil when it was deleted.
+    public struct Entry: Sendable, Equatable {
+        public var path: DocumentPath
+        public var json: [UInt8]?
+
+        public init(path: DocumentPath, json: [UInt8]?) {
+            self.path = path
+            self.json = json
+        }
+    }
+
+    public var entries: [Entry]
+    /// The change token this batch reaches: acknowledged, the next batch starts after it.
+    public var through: Int64
+    /// Changes after `through` still to send.
+    public var remaining: Int64
+    /// The time of the oldest change not yet acknowledged (the first after the checkpoint).
+    public var oldest: Timestamp?
+}
+
+/// A replicated document as the receiver parsed it: its data, or nil for a deletion.
+public struct Replica: Sendable, Equatable {
+    public var path: DocumentPath
+    public var data: DocumentData?
+
+    public init(path: DocumentPath, data: DocumentData?) {
+        self.path = path
+        self.data = data
+    }
+}
+
+/// What applying a replicated batch did.
+public struct ReplicaResult: Sendable, Equatable {
+    /// Documents written or deleted.
+    public var applied = 0
+    /// Documents already in that state (a replayed batch): nothing written, no change logged.
+    public var unchanged = 0
+}
+
+extension DocumentStore {
+    /// Up to `limit` changes after `token` as whole documents (each path once, in change order),
+    /// keeping those `include` accepts; read in one consistent snapshot.
+    public func outbox(
+        after token: Int64,
+        limit: Int,
+        include: (DocumentPath) -> Bool = { _ in true }
+    ) throws -> Outbox {
+        try pool.read { db in
+            let s = try db.statement("SELECT seq, parent, id, ts FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+            s.bind(1, token)
+            s.bind(2, Int64(max(1, limit)))
+            var paths: [DocumentPath] = []
+            var seen = Set<DocumentPath>()
+            var through = token
+            var oldest: Timestamp?
+            while try s.step() {
+                through = s.int64(0)
+                if oldest == nil { oldest = Timestamp(microseconds: s.int64(3)) }
+                let path = DocumentPath(parent: s.text(1), id: s.text(2))
+                if include(path), seen.insert(path).inserted { paths.append(path) }
+            }
+            s.reset()
+            var entries: [Outbox.Entry] = []
+            entries.reserveCapacity(paths.count)
+            let load = try db.statement(Self.loadSQL)
+            for path in paths {
+                load.bind(1, path.collectionID)
+                load.bind(2, path.parentText)
+                load.bind(3, path.id)
+                entries.append(.init(path: path, json: try load.step() ? load.blob(0) : nil))
+                load.reset()
+            }
+            // Sequence numbers are contiguous (the log is pruned only from its old end), so what
+            // is left is a subtraction, not a count over a backlog of a million rows.
+            let newest = try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+            return Outbox(entries: entries, through: through, remaining: max(0, newest - through), oldest: oldest)
+        }
+    }
+
+    /// How far behind a checkpoint is: the changes after it, and the time of the first of them.
+    public func backlog(after token: Int64) throws -> (changes: Int64, oldest: Timestamp?) {
+        try pool.read { db in
+            let newest = try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+            let s = try db.statement("SELECT ts FROM changes WHERE seq > ?1 ORDER BY seq LIMIT 1")
+            s.bind(1, token)
+            defer { s.reset() }
+            let oldest = try s.step() ? Timestamp(microseconds: s.int64(0)) : nil
+            return (max(0, newest - token), oldest)
+        }
+    }
+
+    /// A named checkpoint kept in the store beside its data, outside the documents (writing it
+    /// logs no change): 0 when never set.
+    public func checkpoint(_ name: String) throws -> Int64 {
+        try pool.read { db in
+            let s = try db.statement("SELECT value FROM meta WHERE key = ?1")
+            s.bind(1, "checkpoint:" + name)
+            defer { s.reset() }
+            return try s.step() ? s.int64(0) : 0
+        }
+    }
+
+    /// Moves a named checkpoint (durably, before it returns).
+    public func setCheckpoint(_ name: String, _ value: Int64) throws {
+        try pool.write { db in
+            let s = try db.statement("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+            s.bind(1, "checkpoint:" + name)
+            s.bind(2, value)
+            try s.run()
+        }
+    }
+
+    /// Applies replicated documents in one transaction: each written whole (or deleted) unless
+    /// it is already in that state, so that a batch applied twice changes nothing the second
+    /// time. `also` (the receiver's own bookkeeping) commits in the same transaction.
+    public func applyReplica(_ entries: [Replica], also: WriteBatch = WriteBatch()) throws -> ReplicaResult {
+        let result = try pool.write { db in
+            let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
+            var result = ReplicaResult()
+            for e in entries {
+                let current = try Self.load(e.path, db)?.data
+                if current == e.data {
+                    result.unchanged += 1
+                    continue
+                }
+                try writer.apply(e.data.map { .set(e.path, $0, merge: false) } ?? .delete(e.path))
+                result.applied += 1
+            }
+            for op in also.operations { try writer.apply(op) }
+            return result
+        }
+        observer.localCommit()
+        return result
+    }
+}
