@@ -18,6 +18,22 @@ public enum Collections {
     /// `audit`: the admin requests served.
     public static let audit = root(AuditEntry.collectionID)
 
+    /// `kiosks`: each replicating kiosk's sync state, as the site server sees it.
+    public static let kiosks = root(KioskSync.collectionID)
+
+    /// `kiosks/{anchor}`.
+    public static func kiosk(_ anchor: String) throws(StoreError) -> DocumentPath {
+        try kiosks.document(anchor)
+    }
+
+    /// `config`: the site's settings.
+    public static let config = root(PublishedSite.collectionID)
+
+    /// `config/site`: the published BeaconMap.
+    public static var site: DocumentPath {
+        do { return try config.document(PublishedSite.documentID) } catch { preconditionFailure("\(error)") }
+    }
+
     /// `beacons/{key}`.
     public static func beacon(_ key: String) throws(StoreError) -> DocumentPath {
         try beacons.document(key)

@@ -1,7 +1,7 @@
 import TracerStore
 
-/// Who may do what over HTTP: an admin reads everything; a kiosk posts reports and reads
-/// status; a device reads only its own device.
+/// Who may do what over HTTP: an admin reads everything; a kiosk posts reports, reads status
+/// and (with an anchor) replicates its own anchor's documents; a device reads only its own device.
 public enum Role: String, Sendable, CaseIterable {
     case admin, kiosk, device
 }
@@ -20,16 +20,19 @@ public struct TokenRecord: Sendable, Equatable {
     public var role: Role
     /// A device token's device.
     public var deviceID: String?
+    /// A kiosk token's anchor: the only `beacons/{key}` it may replicate.
+    public var anchor: String?
     public var name: String
     /// SHA-256 of the secret, hex.
     public var hash: String
     public var createdAt: Timestamp?
     public var revokedAt: Timestamp?
 
-    public init(id: String, role: Role, deviceID: String?, name: String, hash: String) {
+    public init(id: String, role: Role, deviceID: String?, anchor: String? = nil, name: String, hash: String) {
         self.id = id
         self.role = role
         self.deviceID = deviceID
+        self.anchor = anchor
         self.name = name
         self.hash = hash
     }
@@ -40,6 +43,7 @@ public struct TokenRecord: Sendable, Equatable {
             id: doc.id,
             role: try r.enum("role", Role.self),
             deviceID: r.optionalString("deviceId"),
+            anchor: r.optionalString("anchor"),
             name: r.optionalString("name") ?? "",
             hash: try r.string("hash")
         )
@@ -54,6 +58,7 @@ public struct TokenRecord: Sendable, Equatable {
             "createdAt": .serverTimestamp,
         ]
         if let deviceID { data["deviceId"] = .string(deviceID) }
+        if let anchor { data["anchor"] = .string(anchor) }
         return data
     }
 
@@ -71,20 +76,25 @@ public struct AuditEntry: Sendable, Equatable {
     public var method: String
     /// The path with its query, without a token.
     public var path: String
+    /// What came of it, when it was refused (a replicated document outside a kiosk's anchor).
+    public var outcome: String?
 
-    public init(tokenID: String, tokenName: String, role: Role, method: String, path: String) {
+    public init(tokenID: String, tokenName: String, role: Role, method: String, path: String, outcome: String? = nil) {
         self.tokenID = tokenID
         self.tokenName = tokenName
         self.role = role
         self.method = method
         self.path = path
+        self.outcome = outcome
     }
 
     /// The document; `at` is the server's commit time.
     public var data: DocumentData {
-        [
+        var data: DocumentData = [
             "tokenId": .string(tokenID), "tokenName": .string(tokenName), "role": .string(role.rawValue),
             "method": .string(method), "path": .string(path), "at": .serverTimestamp,
         ]
+        if let outcome { data["outcome"] = .string(outcome) }
+        return data
     }
 }

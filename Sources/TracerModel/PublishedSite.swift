@@ -1,0 +1,122 @@
+import TracerSite
+import TracerStore
+
+/// `config/site`: the site's BeaconMap, published into the store so that every command on the
+/// store, and every kiosk replicating into it, uses the same rooms, anchors and settings.
+///
+/// The document keeps the map's YAML source (parsed with the same loader as a file, so a
+/// published site and its file can never be read differently) and, for people and the API, its
+/// main fields: the site's name, rooms, anchors and the SHA-256 of the source.
+public struct PublishedSite: Sendable {
+    public static let collectionID = "config"
+    public static let documentID = "site"
+
+    /// The stored field names.
+    public enum Field {
+        public static let source: FieldPath = "source"
+        public static let digest: FieldPath = "digest"
+    }
+
+    /// The parsed site.
+    public var site: Site
+    /// The BeaconMap YAML.
+    public var source: String
+    /// The file it was published from.
+    public var file: String
+    /// SHA-256 of `source`, hex.
+    public var digest: String
+    /// When it was published (the store's commit time), once stored.
+    public var publishedAt: Timestamp?
+
+    /// A site from a BeaconMap's text; `file` names it in errors and in the store.
+    public init(source: String, file: String) throws {
+        self.site = try Site.parse(source, file: file)
+        self.source = source
+        self.file = file
+        self.digest = Digest.sha256Hex(source.utf8)
+    }
+
+    /// The published site in a stored document.
+    public init(_ doc: DocumentSnapshot) throws {
+        let r = try FieldReader(doc)
+        let source = try r.string("source")
+        let file = r.optionalString("file") ?? doc.path.description
+        // Errors in a published map name the document and the file it came from.
+        self.site = try Site.parse(source, file: "\(doc.path) (published from \(file))")
+        self.site.file = file
+        self.source = source
+        self.file = file
+        self.digest = Digest.sha256Hex(source.utf8)
+        self.publishedAt = r.optionalTime("publishedAt")
+    }
+
+    /// The document to write.
+    public var data: DocumentData {
+        [
+            "site": .string(site.name),
+            "file": .string(file),
+            "source": .string(source),
+            "digest": .string(digest),
+            "deviceUUIDs": .array(site.deviceUUIDOrder.map { .string($0.description) }),
+            "rooms": .array(site.rooms.map { .string($0.key) }),
+            "anchors": .array(
+                site.anchors.map { a in
+                    .map([
+                        "key": .string(a.key), "kind": .string(a.kind.rawValue), "room": .string(a.room),
+                        "position": [.double(a.position.x), .double(a.position.y)],
+                    ])
+                }
+            ),
+            "publishedAt": .serverTimestamp,
+        ]
+    }
+
+    /// `config/site`.
+    public static var path: DocumentPath { Collections.site }
+
+    /// The site published in `store`, or nil when none is.
+    public static func load(from store: DocumentStore) throws -> PublishedSite? {
+        let doc = try store.get(path)
+        guard doc.exists else { return nil }
+        return try PublishedSite(doc)
+    }
+
+    /// Writes this site to `config/site`; unchanged (and no change logged) when the same source
+    /// is already there. Returns whether anything was written.
+    @discardableResult
+    public func publish(to store: DocumentStore) throws -> Bool {
+        try store.runTransaction { t in
+            let old = try t.get(Self.path)
+            if old["digest"]?.stringValue == digest { return false }
+            t.set(Self.path, data)
+            return true
+        }
+    }
+}
+
+extension Site {
+    /// How this site's anchors differ from another's, one line each (empty when they agree):
+    /// anchors added or removed, and anchors moved to another room, position or identity.
+    public func anchorDifferences(from other: Site) -> [String] {
+        var out: [String] = []
+        let mine = Dictionary(anchors.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        let theirs = Dictionary(other.anchors.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        for a in anchors where theirs[a.key] == nil { out.append("\(a.key) only in \(file)") }
+        for a in other.anchors where mine[a.key] == nil { out.append("\(a.key) only in \(other.file)") }
+        for a in anchors {
+            guard let b = theirs[a.key] else { continue }
+            if a.kind != b.kind || a.room != b.room {
+                out.append("\(a.key): \(a.kind.rawValue) in \(a.room) here, \(b.kind.rawValue) in \(b.room) there")
+            } else if abs(a.position.x - b.position.x) > 1e-6 || abs(a.position.y - b.position.y) > 1e-6 {
+                out.append(
+                    "\(a.key): at [\(a.position.x), \(a.position.y)] here, [\(b.position.x), \(b.position.y)] there"
+                )
+            } else if a.identity?.uuid != b.identity?.uuid || a.identity?.major != b.identity?.major
+                || a.identity?.minor != b.identity?.minor || a.measuredPower != b.measuredPower
+            {
+                out.append("\(a.key): advertises differently")
+            }
+        }
+        return out
+    }
+}
