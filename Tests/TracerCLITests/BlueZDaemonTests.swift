@@ -89,7 +89,7 @@ import TracerTesting
         let daemon = try TracerProcess.start(
             [
                 "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--store", dir.file("s.sqlite"),
-                "--status-interval", "0.3",
+                "--status-interval", "1",
             ],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path]
         )
