@@ -108,6 +108,21 @@ let package = Package(
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
+        // Kiosk → site server: the wire format, the kiosk's replicator and its HTTP client.
+        .target(
+            name: "TracerReplication",
+            dependencies: [
+                "TracerStore", "TracerModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
         // The Firestore-like document store on SQLite.
         .target(
             name: "TracerStore",
@@ -148,8 +163,10 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
-                "TracerOCR", "TracerVerification",
+                "TracerOCR", "TracerVerification", "TracerReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -180,6 +197,7 @@ let package = Package(
                 "TracerExposure",
                 "TracerSimulation",
                 "TracerServer",
+                "TracerReplication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -193,7 +211,7 @@ let package = Package(
             name: "tracer-bench",
             dependencies: [
                 "CTracerSQLite", "TracerStore", "TracerModel", "TracerColocation", "TracerRanging", "TracerSite",
-                "TracerDaemon", "TracerExposure",
+                "TracerDaemon", "TracerExposure", "TracerReplication",
                 "TracerOCR", "TracerVerification",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -8,7 +8,11 @@ import TracerStore
 
 /// `tracer daemon`: ranges adverts from a source and writes interaction documents.
 public final class Daemon: Sendable {
+    /// The site it started with.
     public let site: Site
+    /// A newer site, once published (a kiosk following its site server): the daemon writes
+    /// what it has under the old site and goes on under the new one, without a restart.
+    private let newerSite = Mutex<Site?>(nil)
     public let mode: DaemonMode
     public let store: DocumentStore
     public let source: any AdvertSource
@@ -25,6 +29,8 @@ public final class Daemon: Sendable {
     /// Live sources: interactions older than this many seconds are purged at start and hourly
     /// (nil: never). A replay is never purged: its times are its recording's.
     public let retention: Double?
+    /// A replicating kiosk's acknowledged change token: retention keeps everything after it.
+    let acknowledged: (@Sendable () -> Int64?)?
 
     public init(
         site: Site,
@@ -35,8 +41,10 @@ public final class Daemon: Sendable {
         csvLog: CSVLog? = nil,
         flushInterval: Double = 2,
         retention: Double? = 14 * 86_400,
+        acknowledged: (@Sendable () -> Int64?)? = nil,
         logger: Logger
     ) {
+        self.acknowledged = acknowledged
         self.flushInterval = flushInterval
         self.retention = retention
         self.site = site
@@ -46,6 +54,26 @@ public final class Daemon: Sendable {
         self.batchSize = batchSize
         self.csvLog = csvLog
         self.logger = logger
+    }
+
+    /// Ranges under `site` from the next round of adverts on. Refused (false, nothing changes)
+    /// when the new site does not have this daemon's anchor.
+    @discardableResult
+    public func replaceSite(_ site: Site) -> Bool {
+        do { _ = try Ranger(site: site, mode: mode) } catch {
+            logger.error(
+                "the newly published site cannot be used here; ranging goes on under the old one",
+                metadata: ["error": "\(error)"]
+            )
+            return false
+        }
+        newerSite.withLock { $0 = site }
+        // The anchors as the new site has them, at once; the ranging takes the site at its
+        // next round of adverts.
+        do { try writeAnchors(site) } catch {
+            logger.error("writing the new site's anchors failed", metadata: ["error": "\(error)"])
+        }
+        return true
     }
 
     /// What a run did.
@@ -60,9 +88,10 @@ public final class Daemon: Sendable {
     /// every window is closed and written before it returns.
     public func run() async throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
+        var site = self.site
         var ranger = try Ranger(site: site, mode: mode)
         if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
-        try writeAnchors()
+        try writeAnchors(site)
         // Every index of the product, so that the exposure engine's covering indexes are built as
         // interactions are written, not all at once at the first report.
         try Indexes.declare(in: store)
@@ -72,6 +101,7 @@ public final class Daemon: Sendable {
         )
 
         var pending: [InteractionSummary] = []
+        var counts = RangingCounts()  // of the rangers before a site change
         var written = 0
         var interrupted = false
         var lastWrite = Date().timeIntervalSince1970
@@ -79,6 +109,20 @@ public final class Daemon: Sendable {
         var nextPurge = 0.0
         do {
             for try await batch in source.batches() {
+                if let newer = newerSite.withLock({ s in
+                    defer { s = nil }
+                    return s
+                }) {
+                    // What was ranged under the old site is closed and written under it.
+                    ranger.closeAll(into: &pending)
+                    written += try write(pending)
+                    pending.removeAll(keepingCapacity: true)
+                    counts.add(ranger.counts)
+                    site = newer
+                    ranger = try Ranger(site: site, mode: mode)
+                    if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
+                    logger.notice("ranging under the newly published site", metadata: ["site": "\(site.name)"])
+                }
                 for advert in batch { ranger.add(advert, into: &pending) }
                 let now = live ? Date().timeIntervalSince1970 : 0
                 if live { ranger.expire(now: now, into: &pending) }
@@ -91,7 +135,7 @@ public final class Daemon: Sendable {
                     nextPurge = now + 3600
                     purge(olderThan: now - retention)
                 }
-                progress.update(ranger, written: written, wroteAt: live ? lastWrite : nil)
+                progress.update(ranger, before: counts, written: written, wroteAt: live ? lastWrite : nil)
                 if Task.isCancelled {
                     interrupted = true
                     break
@@ -105,30 +149,43 @@ public final class Daemon: Sendable {
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
         written += try write(pending)
-        progress.update(ranger, written: written, wroteAt: Date().timeIntervalSince1970)
+        progress.update(ranger, before: counts, written: written, wroteAt: Date().timeIntervalSince1970)
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        return Report(counts: ranger.counts, written: written, seconds: seconds, interrupted: interrupted)
+        counts.add(ranger.counts)
+        return Report(counts: counts, written: written, seconds: seconds, interrupted: interrupted)
     }
 
     /// Deletes interactions that started before `cutoff`, and the change log as old. A failure
     /// is logged, not fatal: ranging goes on and the next hour tries again.
     func purge(olderThan cutoff: Double) {
         do {
+            // What the site server has not acknowledged stays, however old.
+            let acknowledged = self.acknowledged?()
             let n = try store.purge(
                 collectionGroup: Interaction.collectionID,
                 field: Interaction.Field.start,
-                olderThan: Timestamp(seconds: cutoff)
+                olderThan: Timestamp(seconds: cutoff),
+                keepingChangesAfter: acknowledged
             )
-            try store.pruneChanges(olderThan: Timestamp(seconds: cutoff))
+            try store.pruneChanges(olderThan: Timestamp(seconds: cutoff), keepingAfter: acknowledged ?? .max)
             if n > 0 { logger.notice("purged interactions past the retention period", metadata: ["count": "\(n)"]) }
+            if let acknowledged, let oldest = try store.backlog(after: acknowledged).oldest,
+                oldest.seconds < cutoff
+            {
+                let days = Int((Date().timeIntervalSince1970 - oldest.seconds) / 86_400)
+                logger.critical(
+                    "the replication backlog is \(days) days old, older than the retention period: nothing unacknowledged is purged, so this kiosk's store grows until the site server takes it",
+                    metadata: ["backlog.oldest": "\(oldest.iso8601Seconds)"]
+                )
+            }
         } catch {
             logger.error("purge failed; retrying in an hour", metadata: ["error": "\(error)"])
         }
     }
 
     /// `beacons/{key}` for every anchor of the map, merged so that other fields stay.
-    func writeAnchors() throws {
+    func writeAnchors(_ site: Site) throws {
         var batch = WriteBatch()
         for anchor in site.anchors {
             batch.set(try Collections.beacon(anchor.key), Beacon(anchor, of: site).data, merge: true)
@@ -166,8 +223,10 @@ public final class DaemonProgress: Sendable {
 
     public var snapshot: Snapshot { current.withLock { $0 } }
 
-    func update(_ ranger: Ranger, written: Int, wroteAt: Double?) {
-        let (counts, inRange) = (ranger.counts, ranger.windows.openCount)
+    func update(_ ranger: Ranger, before: RangingCounts, written: Int, wroteAt: Double?) {
+        var counts = before
+        counts.add(ranger.counts)
+        let inRange = ranger.windows.openCount
         current.withLock { current in
             current.counts = counts
             current.inRange = inRange

@@ -17,6 +17,15 @@ public struct RangingCounts: Sendable, Equatable {
     /// Fixed beacons heard by a kiosk: calibration references, not interactions.
     public var references = 0
     public var interactions = 0
+
+    /// Adds another ranger's counts (the one before a site change).
+    public mutating func add(_ other: RangingCounts) {
+        adverts += other.adverts
+        iBeacons += other.iBeacons
+        attributed += other.attributed
+        references += other.references
+        interactions += other.interactions
+    }
 }
 
 /// Adverts to interaction summaries: parse, attribute by the map, smooth, window. No I/O.

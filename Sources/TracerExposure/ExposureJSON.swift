@@ -35,8 +35,8 @@ public enum ExposureJSON {
         try store.getDocuments(Exposure.of(device: device))
     }
 
-    /// `{"deviceId", "status", "risk", "exposures": [...]}`: what a device is told. A device
-    /// nobody has written of is clear, at low risk.
+    /// `{"deviceId", "status", "risk", "colocatedMinutes", "exposures": [...]}`: what a device is
+    /// told. A device nobody has written of is clear, at low risk.
     public static func status(
         _ device: String,
         document doc: DocumentSnapshot,
@@ -45,7 +45,8 @@ public enum ExposureJSON {
         let d = DeviceStatus(doc)
         return .map([
             "deviceId": .string(device), "status": .string(d.status.rawValue),
-            "risk": .string(d.risk.rawValue), "exposures": .array(exposures.map(value)),
+            "risk": .string(d.risk.rawValue), "colocatedMinutes": .double(d.colocatedMinutes),
+            "exposures": .array(exposures.map(value)),
         ])
     }
 

@@ -29,6 +29,10 @@ public final class API: Sendable {
     let desk: SelfReportDesk
     let rotationKey: [UInt8]
     let started = Date()
+    /// Kiosks' batches.
+    let sync: SyncEndpoint
+    /// A kiosk unheard for longer than this is shown as silent (it sends at least every 15 s).
+    public static let silentAfter = 60.0
 
     public init(
         store: DocumentStore,
@@ -37,7 +41,8 @@ public final class API: Sendable {
         limiter: FailureLimiter = FailureLimiter(),
         occupancyWindow: Double = 120,
         ocrSlots: Int = 2,
-        ocrQueue: Int = 8
+        ocrQueue: Int = 8,
+        logger: Logger = Logger(label: "tracer.serve")
     ) throws {
         self.store = store
         self.site = site
@@ -52,6 +57,7 @@ public final class API: Sendable {
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)
+        self.sync = SyncEndpoint(store: store, logger: logger)
         try Indexes.declare(in: store)
     }
 
@@ -93,6 +99,18 @@ public final class API: Sendable {
         router.get("/v1/responses") { [self] request, context in
             try authorize(request, context, [.admin, .kiosk, .device])
             return JSONBody.response(encoding: try responses())
+        }
+        router.post("/v1/sync") { [self] request, context in
+            let who = try authorize(request, context, [.kiosk, .admin])
+            return try await sync.handle(request, who)
+        }
+        router.get("/v1/kiosks") { [self] request, context in
+            try authorize(request, context, [.admin])
+            return JSONBody.response(encoding: try kiosks())
+        }
+        router.get("/v1/site") { [self] request, context in
+            try authorize(request, context, [.admin, .kiosk, .device])
+            return try publishedSite(request)
         }
         router.get("/v1/watch") { [self] request, context in
             let who = try authorize(request, context, [.admin, .device], tokenInQuery: true)
@@ -300,6 +318,62 @@ public final class API: Sendable {
                 )
             }
         )
+    }
+
+    /// Every replicating kiosk: when it was last heard, its backlog, its clock, and whether it
+    /// has gone silent.
+    func kiosks() throws -> Responses.Kiosks {
+        let now = Date().timeIntervalSince1970
+        var out: [Responses.Kiosks.Kiosk] = []
+        for doc in try store.getDocuments(Query(collection: Collections.kiosks)) {
+            guard let k = try? KioskSync(doc) else { continue }
+            let silence = k.lastSeen.map { now - $0.seconds }
+            out.append(
+                .init(
+                    anchor: k.anchor,
+                    room: site?.anchor(k.anchor)?.room,
+                    lastSeen: k.lastSeen?.iso8601Milliseconds,
+                    secondsSinceSeen: silence,
+                    silent: (silence ?? .infinity) > Self.silentAfter,
+                    backlog: k.backlog,
+                    backlogOldest: k.backlogOldest?.iso8601Milliseconds,
+                    lagSeconds: k.backlog > 0 ? k.backlogOldest.map { max(0, now - $0.seconds) } ?? 0 : 0,
+                    clockOffsetSeconds: k.clockOffset,
+                    clockWarning: abs(k.clockOffset ?? 0) > SyncEndpoint.offsetWarning,
+                    documents: k.documents,
+                    refused: k.refused
+                )
+            )
+        }
+        return Responses.Kiosks(
+            kiosks: out,
+            silentAfterSeconds: Self.silentAfter,
+            generatedAt: Timestamp(seconds: now).iso8601Milliseconds
+        )
+    }
+
+    /// `config/site` as published now (not as this server started): the BeaconMap's source, its
+    /// file and digest. The digest is the ETag, so a kiosk polling with `If-None-Match` gets
+    /// 304 until a new map is published.
+    func publishedSite(_ request: Request) throws -> Response {
+        guard let published = try PublishedSite.load(from: store) else {
+            throw APIError(.notFound, "no_site", "no site is published on this server (tracer map publish FILE)")
+        }
+        let etag = "\"\(published.digest)\""
+        if let presented = request.headers[.ifNoneMatch], presented == etag {
+            return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
+        }
+        var response = JSONBody.response(
+            encoding: Responses.PublishedSite(
+                site: published.site.name,
+                file: published.file,
+                digest: published.digest,
+                publishedAt: published.publishedAt?.iso8601Milliseconds,
+                source: published.source
+            )
+        )
+        response.headers[HTTPField.Name.eTag] = etag
+        return response
     }
 
     /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC

@@ -72,8 +72,10 @@ struct Form {
 extension API {
     /// Parts: `image` (the file, required), `deviceId` (a kiosk's or admin's reporter), `anchor`
     /// (instead: the device at immediate range of that kiosk), `answers` (JSON:
-    /// `{"symptoms": true, "tested": false}`). 201 accepted, 200 already reported, 422 rejected
-    /// with the failed rules, 413 over the size limit, 415 not a form.
+    /// `{"symptoms": true, "tested": false}`), `dryRun` (`true`: verify and show, record nothing:
+    /// what `tracer self-report --server` asks before the person confirms). 201 accepted, 200
+    /// already reported (or a dry run that would be accepted), 422 rejected with the failed
+    /// rules, 413 over the size limit, 415 not a form.
     func report(_ request: Request, _ context: TracerContext, _ who: Principal) async throws -> Response {
         let started = Date()
         guard let contentType = request.headers[.contentType], let boundary = Form.boundary(contentType) else {
@@ -155,12 +157,30 @@ extension API {
             var error = APIError(.serviceUnavailable, "busy", e.description)
             error.headers[.retryAfter] = "\(Self.ocrRetryAfter)"
             throw error
+        } catch let e as OCRError where e.code == .timeout {
+            // Not the client's fault: a server too loaded to read it in time. Try again later.
+            var error = APIError(.serviceUnavailable, "busy", e.description)
+            error.headers[.retryAfter] = "\(Self.ocrRetryAfter * 5)"
+            throw error
         } catch let e as OCRError where e.code == .badImage {
             // Not an image, a truncated one, too many pixels: the client's input.
             throw APIError(.unprocessableContent, "unreadable_image", e.description)
         }
+        let verification = desk.verify(page, now: started)
+        if form.text("dryRun") == "true", verification.accepted {
+            return JSONBody.response(
+                encoding: Responses.ReportOutcome(
+                    accepted: true,
+                    deviceId: device,
+                    dryRun: true,
+                    rules: verification.rules.map(Responses.Rule.init),
+                    collectedAt: Self.iso(verification.collectedAt)
+                ),
+                status: .ok
+            )
+        }
         let outcome = try desk.submit(
-            desk.verify(page, now: started),
+            verification,
             imageSHA256: Digest.sha256Hex(data),
             device: device ?? "",
             answers: answers

@@ -93,6 +93,8 @@ enum Responses {
         var created: Bool?
         var status: String?
         var flagging: String?
+        /// True when nothing was recorded on purpose (`dryRun`).
+        var dryRun: Bool?
         var rules: [Rule]
         @Null var collectedAt: String?
     }
@@ -140,6 +142,38 @@ enum Responses {
         enum Key: String, CodingKey { case error }
     }
 
+    /// `GET /v1/kiosks`: each replicating kiosk's sync state.
+    struct Kiosks: Encodable {
+        struct Kiosk: Encodable {
+            var anchor: String
+            @Null var room: String?
+            @Null var lastSeen: String?
+            @Null var secondsSinceSeen: Double?
+            var silent: Bool
+            var backlog: Int64
+            @Null var backlogOldest: String?
+            /// How far behind the site store is: the age of the oldest change still queued.
+            var lagSeconds: Double
+            @Null var clockOffsetSeconds: Double?
+            var clockWarning: Bool
+            var documents: Int64
+            var refused: Int64
+        }
+        var kiosks: [Kiosk]
+        var silentAfterSeconds: Double
+        var generatedAt: String
+    }
+
+    /// `GET /v1/site`: the published BeaconMap.
+    struct PublishedSite: Codable, Sendable, Equatable {
+        var site: String
+        var file: String
+        var digest: String
+        var publishedAt: String?
+        /// The BeaconMap YAML.
+        var source: String
+    }
+
     static let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -160,4 +194,5 @@ struct Null<Wrapped: Encodable>: Encodable {
     }
 }
 
-extension Null: Sendable where Wrapped: Sendable {}
+extension Null: Sendable where Wrapped: Sendable {
+}

@@ -1,7 +1,10 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 
 /// `tracer serve`: the API on an address, until SIGINT or SIGTERM.
@@ -23,17 +26,58 @@ public enum Server {
         return (host, port)
     }
 
+    /// How the server faces its clients.
+    public struct Options: Sendable {
+        /// Serve HTTPS with this certificate chain and key (PEM files), or plain HTTP.
+        public var tls: TLSConfiguration?
+        /// A connection that sends nothing for this long is closed: an idle keep-alive, a
+        /// client that sent half a request and stopped, a TLS handshake never finished. A
+        /// response being written (a long watch) is not idle.
+        public var idleTimeout: Duration = .seconds(30)
+        /// Connections open at once; beyond them, new ones wait in the listen backlog.
+        public var maxConnections = 1024
+
+        public init() {}
+
+        /// TLS from PEM files: the certificate (chain) and its private key, read now so that a
+        /// wrong path is a one-line error at start.
+        public static func tls(certificate: String, key: String) throws -> TLSConfiguration {
+            let chain: [NIOSSLCertificate]
+            do { chain = try NIOSSLCertificate.fromPEMFile(certificate) } catch {
+                throw APIError.badRequest("--tls-cert \(certificate): not a readable PEM certificate (\(error))")
+            }
+            guard !chain.isEmpty else { throw APIError.badRequest("--tls-cert \(certificate): no certificate in it") }
+            let privateKey: NIOSSLPrivateKey
+            do { privateKey = try NIOSSLPrivateKey(file: key, format: .pem) } catch {
+                throw APIError.badRequest("--tls-key \(key): not a readable PEM private key (\(error))")
+            }
+            return TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain.map { .certificate($0) },
+                privateKey: .privateKey(privateKey)
+            )
+        }
+    }
+
     /// The API as a Service on an address; `onRunning` gets the bound port (useful with port 0).
     public static func application(
         _ api: API,
         host: String,
         port: Int,
+        options: Options = Options(),
         logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some Service {
-        Application(
+    ) throws -> some Service {
+        let http = HTTPServerBuilder.http1(
+            configuration: .init(idleTimeout: .nanoseconds(Int64(options.idleTimeout / .nanoseconds(1))))
+        )
+        return Application(
             router: api.router(),
-            configuration: .init(address: .hostname(host, port: port), serverName: "tracer"),
+            server: try options.tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
+            configuration: .init(
+                address: .hostname(host, port: port),
+                serverName: "tracer",
+                availableConnectionsDelegate: .maximum(options.maxConnections, logger: logger)
+            ),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger
         )

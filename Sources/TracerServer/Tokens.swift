@@ -10,6 +10,8 @@ public struct Principal: Sendable, Equatable {
     public var role: Role
     /// A device token's device.
     public var deviceID: String?
+    /// A kiosk token's anchor.
+    public var anchor: String? = nil
     public var name: String
 }
 
@@ -34,8 +36,12 @@ public struct TokenStore: Sendable {
         return String(decoding: (0..<count).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
     }
 
-    /// Creates a token; `deviceID` is required for a device token and refused for others.
-    public func create(role: Role, deviceID: String?, name: String?) throws -> Created {
+    /// Creates a token; `deviceID` is required for a device token and refused for others;
+    /// `anchor` is taken by kiosk tokens only (the anchor it may replicate).
+    public func create(role: Role, deviceID: String?, anchor: String? = nil, name: String?) throws -> Created {
+        if role != .kiosk, anchor != nil {
+            throw APIError.badRequest("only a kiosk token takes --anchor")
+        }
         if role == .device, deviceID?.isEmpty ?? true {
             throw APIError.badRequest("a device token needs --device ID")
         }
@@ -48,7 +54,8 @@ public struct TokenStore: Sendable {
             id: id,
             role: role,
             deviceID: deviceID,
-            name: name ?? "\(role.rawValue) token",
+            anchor: anchor,
+            name: name ?? (anchor.map { "kiosk \($0)" } ?? "\(role.rawValue) token"),
             hash: Digest.sha256Hex(secret)
         )
         try store.create(Collections.token(id), record.data)
@@ -86,7 +93,13 @@ public struct TokenStore: Sendable {
         let record = (try? store.get(Collections.token(id))).flatMap { try? TokenRecord($0) }
         let stored = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
         guard Self.constantTimeEqual(offered, stored), let record, record.revokedAt == nil else { return nil }
-        return Principal(tokenID: id, role: record.role, deviceID: record.deviceID, name: record.name)
+        return Principal(
+            tokenID: id,
+            role: record.role,
+            deviceID: record.deviceID,
+            anchor: record.anchor,
+            name: record.name
+        )
     }
 
     /// Equal lengths and bytes, in time that depends on the length only.

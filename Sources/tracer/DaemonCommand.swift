@@ -6,6 +6,7 @@ import Prometheus
 import ServiceLifecycle
 import Synchronization
 import TracerDaemon
+import TracerReplication
 import TracerServer
 import TracerSite
 
@@ -21,12 +22,15 @@ struct DaemonCommand: AsyncParsableCommand {
             bluetoothd and an adapter, re-arms discovery when either comes back, restarts a scan that stalls, and \
             keeps BlueZ's device cache small. With --source replay:FILE it ranges a recorded capture on the \
             file's own clock and exits at its end. SIGTERM and SIGINT stop discovery, write what is buffered and \
-            exit 0.
+            exit 0. With --upstream URL --token-file FILE a kiosk also replicates what it records to the site \
+            server (taking the site from it when --map is left out), keeps everything while the server is away, \
+            and at exit waits up to --drain-timeout for the server to acknowledge the rest.
             """
     )
 
     @OptionGroup var options: StoreOptions
-    @Option(help: "The site's BeaconMap file.") var map: String
+    @Option(help: "The site's BeaconMap file, published into the store (default: the store's published site).")
+    var map: String?
     @OptionGroup var modeOptions: ModeOptions
     @Option(help: "bluez, or replay:FILE.") var source = "bluez"
     @Option(help: "The Bluetooth adapter, like hci0 (bluez source; default the first powered one).") var adapter:
@@ -41,8 +45,40 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(help: "Purge interactions older than this many days, at start and hourly (live sources; 0: never).")
     var retentionDays: Double = 14
     @Option(help: "Also write Herald-style contacts.csv and detection.csv here.") var logDir: String?
+    @OptionGroup(title: "Replication to the site server") var replication: ReplicationOptions
+
+    /// `--upstream URL --token-file FILE [--ca-file F] [--drain-timeout S]`.
+    struct ReplicationOptions: ParsableArguments {
+        @Option(help: "The site server's URL (https://…): replicate what this kiosk records to it.") var upstream:
+            String?
+        @Option(help: "A file holding this kiosk's token (tracer token create --role kiosk --anchor KEY).")
+        var tokenFile: String?
+        @Option(help: "A PEM CA certificate to verify the site server by (default: the system's trust store).")
+        var caFile: String?
+        @Option(help: "Seconds to wait at exit for the server to acknowledge what was recorded.")
+        var drainTimeout: Double = 60
+        @Option(help: ArgumentHelp("Seconds between checks for a newly published site.", visibility: .hidden))
+        var siteInterval: Double = 30
+
+        func validate() throws {
+            if upstream != nil, tokenFile == nil {
+                throw ValidationError(
+                    "--upstream needs --token-file FILE (tracer token create --role kiosk --anchor KEY)"
+                )
+            }
+            if upstream == nil, tokenFile != nil || caFile != nil {
+                throw ValidationError("--token-file and --ca-file go with --upstream URL")
+            }
+            guard drainTimeout >= 0, siteInterval > 0 else {
+                throw ValidationError("--drain-timeout takes seconds, 0 or more")
+            }
+        }
+    }
 
     func validate() throws {
+        if replication.upstream != nil, modeOptions.anchor == nil {
+            throw ValidationError("--upstream replicates a kiosk: give --anchor KEY")
+        }
         guard stallTimeout > 0, forgetAfter > 0, statusInterval >= 0 else {
             throw ValidationError(
                 "--stall-timeout and --forget-after take seconds above 0, --status-interval 0 or more"
@@ -51,7 +87,21 @@ struct DaemonCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let site = try Site.load(file: map)
+        let store = try options.open()
+        let logger = Logger(label: "tracer.daemon")
+        let upstream = try replication.upstream.map {
+            try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
+        }
+        var site = try SiteResolution.site(map: map, store: store, publish: true)
+        if site == nil, let upstream {
+            site = try await SiteFollower.initial(upstream: upstream, store: store, logger: logger)?.site
+            if site == nil { return }  // stopped while waiting for the server
+        }
+        guard let site else {
+            throw ValidationError(
+                "no site: give --map FILE, or publish one into \(options.resolvedPath) (tracer map publish FILE)"
+            )
+        }
         let mode = modeOptions.mode
         _ = try Ranger(site: site, mode: mode)  // the map and the mode first: their errors are the useful ones
         let advertSource: any AdvertSource
@@ -65,25 +115,53 @@ struct DaemonCommand: AsyncParsableCommand {
         } else {
             throw ValidationError("--source takes bluez or replay:FILE, not '\(source)'")
         }
+        // Metrics first: the replicator's gauges are made against the bootstrapped backend.
+        let registry = metrics.map { _ in PrometheusCollectorRegistry() }
+        if let registry { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry)) }
+        let replicator = upstream.map {
+            var o = Replicator.Options()
+            o.drainTimeout = .milliseconds(Int(replication.drainTimeout * 1000))
+            return Replicator(
+                store: store,
+                upstream: $0,
+                kiosk: modeOptions.anchor ?? "",
+                options: o,
+                logger: Logger(label: "tracer.sync")
+            )
+        }
         let daemon = Daemon(
             site: site,
             mode: mode,
-            store: try options.open(),
+            store: store,
             source: advertSource,
             csvLog: try logDir.map { try CSVLog(directory: $0) },
             retention: retentionDays > 0 ? retentionDays * 86_400 : nil,
-            logger: Logger(label: "tracer.daemon")
+            acknowledged: replicator.map { r in { @Sendable in r.status.snapshot.acknowledged } },
+            logger: logger
         )
         let bluez = advertSource as? BlueZSource
-        let logger = Logger(label: "tracer.daemon")
         let finished = Mutex<Daemon.Report?>(nil)
         let notifier = SystemdNotifier()
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            Services.ending(DaemonService(daemon) { report in finished.withLock { $0 = report } })
-        ]
-        if let metrics {
-            let registry = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // The replicator comes first: the group stops services last-first, so it drains after
+        // the ranging has written its last windows.
+        if let replicator, let upstream {
+            services.append(.init(service: replicator))
+            if map == nil {
+                services.append(
+                    .init(
+                        service: SiteFollower(
+                            upstream: upstream,
+                            store: store,
+                            interval: .milliseconds(Int(replication.siteInterval * 1000)),
+                            logger: Logger(label: "tracer.sync")
+                        ) { published in daemon.replaceSite(published.site) }
+                    )
+                )
+            }
+        }
+        services.append(Services.ending(DaemonService(daemon) { report in finished.withLock { $0 = report } }))
+        if let metrics, let registry {
             let published = DaemonMetrics()
             let endpoint = try MetricsEndpoint(
                 registry: registry,
@@ -103,6 +181,7 @@ struct DaemonCommand: AsyncParsableCommand {
                     service: StatusLines(
                         daemon: daemon,
                         bluez: bluez,
+                        replication: replicator?.status,
                         interval: statusInterval,
                         notifier: notifier
                     )
@@ -111,6 +190,7 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         services.append(.init(service: SystemdService(notifier)))
         try await Services.run(services, logger: logger)
+        try? await upstream?.shutdown()
         guard let report = finished.withLock({ $0 }) else { return }
         let c = report.counts
         let rate = report.seconds > 0 ? Int(Double(c.adverts) / report.seconds) : 0
@@ -119,6 +199,14 @@ struct DaemonCommand: AsyncParsableCommand {
                 + "\(c.attributed) attributed, \(c.references) from fixed beacons) in \(String(format: "%.2f", report.seconds)) s, "
                 + "\(rate) adverts/s; wrote \(report.written) interaction documents"
         )
+        if let replicator {
+            let s = replicator.status.snapshot
+            Output.line(
+                s.backlog == 0
+                    ? "replicated to \(replicator.upstream.base): everything acknowledged (\(s.sent) documents this run)"
+                    : "replication: \(s.backlog) changes not acknowledged by \(replicator.upstream.base); kept here, sent at the next start"
+            )
+        }
         if let replay = advertSource as? ReplaySource {
             let r = replay.report
             if r.skipped > 0 {
@@ -132,6 +220,7 @@ struct DaemonCommand: AsyncParsableCommand {
     struct StatusLines: Service {
         let daemon: Daemon
         let bluez: BlueZSource?
+        let replication: ReplicationStatus?
         let interval: Double
         let notifier: SystemdNotifier
 
@@ -147,7 +236,8 @@ struct DaemonCommand: AsyncParsableCommand {
                 try await Task.sleep(for: every)
                 let now = daemon.progress.snapshot
                 let elapsed = (ContinuousClock.now - lastTime) / .seconds(1)
-                let line = DaemonCommand.statusLine(now, previous: last, seconds: elapsed, bluez: bluez?.status)
+                var line = DaemonCommand.statusLine(now, previous: last, seconds: elapsed, bluez: bluez?.status)
+                if let replication { line += "; " + ReplicationStatus.line(replication.snapshot) }
                 if interval > 0 { Output.line("status: " + line) }
                 notifier.notify("STATUS=" + line)
                 last = now

@@ -4,6 +4,7 @@ import Logging
 import TracerColocation
 import TracerExposure
 import TracerModel
+import TracerReplication
 import TracerSite
 import TracerStore
 
@@ -15,9 +16,9 @@ enum ExposureOutput {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// A time to the second, UTC: `2026-11-22 06:32:07Z`.
+    /// A time to the second, UTC: `2026-11-22 06:32:07Z` (from a timestamp, or its RFC 3339 text).
     static func second(_ v: Value?) -> String {
-        guard let t = v?.timestampValue else { return "" }
+        guard let t = v?.timestampValue ?? v?.stringValue.flatMap({ Timestamp(parsing: $0) }) else { return "" }
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")
@@ -25,14 +26,16 @@ enum ExposureOutput {
         return f.string(from: t.date)
     }
 
-    static func table(_ docs: [DocumentSnapshot]) -> [String] {
-        guard !docs.isEmpty else { return ["no exposures"] }
+    static func table(_ docs: [DocumentSnapshot]) -> [String] { table(values: docs.map(ExposureJSON.value)) }
+
+    /// Exposures in the contract's JSON shape (from the store here, or the site server) as a table.
+    static func table(values: [Value]) -> [String] {
+        guard !values.isEmpty else { return ["no exposures"] }
         var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
-        for d in docs {
-            let o = ExposureJSON.value(d)
+        for o in values {
             rows.append([
                 o["deviceId"]?.stringValue ?? "", o["reportId"]?.stringValue ?? "", o["beaconKey"]?.stringValue ?? "",
-                second(d["from"]), second(d["to"]),
+                second(o["from"]), second(o["to"]),
                 String(
                     format: "%.1f–%.1f m",
                     o["separation.min"]?.doubleValue ?? 0,
@@ -45,7 +48,7 @@ enum ExposureOutput {
         return rows.map { row in
             row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        } + ["\(docs.count) exposure\(docs.count == 1 ? "" : "s")"]
+        } + ["\(values.count) exposure\(values.count == 1 ? "" : "s")"]
     }
 }
 
@@ -59,13 +62,20 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
     @Option(help: "The anonymous device id.") var device: String
     @Flag(help: "Print each change as it happens, until interrupted.") var watch = false
-    @Flag(help: "Print JSON: {\"deviceId\", \"status\", \"risk\", \"exposures\": [...]}.") var json = false
+    @Flag(help: "Print JSON: {\"deviceId\", \"status\", \"risk\", \"colocatedMinutes\", \"exposures\": [...]}.")
+    var json = false
+    @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
     func run() async throws {
+        if let upstream = try serverOptions.upstream() {
+            defer { Task { try? await upstream.shutdown() } }
+            try await remote(upstream)
+            return
+        }
         let store = try options.open(mustExist: true)
         let path = try Collections.device(device)
         if !watch {
-            print(try status(store, store.get(path)))
+            Output.line(try Self.status(device, json: json, store, store.get(path)))
             return
         }
         let (device, json) = (device, json)
@@ -79,25 +89,80 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    func status(_ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
-        try Self.status(device, json: json, store, doc)
+    static func status(_ device: String, json: Bool, _ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
+        let value = ExposureJSON.status(
+            device,
+            document: doc,
+            exposures: try ExposureJSON.exposures(of: device, store: store)
+        )
+        return json ? ExposureJSON.json(value) : text(value)
     }
 
-    static func status(_ device: String, json: Bool, _ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
-        let exposures = try ExposureJSON.exposures(of: device, store: store)
-        let d = DeviceStatus(doc)
-        if json { return ExposureJSON.json(ExposureJSON.status(device, document: doc, exposures: exposures)) }
-        var text = "\(device): \(d.status.rawValue), risk \(d.risk.rawValue)"
-        if !exposures.isEmpty {
-            let minutes = d.colocatedMinutes
-            text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
-            text += String(format: "%.1f minutes together", minutes)
-            text += "\n" + ExposureOutput.table(exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
-        }
+    /// `ID: exposed, risk medium; 1 exposure, 4.5 minutes together` and the exposures, from the
+    /// status in the contract's JSON (the store's here, or the site server's).
+    static func text(_ v: Value) -> String {
+        var text =
+            "\(v["deviceId"]?.stringValue ?? ""): \(v["status"]?.stringValue ?? ""), risk \(v["risk"]?.stringValue ?? "")"
+        guard case .array(let exposures)? = v["exposures"], !exposures.isEmpty else { return text }
+        text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
+        text += String(format: "%.1f minutes together", v["colocatedMinutes"]?.doubleValue ?? 0)
+        text += "\n" + ExposureOutput.table(values: exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
         return text
     }
 
-    func print(_ text: String) { Output.line(text) }
+    /// The same through the site server: `GET /v1/devices/{id}`, and with --watch its SSE watch
+    /// (reconnecting, with backoff, when the connection drops).
+    func remote(_ up: Upstream) async throws {
+        let path = "/v1/devices/" + (device.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? device)
+        let (device, json) = (device, json)
+        @Sendable func fetch() async throws -> String {
+            let answer = try await RemoteAnswer.send { try await up.request(.GET, path) }
+            guard answer.status == 200 else { throw RemoteAnswer.failure(answer, up) }
+            var bytes = answer.body
+            guard let value = try? JSON.parse(bytes: &bytes) else {
+                throw ValidationError("\(up.base) answered with something that is not a device's status")
+            }
+            // The server's JSON is the store's writer's, so --json prints the same bytes.
+            return json ? String(decoding: answer.body, as: UTF8.self) : Self.text(value)
+        }
+        guard watch else {
+            Output.line(try await fetch())
+            return
+        }
+        let watchPath =
+            "/v1/watch?path=" + ("devices/\(device)".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        try await Services.untilSignalled(logger: Logger(label: "tracer.status")) {
+            let last = LastLine()
+            var failures = 0
+            while !Task.isCancelled {
+                do {
+                    last.print(try await fetch())
+                    try await up.events(watchPath) { last.print(try await fetch()) }
+                } catch let e as SyncError where e.code == .unavailable {
+                    failures += 1
+                    if failures == 1 { Output.error("the site server went away (\(e.message)); reconnecting") }
+                    try await Task.sleep(for: .seconds(min(30, 1 << min(failures, 5))))
+                    continue
+                } catch let e as SyncError {
+                    throw ValidationError("the site server refused the watch: \(e.message)")
+                }
+                failures = 0
+            }
+        }
+    }
+
+    /// Prints a line unless it is the one printed last.
+    final class LastLine: @unchecked Sendable {
+        private let lock = NSLock()
+        private var last = ""
+
+        func print(_ line: String) {
+            lock.lock()
+            defer { lock.unlock() }
+            if line != last { Output.line(line) }
+            last = line
+        }
+    }
 }
 
 /// `tracer exposure --beacon KEY | --device ID`: the admin's view.
@@ -156,45 +221,46 @@ struct ReportCommand: AsyncParsableCommand {
         subcommands: [FlagReport.self, Revoke.self, Follow.self]
     )
 
-    /// The exposure policy: the site's (from --map), else DESIGN.md's defaults; options override.
+    /// The exposure policy: the site's (from --map, else the one published in the store), else
+    /// DESIGN.md's defaults; options override.
     struct PolicyOptions: ParsableArguments {
-        @Option(help: "The site's BeaconMap: its settings give the policy.") var map: String?
+        @Option(help: "The site's BeaconMap (default: the site published in the store, if any).") var map: String?
         @Option(help: "Separation radius, metres (default 6).") var radius: Double?
         @Option(help: "Minutes between windows that still count (default 5).") var window: Double?
         @Option(help: "Days looked back from the collection date (default 14).") var lookbackDays: Double?
         @Option(
             help:
-                "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs --map)."
+                "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs a site)."
         ) var separation: String?
 
-        /// The site of --map, if given.
-        var site: Site? {
-            get throws { try map.map { try Site.load(file: $0) } }
+        /// The site: --map's (an error when its anchors disagree with the store's published
+        /// site; with `publish`, written to the store), else the store's, else none.
+        func site(in store: DocumentStore, publish: Bool = false) throws -> Site? {
+            try SiteResolution.site(map: map, store: store, publish: publish)
         }
 
-        var engine: ExposureEngine {
-            get throws {
-                var p = try site.map { ExposurePolicy(site: $0) } ?? ExposurePolicy()
-                if let separation {
-                    guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
-                        throw ValidationError("--separation takes sum, possible or geometric, not '\(separation)'")
-                    }
-                    p.separation = rule
+        /// The exposure engine under `site`'s policy and these options.
+        func engine(site: Site?) throws -> ExposureEngine {
+            var p = site.map { ExposurePolicy(site: $0) } ?? ExposurePolicy()
+            if let separation {
+                guard let rule = ExposurePolicy.Separation(rawValue: separation) else {
+                    throw ValidationError("--separation takes sum, possible or geometric, not '\(separation)'")
                 }
-                if let radius {
-                    guard radius > 0 else { throw ValidationError("--radius takes metres above 0") }
-                    p.radius = radius
-                }
-                if let window {
-                    guard window >= 0 else { throw ValidationError("--window takes minutes, 0 or more") }
-                    p.window = window * 60
-                }
-                if let lookbackDays {
-                    guard lookbackDays > 0 else { throw ValidationError("--lookback-days takes days above 0") }
-                    p.lookback = lookbackDays * 86_400
-                }
-                return ExposureEngine(policy: p)
+                p.separation = rule
             }
+            if let radius {
+                guard radius > 0 else { throw ValidationError("--radius takes metres above 0") }
+                p.radius = radius
+            }
+            if let window {
+                guard window >= 0 else { throw ValidationError("--window takes minutes, 0 or more") }
+                p.window = window * 60
+            }
+            if let lookbackDays {
+                guard lookbackDays > 0 else { throw ValidationError("--lookback-days takes days above 0") }
+                p.lookback = lookbackDays * 86_400
+            }
+            return ExposureEngine(policy: p)
         }
     }
 
@@ -208,7 +274,8 @@ struct ReportCommand: AsyncParsableCommand {
         @Argument(help: "The report id.") var id: String
 
         func run() throws {
-            let r = try policy.engine.flag(reportID: id, store: try options.open(mustExist: true))
+            let store = try options.open(mustExist: true)
+            let r = try policy.engine(site: policy.site(in: store)).flag(reportID: id, store: store)
             Output.line(
                 "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure")) "
                     + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
@@ -238,7 +305,9 @@ struct ReportCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = Logger(label: "tracer.flagger")
-            let flagger = Flagger(store: try options.open(), engine: try policy.engine, logger: logger) { id, r in
+            let store = try options.open()
+            let engine = try policy.engine(site: policy.site(in: store))
+            let flagger = Flagger(store: store, engine: engine, logger: logger) { id, r in
                 Output.line(
                     "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure"))"
                 )

@@ -1,11 +1,12 @@
 import ArgumentParser
+import TracerModel
 import TracerSite
 
 /// `tracer map …`: BeaconMap files.
 struct Map: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check BeaconMap site files.",
-        subcommands: [Check.self]
+        abstract: "Check BeaconMap site files, and publish one as the store's site.",
+        subcommands: [Check.self, Publish.self, Show.self]
     )
 
     struct Check: ParsableCommand {
@@ -23,6 +24,52 @@ struct Map: ParsableCommand {
                     + "\(Self.count(kiosks, "kiosk")), \(Self.count(site.anchors.count - kiosks, "fixed beacon")), "
                     + "\(site.deviceUUIDs.count) personal-device UUID\(site.deviceUUIDs.count == 1 ? "" : "s"): ok"
             )
+        }
+    }
+
+    struct Publish: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a BeaconMap into the store as its site (config/site), replacing the one there.",
+            discussion: """
+                Every command on the store then uses its rooms, anchors and settings without --map, and kiosks \
+                replicating into a site server take it from there (GET /v1/site) without a restart.
+                """
+        )
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "A BeaconMap YAML file.") var file: String
+
+        func run() throws {
+            let site = try PublishedSite(source: try SiteResolution.read(file), file: file)
+            let store = try options.open()
+            let old = try PublishedSite.load(from: store)
+            let written = try site.publish(to: store)
+            let what =
+                "\(site.site.name), \(Check.count(site.site.anchors.count, "anchor")), digest \(site.digest.prefix(12))"
+            if !written {
+                Output.line("\(file): already the site of \(options.resolvedPath) (\(what))")
+            } else if let old {
+                let changes = site.site.anchorDifferences(from: old.site)
+                Output.line(
+                    "\(file): published to \(options.resolvedPath) (\(what)), replacing the site from \(old.file)"
+                        + (changes.isEmpty ? " (same anchors)" : ": " + changes.joined(separator: "; "))
+                )
+            } else {
+                Output.line("\(file): published to \(options.resolvedPath) (\(what))")
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the BeaconMap published in the store.")
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            guard let site = try PublishedSite.load(from: options.open(mustExist: true)) else {
+                throw ValidationError(
+                    "no site is published in \(options.resolvedPath) (tracer map publish FILE)"
+                )
+            }
+            Output.line(site.source.hasSuffix("\n") ? String(site.source.dropLast()) : site.source)
         }
     }
 }

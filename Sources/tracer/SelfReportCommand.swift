@@ -1,9 +1,12 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import TracerExposure
 import TracerModel
 import TracerOCR
+import TracerReplication
 import TracerReports
+import TracerSite
 import TracerStore
 import TracerVerification
 
@@ -35,22 +38,47 @@ struct VerifyOptions: ParsableArguments {
         return (Verifier.verify(page, policy: policy, now: Date()), sha)
     }
 
-    static func show(_ v: Verification) {
-        Output.line(v.accepted ? "ACCEPTED: a recent positive COVID-19 test" : "REJECTED")
-        for rule in v.rules {
-            Output.line("  \(rule.passed ? "pass" : "FAIL")  \(rule.name): \(rule.detail)")
-            for e in rule.evidence.prefix(3) {
-                Output.line("          \"\(e.text)\" (\(Int(e.confidence))%) in \"\(e.context)\"")
+    static func show(_ v: Verification) { show(accepted: v.accepted, rules: v.ruleObjects) }
+
+    /// The decision and its rules, from the verifier here or from the site server's answer
+    /// (both in the API's shape: confidences to a tenth), so the two print the same.
+    static func show(accepted: Bool, rules: [[String: Any]]) {
+        Output.line(accepted ? "ACCEPTED: a recent positive COVID-19 test" : "REJECTED")
+        for rule in rules {
+            let passed = rule["passed"] as? Bool ?? false
+            Output.line(
+                "  \(passed ? "pass" : "FAIL")  \(rule["name"] as? String ?? ""): \(rule["detail"] as? String ?? "")"
+            )
+            for e in (rule["evidence"] as? [[String: Any]] ?? []).prefix(3) {
+                let confidence = Int((e["confidence"] as? Double) ?? 0)
+                Output.line(
+                    "          \"\(e["text"] as? String ?? "")\" (\(confidence)%) in \"\(e["context"] as? String ?? "")\""
+                )
             }
         }
     }
 
     static func json(_ v: Verification, extra: [String: Any] = [:]) -> String {
+        json(
+            accepted: v.accepted,
+            collectedAt: v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds },
+            rules: v.ruleObjects,
+            extra: extra
+        )
+    }
+
+    static func json(
+        accepted: Bool,
+        collectedAt: String?,
+        rules: [[String: Any]],
+        extra: [String: Any] = [:]
+    )
+        -> String
+    {
         var object: [String: Any] = extra
-        object["accepted"] = v.accepted
-        object["collectedAt"] =
-            v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds } ?? NSNull()
-        object["rules"] = v.ruleObjects
+        object["accepted"] = accepted
+        object["collectedAt"] = collectedAt ?? NSNull()
+        object["rules"] = rules
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
@@ -77,7 +105,7 @@ struct VerifyCommand: ParsableCommand {
 }
 
 /// `tracer self-report IMAGE`: a person who tested positive reports it.
-struct SelfReportCommand: ParsableCommand {
+struct SelfReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "self-report",
         abstract: "Report a positive test: OCR-verify the image, confirm, record it, and flag exposures.",
@@ -85,7 +113,8 @@ struct SelfReportCommand: ParsableCommand {
             Nothing is stored or sent until you confirm (or pass --yes). The image is read in memory and \
             never kept: the report holds its SHA-256 and the words that decided. The same image for the same \
             device is the same report. Exit 0 accepted, 2 rejected (the failed rules on stderr), 1 bad input \
-            or not confirmed.
+            or not confirmed. With --server URL --token-file FILE (or TRACER_SERVER, TRACER_TOKEN_FILE) the site \
+            server reads and records it, with the same output, prompt and exit status.
             """
     )
 
@@ -99,6 +128,7 @@ struct SelfReportCommand: ParsableCommand {
     var anchor: String?
     @Flag(help: "Record without asking for confirmation.") var yes = false
     @OptionGroup(title: "Exposure policy") var policy: ReportCommand.PolicyOptions
+    @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
     @Option(help: "Questionnaire: have you symptoms? (yes or no)") var symptoms: YesNo?
     @Option(help: "Questionnaire: were you tested because of symptoms or contact? (yes or no)") var tested: YesNo?
 
@@ -108,7 +138,8 @@ struct SelfReportCommand: ParsableCommand {
     }
 
     func validate() throws {
-        if device == nil && anchor == nil {
+        // Against the server a device token names its own device.
+        if device == nil && anchor == nil && serverOptions.url == nil {
             throw ValidationError("give --device ID, or --anchor KEY on a kiosk to take the device at immediate range")
         }
         if let device, device.isEmpty || device.contains("/") {
@@ -116,11 +147,22 @@ struct SelfReportCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        if let upstream = try serverOptions.upstream() {
+            defer { Task { try? await upstream.shutdown() } }
+            try await remote(upstream)
+            return
+        }
         // The person is at the kiosk when they start, not when the OCR is done reading.
         let started = Date()
-        let engine = try policy.engine  // a bad map or option is an error before anything is read
-        let site = try policy.site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
+        // The site (--map's, else the store's) and the options first: their errors come before
+        // anything is read.
+        // A rejected report leaves no trace, not even an empty store: the store is created
+        // only once there is something to record.
+        let existing = FileManager.default.fileExists(atPath: storeOptions.resolvedPath) ? try storeOptions.open() : nil
+        let published = try existing.map { try policy.site(in: $0) } ?? policy.map.map { try Site.load(file: $0) }
+        let engine = try policy.engine(site: published)
+        let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
         let (v, sha) = try options.verify(options.policy(site))
         if !v.accepted {
             if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
@@ -130,7 +172,11 @@ struct SelfReportCommand: ParsableCommand {
             )
             throw ExitCode(2)
         }
-        let desk = SelfReportDesk(store: try storeOptions.open(), flagging: engine, policy: options.policy(site))
+        let desk = SelfReportDesk(
+            store: try existing ?? storeOptions.open(),
+            flagging: engine,
+            policy: options.policy(site)
+        )
         let deviceID: String
         do {
             deviceID = try desk.reporter(device: device, kiosk: anchor, since: started)
@@ -142,24 +188,8 @@ struct SelfReportCommand: ParsableCommand {
             )
         }
         if !options.json { VerifyOptions.show(v) }
-        if !yes {
-            guard isatty(0) == 1 else {
-                throw ValidationError(
-                    "no terminal to confirm on: add --yes to record the report (nothing was recorded)"
-                )
-            }
-            FileHandle.standardOutput.write(
-                Data("Record a positive report for device \(deviceID) and flag those exposed? [y/N] ".utf8)
-            )
-            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard answer == "y" || answer == "yes" else {
-                Output.error("not confirmed: nothing was recorded")
-                throw ExitCode.failure
-            }
-        }
-        var answers: [String: Bool] = [:]
-        if let symptoms { answers["symptoms"] = symptoms.bool }
-        if let tested { answers["tested"] = tested.bool }
+        try confirm(deviceID)
+        let answers = self.answers
         guard
             case .recorded(let report, _, let flagged, let ok) = try desk.submit(
                 v,
@@ -180,12 +210,109 @@ struct SelfReportCommand: ParsableCommand {
                 )
             )
         } else {
-            Output.line(
-                report.created
-                    ? "recorded report \(report.id) for device \(deviceID); the device is marked positive"
-                    : "already reported: report \(report.id) for device \(deviceID) (nothing doubled)"
+            Self.recorded(report.id, device: deviceID, created: report.created, flagging: flagged)
+        }
+    }
+
+    var answers: [String: Bool] {
+        var answers: [String: Bool] = [:]
+        if let symptoms { answers["symptoms"] = symptoms.bool }
+        if let tested { answers["tested"] = tested.bool }
+        return answers
+    }
+
+    /// Asks before anything is recorded (unless --yes); throws when not confirmed.
+    func confirm(_ deviceID: String) throws {
+        guard !yes else { return }
+        guard isatty(0) == 1 else {
+            throw ValidationError("no terminal to confirm on: add --yes to record the report (nothing was recorded)")
+        }
+        FileHandle.standardOutput.write(
+            Data("Record a positive report for device \(deviceID) and flag those exposed? [y/N] ".utf8)
+        )
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        guard answer == "y" || answer == "yes" else {
+            Output.error("not confirmed: nothing was recorded")
+            throw ExitCode.failure
+        }
+    }
+
+    static func recorded(_ id: String, device: String, created: Bool, flagging: String) {
+        Output.line(
+            created
+                ? "recorded report \(id) for device \(device); the device is marked positive"
+                : "already reported: report \(id) for device \(device) (nothing doubled)"
+        )
+        Output.line(flagging)
+    }
+
+    /// The same, through the site server: it reads the image (a dry run, nothing recorded),
+    /// the evidence is shown here, and once confirmed the server records and flags.
+    func remote(_ up: Upstream) async throws {
+        if options.minConfidence != nil || policy.map != nil {
+            throw ValidationError(
+                "--min-confidence and --map are for a check on this machine; the site server applies the site's policy"
             )
-            Output.line(flagged)
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: options.image))
+        func form(dryRun: Bool) -> MultipartForm {
+            var f = MultipartForm()
+            f.add("image", file: options.image, data: data)
+            if let device { f.add("deviceId", device) }
+            if let anchor { f.add("anchor", anchor) }
+            if !answers.isEmpty { f.add("answers", ExposureOutput.json(answers)) }
+            if dryRun { f.add("dryRun", "true") }
+            return f
+        }
+        func post(_ f: MultipartForm) async throws -> Upstream.Answer {
+            try await RemoteAnswer.send {
+                try await up.request(
+                    .POST,
+                    "/v1/reports",
+                    body: .bytes(ByteBuffer(bytes: f.finished())),
+                    headers: [("Content-Type", f.contentType)]
+                )
+            }
+        }
+        if Output.stderrIsTerminal { Output.error("sending \(options.image) to \(up.base) to be read…") }
+        let check = try await post(form(dryRun: true))
+        let checked = try? RemoteAnswer.object(check, from: up.base)
+        let rules = checked?["rules"] as? [[String: Any]] ?? []
+        let collectedAt = checked?["collectedAt"] as? String
+        if check.status == 422, checked?["accepted"] as? Bool == false {
+            if options.json {
+                Output.line(VerifyOptions.json(accepted: false, collectedAt: collectedAt, rules: rules))
+            } else {
+                VerifyOptions.show(accepted: false, rules: rules)
+            }
+            Output.error(check.message)
+            throw ExitCode(2)
+        }
+        guard check.status == 200, let deviceID = checked?["deviceId"] as? String else {
+            throw RemoteAnswer.failure(check, up)
+        }
+        if !options.json { VerifyOptions.show(accepted: true, rules: rules) }
+        try confirm(deviceID)
+        let done = try await post(form(dryRun: false))
+        guard done.status == 200 || done.status == 201 else { throw RemoteAnswer.failure(done, up) }
+        let r = try RemoteAnswer.object(done, from: up.base)
+        let id = r["reportId"] as? String ?? "?"
+        let created = r["created"] as? Bool ?? (done.status == 201)
+        let flagging = r["flagging"] as? String ?? ""
+        if options.json {
+            Output.line(
+                VerifyOptions.json(
+                    accepted: true,
+                    collectedAt: r["collectedAt"] as? String ?? collectedAt,
+                    rules: r["rules"] as? [[String: Any]] ?? rules,
+                    extra: [
+                        "reportId": id, "deviceId": r["deviceId"] as? String ?? deviceID, "created": created,
+                        "status": r["status"] as? String ?? "accepted", "flagging": flagging,
+                    ]
+                )
+            )
+        } else {
+            Self.recorded(id, device: r["deviceId"] as? String ?? deviceID, created: created, flagging: flagging)
         }
     }
 }

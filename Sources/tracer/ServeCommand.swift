@@ -14,8 +14,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Routes: /health, /v1/features, /v1/beacons, /v1/beacons/{key}/exposures?since=, /v1/devices/{id}, \
             POST /v1/reports (multipart), /v1/responses, /v1/watch?path= (Server-Sent Events), and the dashboard \
-            at /. Every /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
-            Put it behind a reverse proxy for TLS (README: "The admin API").
+            at /, POST /v1/sync (kiosks replicating), /v1/kiosks (their sync state), /v1/site (the published \
+            BeaconMap). Every /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
+            --tls-cert and --tls-key serve HTTPS; a reverse proxy in front works too (README: "Deploying a site").
             """
     )
 
@@ -27,6 +28,11 @@ struct ServeCommand: AsyncParsableCommand {
     var occupancyWindow: Double = 120
     @Option(help: "Threads reading uploaded results (one Tesseract engine each).") var ocrThreads = 2
     @Option(help: "Uploads that may wait for a reader; more are answered 503 with Retry-After.") var ocrQueue = 8
+    @Option(help: "Serve HTTPS with this PEM certificate (chain); needs --tls-key.") var tlsCert: String?
+    @Option(help: "The PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "Close a connection that sends nothing for this many seconds (half a request included).")
+    var idleTimeout: Double = 30
+    @Option(help: "Connections open at once; more wait to be accepted.") var maxConnections = 1024
 
     func run() async throws {
         let (host, port) = try Server.address(bind)
@@ -34,29 +40,39 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...64).contains(ocrThreads), (0...10_000).contains(ocrQueue) else {
             throw ValidationError("--ocr-threads takes 1 to 64, --ocr-queue 0 or more")
         }
-        let engine = try policy.engine
-        let site = try policy.map.map { try Site.load(file: $0) }
+        guard idleTimeout > 0, maxConnections > 0 else {
+            throw ValidationError("--idle-timeout takes seconds above 0, --max-connections 1 or more")
+        }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        var serverOptions = Server.Options()
+        serverOptions.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
+        serverOptions.maxConnections = maxConnections
+        if let tlsCert, let tlsKey { serverOptions.tls = try Server.Options.tls(certificate: tlsCert, key: tlsKey) }
+        var logger = Logger(label: "tracer.serve")
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
         let store = try options.open()
+        let site = try policy.site(in: store, publish: true)
+        let engine = try policy.engine(site: site)
         let api = try API(
             store: store,
             site: site,
             engine: engine,
             occupancyWindow: occupancyWindow,
             ocrSlots: ocrThreads,
-            ocrQueue: ocrQueue
+            ocrQueue: ocrQueue,
+            logger: logger
         )
         if try TokenStore(store: store).list().isEmpty {
             Output.error(
                 "no tokens yet: create one with `tracer token create --role admin --store \(options.resolvedPath)`"
             )
         }
-        var logger = Logger(label: "tracer.serve")
-        logger.logLevel =
-            ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
-        let app = Server.application(api, host: host, port: port, logger: logger) { bound in
+        let scheme = serverOptions.tls == nil ? "http" : "https"
+        let app = try Server.application(api, host: host, port: port, options: serverOptions, logger: logger) { bound in
             let shown = host.contains(":") ? "[\(host)]" : host
             Output.line(
-                "serving \(options.resolvedPath) on http://\(shown):\(bound)/ (the dashboard; the API under /v1)"
+                "serving \(options.resolvedPath) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
         try await Services.run([app], logger: logger)
@@ -79,6 +95,7 @@ struct TokenCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
         @Option(help: "admin, kiosk or device.") var role: String
         @Option(help: "A device token's device id.") var device: String?
+        @Option(help: "A kiosk token's anchor: the only beacons/{KEY} it may replicate.") var anchor: String?
         @Option(help: "A name to know it by (shown in the audit log).") var name: String?
         @Flag(help: "Print JSON: {\"id\", \"token\", \"role\"}.") var json = false
 
@@ -89,13 +106,24 @@ struct TokenCommand: ParsableCommand {
             if r == .device, device?.isEmpty ?? true { throw ValidationError("a device token needs --device ID") }
             if r != .device, device != nil { throw ValidationError("only a device token takes --device") }
             if let device, device.contains("/") { throw ValidationError("--device takes a device id, not '\(device)'") }
-            let created = try TokenStore(store: options.open()).create(role: r, deviceID: device, name: name)
+            if r != .kiosk, anchor != nil { throw ValidationError("only a kiosk token takes --anchor") }
+            let store = try options.open()
+            if let anchor {
+                guard (try? Collections.beacon(anchor)) != nil else {
+                    throw ValidationError("--anchor takes an anchor key, not '\(anchor)'")
+                }
+                // A key the published site does not have is a typo until proven otherwise.
+                if let site = try PublishedSite.load(from: store), site.site.anchor(anchor) == nil {
+                    throw ValidationError("no anchor '\(anchor)' in the site published in \(options.resolvedPath)")
+                }
+            }
+            let created = try TokenStore(store: store).create(role: r, deviceID: device, anchor: anchor, name: name)
             if json {
                 Output.line(ExposureOutput.json(["id": created.id, "token": created.token, "role": r.rawValue]))
             } else {
                 Output.line(created.token)
                 Output.error(
-                    "token \(created.id) (\(r.rawValue)\(device.map { " for \($0)" } ?? "")): shown once, stored hashed; send it as 'Authorization: Bearer …'"
+                    "token \(created.id) (\(r.rawValue)\(device.map { " for \($0)" } ?? "")\(anchor.map { " for anchor \($0)" } ?? "")): shown once, stored hashed; send it as 'Authorization: Bearer …'"
                 )
             }
         }
@@ -113,6 +141,7 @@ struct TokenCommand: ParsableCommand {
                 Output.line(
                     "\(d.id)  \(d["role"]?.stringValue ?? "?")  \(d["name"]?.stringValue ?? "")"
                         + (d["deviceId"]?.stringValue.map { "  device \($0)" } ?? "")
+                        + (d["anchor"]?.stringValue.map { "  anchor \($0)" } ?? "")
                         + "  created \(ExposureOutput.second(d["createdAt"]))" + revoked
                 )
             }

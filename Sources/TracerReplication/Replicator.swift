@@ -1,0 +1,328 @@
+import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+import Synchronization
+import TracerModel
+import TracerStore
+
+/// The kiosk's side of replication, a Service beside the ranging: sends the local change log
+/// after the token the site server last acknowledged, in batches, and moves the checkpoint only
+/// once the server has answered (it commits before it answers).
+///
+/// - Live: whatever is new is sent every `interval` (half a second), a full batch at once; with
+///   nothing new, an empty batch every `heartbeat` lets the server see the kiosk and its clock.
+/// - Offline: retries on a timer with exponential backoff and jitter (1 s doubling to 30 s),
+///   never waiting for the next local write; one log line when the server goes, one when it
+///   is back.
+/// - A refused token (401) stops sending, with one log line, until the token file changes;
+///   documents the token may not write (403 each) are acknowledged and counted, not retried.
+/// - On graceful shutdown (SIGTERM, a replay's end) it drains: it returns once everything is
+///   acknowledged, or after `drainTimeout`, saying how much is left.
+public final class Replicator: Service, Sendable {
+    /// Tuning and limits.
+    public struct Options: Sendable {
+        public var batchSize = 1000
+        public var interval: Duration = .milliseconds(500)
+        public var heartbeat: Duration = .seconds(15)
+        public var drainTimeout: Duration = .seconds(60)
+        public var maxBackoff: Duration = .seconds(30)
+
+        public init() {}
+    }
+
+    let store: DocumentStore
+    public let upstream: Upstream
+    /// The anchor this kiosk ranges as (or the device, in scanner mode): named in each batch.
+    let kiosk: String
+    let options: Options
+    let logger: Logger
+    /// Live counters for the status line, the metrics and the drain's report.
+    public let status = ReplicationStatus()
+    let metrics = ReplicationMetrics()
+
+    /// The checkpoint's name in the store: one per server, so that pointing a kiosk at another
+    /// server sends it everything.
+    var checkpointName: String { "upstream " + upstream.base }
+
+    public init(
+        store: DocumentStore,
+        upstream: Upstream,
+        kiosk: String,
+        options: Options = Options(),
+        logger: Logger
+    ) {
+        self.store = store
+        self.upstream = upstream
+        self.kiosk = kiosk
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Only what this kiosk records travels: its anchor's document and interactions, the same
+    /// rule the server applies to its token (not the other anchors' documents the daemon keeps
+    /// locally, nor its copy of the site).
+    func travels(_ path: DocumentPath) -> Bool {
+        SyncScope.refusal(of: path, anchor: kiosk) == nil
+    }
+
+    public func run() async throws {
+        var acknowledged = try store.checkpoint(checkpointName)
+        var rtt: Double?
+        var lastExchange = ContinuousClock.now - options.heartbeat
+        var failures = 0
+        var outageSince: ContinuousClock.Instant?
+        var stoppedToken: String?
+        var drainDeadline: ContinuousClock.Instant?
+        publishBacklog(after: acknowledged)
+        logger.info("replicating", metadata: ["upstream": "\(upstream.base)", "from.token": "\(acknowledged)"])
+
+        while true {
+            if drainDeadline == nil, Task.isShuttingDownGracefully {
+                drainDeadline = .now + options.drainTimeout
+                let left = try store.backlog(after: acknowledged).changes
+                if left > 0 {
+                    logger.notice(
+                        "draining before exit",
+                        metadata: [
+                            "backlog.changes": "\(left)", "timeout.seconds": "\(options.drainTimeout / .seconds(1))",
+                        ]
+                    )
+                }
+            }
+            if Task.isCancelled { return }
+            if let deadline = drainDeadline, ContinuousClock.now >= deadline {
+                let left = try store.backlog(after: acknowledged)
+                logger.warning(
+                    "drain timed out: \(left.changes) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
+                    metadata: ["backlog.changes": "\(left.changes)"]
+                )
+                return
+            }
+
+            // A refused token: wait for the file to change (draining, until the drain's deadline).
+            if let refused = stoppedToken {
+                if let now = try? upstream.token(), now != refused {
+                    logger.notice(
+                        "the token file changed: replicating again",
+                        metadata: ["file": "\(upstream.tokenFile)"]
+                    )
+                    stoppedToken = nil
+                    status.update { $0.state = .connecting }
+                } else {
+                    await nap(.seconds(drainDeadline == nil ? 2 : 0.5), draining: drainDeadline != nil)
+                    continue
+                }
+            }
+
+            let outbox = try store.outbox(after: acknowledged, limit: options.batchSize, include: travels)
+            let after = try store.backlog(after: outbox.through)
+            let nothingNew = outbox.through == acknowledged
+            if nothingNew {
+                if drainDeadline != nil {
+                    logger.info("drained: everything acknowledged", metadata: ["token": "\(acknowledged)"])
+                    return
+                }
+                if ContinuousClock.now - lastExchange < options.heartbeat, failures == 0 {
+                    await nap(options.interval, draining: false)
+                    continue
+                }
+            }
+
+            let sentAt = Date().timeIntervalSince1970
+            let body = SyncBatch.body(
+                kiosk: kiosk,
+                through: outbox.through,
+                sentAt: sentAt,
+                rtt: rtt,
+                backlog: after.changes,
+                backlogOldest: after.oldest?.seconds,
+                documents: outbox.entries
+            )
+            let started = ContinuousClock.now
+            let outcome: Result<SyncAnswer, SyncError>
+            do { outcome = .success(try await upstream.send(body)) } catch { outcome = .failure(error) }
+            switch outcome {
+            case .success(let answer):
+                let elapsed = (ContinuousClock.now - started) / .seconds(1)
+                rtt = elapsed
+                lastExchange = .now
+                // The server committed before it answered: only now does the checkpoint move.
+                try store.setCheckpoint(checkpointName, answer.acknowledged)
+                acknowledged = answer.acknowledged
+                if let since = outageSince {
+                    logger.notice(
+                        "the site server is back after \(Int((ContinuousClock.now - since) / .seconds(1))) s",
+                        metadata: ["upstream": "\(upstream.base)"]
+                    )
+                }
+                outageSince = nil
+                failures = 0
+                for r in answer.refused {
+                    logger.error(
+                        "the site server refused a document (kept here, not retried): \(r.reason)",
+                        metadata: ["path": "\(r.path)"]
+                    )
+                }
+                // The kiosk's clock against the server's, from the middle of the round trip.
+                let offset = (sentAt + elapsed / 2) - answer.serverTime
+                status.update {
+                    $0.state = .connected
+                    $0.acknowledged = answer.acknowledged
+                    $0.lastAcknowledgement = Date().timeIntervalSince1970
+                    $0.sent += answer.applied + answer.unchanged
+                    $0.refused += answer.refused.count
+                    $0.clockOffset = offset
+                    $0.lastError = nil
+                }
+                metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
+                publishBacklog(after: acknowledged)
+            case .failure(let e) where e.code == .unauthorized || e.code == .forbidden:
+                stoppedToken = (try? upstream.token()) ?? ""
+                logger.error(
+                    "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
+                )
+                status.update {
+                    $0.state = .tokenRefused
+                    $0.lastError = e.message
+                }
+            case .failure(let e) where e.code == .badRequest || e.code == .protocolError:
+                // A batch the server cannot take would be refused forever: say so loudly, and
+                // retry slowly (a newer server may take it).
+                failures += 1
+                logger.error(
+                    "the site server refused a batch: \(e.message)",
+                    metadata: ["through": "\(outbox.through)"]
+                )
+                status.update {
+                    $0.state = .retrying
+                    $0.lastError = e.message
+                }
+                await nap(options.maxBackoff, draining: drainDeadline != nil)
+            case .failure(let e):
+                failures += 1
+                if outageSince == nil {
+                    outageSince = started
+                    logger.warning(
+                        "the site server is unreachable (\(e.message)); recording goes on and the backlog is kept; retrying with backoff",
+                        metadata: ["upstream": "\(upstream.base)"]
+                    )
+                }
+                status.update {
+                    $0.state = .retrying
+                    $0.lastError = e.message
+                }
+                publishBacklog(after: acknowledged)
+                var wait = backoff(failures)
+                if let deadline = drainDeadline { wait = min(wait, max(.zero, deadline - .now)) }
+                await nap(wait, draining: drainDeadline != nil)
+            }
+        }
+    }
+
+    /// Sleeps; before the drain, graceful shutdown ends the nap at once (the drain begins).
+    func nap(_ duration: Duration, draining: Bool) async {
+        if draining {
+            try? await Task.sleep(for: duration)
+        } else {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+        }
+    }
+
+    /// 1 s, 2 s, 4 s … up to `maxBackoff`, each between half and all of it (jitter, so that a
+    /// site's kiosks do not all come back in the same second).
+    func backoff(_ failures: Int) -> Duration {
+        let ceiling = min(Double(options.maxBackoff / .milliseconds(1)), 1000 * pow(2, Double(min(failures - 1, 16))))
+        return .milliseconds(Int(ceiling * Double.random(in: 0.5...1.0)))
+    }
+
+    func publishBacklog(after token: Int64) {
+        guard let backlog = try? store.backlog(after: token) else { return }
+        status.update {
+            $0.backlog = backlog.changes
+            $0.backlogOldest = backlog.oldest?.seconds
+        }
+        metrics.backlog(status.snapshot)
+    }
+}
+
+/// A replicator's state, readable from other threads (the status line, the metrics).
+public final class ReplicationStatus: Sendable {
+    public enum State: String, Sendable {
+        case connecting, connected, retrying
+        /// The server refused the token: waiting for the token file to change.
+        case tokenRefused = "token refused"
+    }
+
+    public struct Snapshot: Sendable {
+        public var state = State.connecting
+        /// Changes not yet acknowledged, and the time of the oldest (Unix seconds).
+        public var backlog: Int64 = 0
+        public var backlogOldest: Double?
+        public var acknowledged: Int64 = 0
+        /// Unix seconds of the last acknowledgement.
+        public var lastAcknowledgement: Double?
+        public var sent = 0
+        public var refused = 0
+        /// This kiosk's clock minus the server's, seconds, from the last exchange.
+        public var clockOffset: Double?
+        public var lastError: String?
+    }
+
+    private let current = Mutex(Snapshot())
+
+    public init() {}
+
+    public var snapshot: Snapshot { current.withLock { $0 } }
+
+    func update(_ body: (inout Snapshot) -> Void) { current.withLock { body(&$0) } }
+
+    /// `synced; backlog 0; acknowledged 1 s ago; clock +0.012 s` or, offline,
+    /// `retrying (connection refused); backlog 1204, the oldest 3 min old; acknowledged 5 min ago`.
+    public static func line(_ s: Snapshot, now: Double = Date().timeIntervalSince1970) -> String {
+        var parts: [String] = []
+        switch s.state {
+        case .connected: parts.append(s.backlog == 0 ? "synced" : "syncing")
+        case .connecting: parts.append("connecting")
+        case .retrying: parts.append("retrying" + (s.lastError.map { " (\($0.prefix(80)))" } ?? ""))
+        case .tokenRefused: parts.append("token refused")
+        }
+        var backlog = "backlog \(s.backlog)"
+        if s.backlog > 0, let oldest = s.backlogOldest { backlog += ", the oldest \(age(now - oldest)) old" }
+        parts.append(backlog)
+        parts.append("acknowledged " + (s.lastAcknowledgement.map { "\(age(now - $0)) ago" } ?? "never"))
+        if let offset = s.clockOffset { parts.append(String(format: "clock %+.3f s", offset)) }
+        if s.refused > 0 { parts.append("\(s.refused) refused") }
+        return parts.joined(separator: "; ")
+    }
+
+    static func age(_ seconds: Double) -> String {
+        let s = max(0, seconds)
+        if s < 120 { return "\(Int(s)) s" }
+        if s < 7200 { return "\(Int(s / 60)) min" }
+        if s < 172_800 { return "\(Int(s / 3600)) h" }
+        return "\(Int(s / 86_400)) days"
+    }
+}
+
+/// The replicator's metrics (swift-metrics; nothing until a backend is bootstrapped).
+final class ReplicationMetrics: Sendable {
+    let backlogChanges = Gauge(label: "tracer_sync_backlog_changes")
+    let backlogOldest = Gauge(label: "tracer_sync_backlog_oldest_timestamp_seconds")
+    let lastAcknowledgement = Gauge(label: "tracer_sync_last_ack_timestamp_seconds")
+    let clockOffset = Gauge(label: "tracer_sync_clock_offset_seconds")
+    let documents = Counter(label: "tracer_sync_documents_acknowledged_total")
+    let refused = Counter(label: "tracer_sync_documents_refused_total")
+
+    func backlog(_ s: ReplicationStatus.Snapshot) {
+        backlogChanges.record(s.backlog)
+        backlogOldest.record(s.backlogOldest ?? 0)
+        if let t = s.lastAcknowledgement { lastAcknowledgement.record(t) }
+        if let o = s.clockOffset { clockOffset.record(o) }
+    }
+
+    func acknowledged(documents n: Int, refused r: Int) {
+        documents.increment(by: n)
+        if r > 0 { refused.increment(by: r) }
+    }
+}

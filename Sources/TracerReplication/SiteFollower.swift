@@ -1,0 +1,80 @@
+import Logging
+import ServiceLifecycle
+import TracerModel
+import TracerStore
+
+/// A kiosk's copy of the site: fetched from the site server (`GET /v1/site`), kept in the
+/// kiosk's own store (so that it starts offline), and followed: a newly published site reaches
+/// the running daemon within `interval`, without a restart.
+public struct SiteFollower: Service {
+    let upstream: Upstream
+    let store: DocumentStore
+    let interval: Duration
+    let logger: Logger
+    let changed: @Sendable (PublishedSite) -> Void
+
+    public init(
+        upstream: Upstream,
+        store: DocumentStore,
+        interval: Duration = .seconds(30),
+        logger: Logger,
+        changed: @escaping @Sendable (PublishedSite) -> Void
+    ) {
+        self.upstream = upstream
+        self.store = store
+        self.interval = interval
+        self.logger = logger
+        self.changed = changed
+    }
+
+    /// The site to start with: the server's, kept locally; else (the server away) the copy kept
+    /// from before; else it waits for the server, saying so once. Nil only on shutdown.
+    public static func initial(upstream: Upstream, store: DocumentStore, logger: Logger) async throws -> PublishedSite?
+    {
+        var said = false
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                if let (source, file, _) = try await upstream.site(etag: nil) {
+                    let site = try PublishedSite(source: source, file: file)
+                    try site.publish(to: store)
+                    return site
+                }
+            } catch let e as SyncError where e.code == .unavailable {
+                if let kept = try PublishedSite.load(from: store) {
+                    logger.warning(
+                        "the site server is unreachable (\(e.message)): starting with the site kept from \(kept.publishedAt?.iso8601Seconds ?? "before")"
+                    )
+                    return kept
+                }
+                if !said {
+                    logger.warning(
+                        "waiting for the site from \(upstream.base) (\(e.message)); no copy is kept here yet"
+                    )
+                    said = true
+                }
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(2)) }
+        }
+        return nil
+    }
+
+    public func run() async throws {
+        var digest = try PublishedSite.load(from: store)?.digest
+        while true {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            if Task.isShuttingDownGracefully || Task.isCancelled { return }
+            do {
+                guard let (source, file, new) = try await upstream.site(etag: digest) else { continue }
+                let site = try PublishedSite(source: source, file: file)
+                try site.publish(to: store)
+                digest = new
+                logger.notice("the site server published a new site", metadata: ["site.digest": "\(new.prefix(12))"])
+                changed(site)
+            } catch let e as SyncError where e.code == .unavailable {
+                continue  // the replicator says when the server is away
+            } catch {
+                logger.error("the published site cannot be used here: \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import TracerModel
+import TracerStore
+
+/// One replication exchange on the wire (`POST /v1/sync`), in the store's own JSON (timestamps
+/// tagged, so that a document arrives exactly as it was stored).
+///
+/// ```
+/// {"kiosk": "kiosk-lab", "through": 1234, "sentAt": 1795341600.125, "rtt": 0.004,
+///  "backlog": {"changes": 0, "oldest": null},
+///  "documents": [{"path": "beacons/kiosk-lab/interactions/Xy3…", "data": {…}},
+///                {"path": "beacons/kiosk-lab/interactions/Ab1…", "deleted": true}]}
+/// ```
+public struct SyncBatch: Sendable, Equatable {
+    /// The anchor the kiosk ranges as.
+    public var kiosk: String
+    /// The kiosk's change token this batch reaches.
+    public var through: Int64
+    /// The kiosk's clock when it sent the batch (Unix seconds).
+    public var sentAt: Double
+    /// The previous exchange's round trip, seconds: the server takes half of it as the one-way
+    /// delay when it measures the kiosk's clock.
+    public var rtt: Double?
+    /// Changes still queued at the kiosk after this batch, and the time of the oldest.
+    public var backlog: Int64
+    public var backlogOldest: Double?
+    public var documents: [Replica]
+
+    public init(
+        kiosk: String,
+        through: Int64,
+        sentAt: Double,
+        rtt: Double?,
+        backlog: Int64,
+        backlogOldest: Double?,
+        documents: [Replica]
+    ) {
+        self.kiosk = kiosk
+        self.through = through
+        self.sentAt = sentAt
+        self.rtt = rtt
+        self.backlog = backlog
+        self.backlogOldest = backlogOldest
+        self.documents = documents
+    }
+
+    /// The request body, with the documents' stored JSON copied in as it is.
+    public static func body(
+        kiosk: String,
+        through: Int64,
+        sentAt: Double,
+        rtt: Double?,
+        backlog: Int64,
+        backlogOldest: Double?,
+        documents: [Outbox.Entry]
+    ) -> [UInt8] {
+        var head = "{\"kiosk\": " + JSON.string(.string(kiosk)) + ", \"through\": \(through), \"sentAt\": "
+        head += JSON.string(.double(sentAt))
+        if let rtt { head += ", \"rtt\": " + JSON.string(.double(rtt)) }
+        head += ", \"backlog\": {\"changes\": \(backlog), \"oldest\": "
+        head += backlogOldest.map { JSON.string(.double($0)) } ?? "null"
+        head += "}, \"documents\": ["
+        var out = Array(head.utf8)
+        out.reserveCapacity(out.count + documents.reduce(0) { $0 + ($1.json?.count ?? 0) + 128 })
+        for (i, e) in documents.enumerated() {
+            if i > 0 { out += Array(", ".utf8) }
+            out += Array(("{\"path\": " + JSON.string(.string(e.path.description))).utf8)
+            if let json = e.json {
+                out += Array(", \"data\": ".utf8)
+                out += json
+            } else {
+                out += Array(", \"deleted\": true".utf8)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out += Array("]}".utf8)
+        return out
+    }
+
+    /// Parses a request body; every problem is a `SyncError.badRequest` naming the document.
+    public init(json bytes: [UInt8]) throws(SyncError) {
+        var bytes = bytes
+        let value: Value
+        do {
+            // Sentinels are refused: a replica carries stored values, never increments.
+            value = try JSON.parse(bytes: &bytes, allowSentinels: false)
+        } catch {
+            throw SyncError(.badRequest, "the body is not a sync batch: \(error.description)")
+        }
+        guard case .map(let top) = value else { throw SyncError(.badRequest, "the body is not a JSON object") }
+        guard case .string(let kiosk)? = top["kiosk"] else { throw SyncError(.badRequest, "kiosk: a string is needed") }
+        guard case .integer(let through)? = top["through"], through >= 0 else {
+            throw SyncError(.badRequest, "through: a change token (0 or more) is needed")
+        }
+        guard let sentAt = top["sentAt"]?.doubleValue, sentAt.isFinite else {
+            throw SyncError(.badRequest, "sentAt: Unix seconds are needed")
+        }
+        guard case .array(let docs)? = top["documents"] else {
+            throw SyncError(.badRequest, "documents: an array is needed")
+        }
+        var entries: [Replica] = []
+        entries.reserveCapacity(docs.count)
+        for (i, doc) in docs.enumerated() {
+            guard case .map(let fields) = doc, case .string(let raw)? = fields["path"] else {
+                throw SyncError(.badRequest, "documents[\(i)]: {\"path\", \"data\"} or {\"path\", \"deleted\": true}")
+            }
+            let path: DocumentPath
+            do { path = try DocumentPath(raw) } catch {
+                throw SyncError(.badRequest, "documents[\(i)]: \(error.description)")
+            }
+            switch (fields["data"], fields["deleted"]) {
+            case (.map(let data)?, nil): entries.append(.init(path: path, data: data))
+            case (nil, .bool(true)?): entries.append(.init(path: path, data: nil))
+            default:
+                throw SyncError(.badRequest, "documents[\(i)] (\(raw.prefix(120))): data (an object) or deleted: true")
+            }
+        }
+        var backlog: Int64 = 0
+        var oldest: Double?
+        if case .map(let b)? = top["backlog"] {
+            if case .integer(let n)? = b["changes"] { backlog = max(0, n) }
+            oldest = b["oldest"]?.doubleValue
+        }
+        self.init(
+            kiosk: kiosk,
+            through: through,
+            sentAt: sentAt,
+            rtt: top["rtt"]?.doubleValue.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil },
+            backlog: backlog,
+            backlogOldest: oldest,
+            documents: entries
+        )
+    }
+}
+
+/// The server's answer to a batch: what it acknowledged (committed before it answered), what it
+/// refused and why, and its clock.
+public struct SyncAnswer: Sendable, Equatable {
+    /// A document the server will not take from this token (403): not retried.
+    public struct Refusal: Sendable, Equatable {
+        public var path: String
+        public var reason: String
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+    }
+
+    public var acknowledged: Int64
+    public var applied: Int
+    public var unchanged: Int
+    public var refused: [Refusal]
+    /// The server's clock when it committed (Unix seconds).
+    public var serverTime: Double
+    /// The kiosk's clock offset as the server measured it (kiosk minus server), seconds.
+    public var clockOffset: Double?
+
+    public init(
+        acknowledged: Int64,
+        applied: Int,
+        unchanged: Int,
+        refused: [Refusal],
+        serverTime: Double,
+        clockOffset: Double?
+    ) {
+        self.acknowledged = acknowledged
+        self.applied = applied
+        self.unchanged = unchanged
+        self.refused = refused
+        self.serverTime = serverTime
+        self.clockOffset = clockOffset
+    }
+
+    public var json: String {
+        let refusals = refused.map { r in
+            Value.map(["path": .string(r.path), "reason": .string(r.reason), "status": .integer(403)])
+        }
+        var fields: [String: Value] = [
+            "acknowledged": .integer(acknowledged), "applied": .integer(Int64(applied)),
+            "unchanged": .integer(Int64(unchanged)), "refused": .array(refusals), "serverTime": .double(serverTime),
+        ]
+        if let clockOffset { fields["clockOffset"] = .double(clockOffset) }
+        return JSON.string(.map(fields))
+    }
+
+    public init(json bytes: [UInt8]) throws(SyncError) {
+        var bytes = bytes
+        guard case .map(let top)? = try? JSON.parse(bytes: &bytes),
+            case .integer(let acknowledged)? = top["acknowledged"],
+            let serverTime = top["serverTime"]?.doubleValue
+        else { throw SyncError(.protocolError, "the server's answer is not a sync acknowledgement") }
+        var refused: [Refusal] = []
+        if case .array(let list)? = top["refused"] {
+            for case .map(let r) in list {
+                refused.append(.init(path: r["path"]?.stringValue ?? "?", reason: r["reason"]?.stringValue ?? ""))
+            }
+        }
+        self.init(
+            acknowledged: acknowledged,
+            applied: top["applied"]?.doubleValue.map { Int($0) } ?? 0,
+            unchanged: top["unchanged"]?.doubleValue.map { Int($0) } ?? 0,
+            refused: refused,
+            serverTime: serverTime,
+            clockOffset: top["clockOffset"]?.doubleValue
+        )
+    }
+}
+
+/// What a kiosk token may write: `beacons/{anchor}` and `beacons/{anchor}/interactions/*`.
+public enum SyncScope {
+    /// Nil when the token may write `path`, else why not (one line, for the audit log and the kiosk).
+    public static func refusal(of path: DocumentPath, anchor: String?) -> String? {
+        guard let anchor else { return "a kiosk token without --anchor may not replicate" }
+        let s = path.segments
+        if s.count == 2, s[0] == Beacon.collectionID, s[1] == anchor { return nil }
+        if s.count == 4, s[0] == Beacon.collectionID, s[1] == anchor, s[2] == Interaction.collectionID { return nil }
+        return "outside \(Beacon.collectionID)/\(anchor) and its \(Interaction.collectionID)"
+    }
+}

@@ -1,0 +1,201 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// The site server as a kiosk (or a person's command) talks to it: HTTP or HTTPS with
+/// AsyncHTTPClient, verified against the system's trust store or `caFile`, with the token read
+/// from a file (re-read when the file changes, so that replacing a revoked token needs no
+/// restart). Call `shutdown()` when done.
+public final class Upstream: Sendable {
+    /// The server's base URL, without a trailing slash.
+    public let base: String
+    public let tokenFile: String
+    let client: HTTPClient
+    let timeout: TimeAmount
+
+    public init(_ url: String, tokenFile: String, caFile: String? = nil, timeout: Duration = .seconds(30)) throws {
+        guard let c = URLComponents(string: url), c.scheme == "http" || c.scheme == "https", let host = c.host,
+            !host.isEmpty
+        else {
+            throw SyncError(
+                .badInput,
+                "--upstream takes the site server's http:// or https:// URL (like https://tracer.example.org), not '\(url)'"
+            )
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile {
+            do {
+                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+            } catch {
+                throw SyncError(.badInput, "--ca-file \(caFile): not a readable PEM certificate (\(error))")
+            }
+        }
+        let milliseconds = Int64(timeout / .milliseconds(1))
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.timeout = .init(connect: .seconds(10), read: .milliseconds(milliseconds))
+        configuration.redirectConfiguration = .disallow
+        self.base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.tokenFile = tokenFile
+        self.timeout = .milliseconds(milliseconds)
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        _ = try token()  // a missing or empty token file is an error at start
+    }
+
+    /// The token in the token file (its first line, trimmed).
+    public func token() throws(SyncError) -> String {
+        guard let data = FileManager.default.contents(atPath: tokenFile) else {
+            throw SyncError(.badInput, "--token-file \(tokenFile): cannot read it")
+        }
+        let token =
+            String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first
+            .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard token.hasPrefix("tracer_") else {
+            throw SyncError(.badInput, "--token-file \(tokenFile): no token in it (tracer token create prints one)")
+        }
+        return token
+    }
+
+    /// An answer: its status, headers and body.
+    public struct Answer: Sendable {
+        public var status: Int
+        public var headers: HTTPHeaders
+        public var body: [UInt8]
+
+        /// The API's error message (`{"error": {"message"}}`), or the status.
+        public var message: String {
+            if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+                let error = object["error"] as? [String: Any], let message = error["message"] as? String
+            {
+                return message
+            }
+            return "HTTP \(status)"
+        }
+    }
+
+    /// Sends a request to `path` (under the base URL) with the token; throws `unavailable` when
+    /// nothing answered.
+    public func request(
+        _ method: HTTPMethod,
+        _ path: String,
+        body: HTTPClientRequest.Body? = nil,
+        headers: [(String, String)] = [],
+        limit: Int = 16 << 20
+    ) async throws(SyncError) -> Answer {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer " + (try token()))
+        request.headers.add(name: "User-Agent", value: "tracer")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = body
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            let buffer = try await response.body.collect(upTo: limit)
+            return Answer(
+                status: Int(response.status.code),
+                headers: response.headers,
+                body: Array(buffer.readableBytesView)
+            )
+        } catch {
+            throw SyncError(.unavailable, "\(base): \(Self.describe(error))")
+        }
+    }
+
+    /// Posts a batch (`SyncBatch.body`); the server has committed it when this returns.
+    public func send(_ body: [UInt8]) async throws(SyncError) -> SyncAnswer {
+        let answer = try await request(
+            .POST,
+            "/v1/sync",
+            body: .bytes(ByteBuffer(bytes: body)),
+            headers: [("Content-Type", "application/json")]
+        )
+        switch answer.status {
+        case 200: return try SyncAnswer(json: answer.body)
+        case 401: throw SyncError(.unauthorized, answer.message)
+        case 403: throw SyncError(.forbidden, answer.message)
+        case 400, 413, 422: throw SyncError(.badRequest, answer.message)
+        default: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        }
+    }
+
+    /// The published site: nil when it is the one with `etag` (304).
+    public func site(etag: String?) async throws(SyncError) -> (source: String, file: String, digest: String)? {
+        let answer = try await request(.GET, "/v1/site", headers: etag.map { [("If-None-Match", "\"\($0)\"")] } ?? [])
+        switch answer.status {
+        case 304: return nil
+        case 200:
+            guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
+                let source = object["source"] as? String, let digest = object["digest"] as? String
+            else { throw SyncError(.protocolError, "\(base)/v1/site: not a published site") }
+            return (source, object["file"] as? String ?? "\(base)/v1/site", digest)
+        case 401: throw SyncError(.unauthorized, answer.message)
+        case 403: throw SyncError(.forbidden, answer.message)
+        case 404: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        default: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        }
+    }
+
+    /// Follows a Server-Sent Events stream (`/v1/watch?path=…`), calling `event` once per event,
+    /// until the server ends it or the connection fails (then it throws `unavailable`).
+    public func events(_ path: String, _ event: @Sendable () async throws -> Void) async throws {
+        var request = HTTPClientRequest(url: base + path)
+        request.headers.add(name: "Authorization", value: "Bearer " + (try token()))
+        request.headers.add(name: "Accept", value: "text/event-stream")
+        let response: HTTPClientResponse
+        do {
+            // A watch is meant to last: the deadline is a day, and a server gone ends it sooner.
+            response = try await client.execute(request, timeout: .hours(24))
+        } catch {
+            throw SyncError(.unavailable, "\(base): \(Self.describe(error))")
+        }
+        guard response.status.code == 200 else {
+            let body = (try? await response.body.collect(upTo: 1 << 20)).map { Array($0.readableBytesView) } ?? []
+            let answer = Answer(status: Int(response.status.code), headers: response.headers, body: body)
+            throw SyncError(response.status.code == 401 ? .unauthorized : .badRequest, answer.message)
+        }
+        var pending: [UInt8] = []
+        do {
+            for try await chunk in response.body {
+                pending += chunk.readableBytesView
+                // Events end with a blank line; each one with data means "look again".
+                while let end = Self.eventEnd(pending) {
+                    let text = String(decoding: pending[..<end], as: UTF8.self)
+                    pending.removeFirst(end)
+                    if text.split(separator: "\n").contains(where: { $0.hasPrefix("data:") }) { try await event() }
+                }
+            }
+        } catch let e as SyncError {
+            throw e
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SyncError(.unavailable, "\(base): \(Self.describe(error))")
+        }
+        throw SyncError(.unavailable, "\(base): the server ended the watch")
+    }
+
+    /// Where the first complete event ends (after its blank line), or nil.
+    static func eventEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        for i in 1..<bytes.count where bytes[i] == 10 && bytes[i - 1] == 10 { return i + 1 }
+        return nil
+    }
+
+    /// Closes the client's connections.
+    public func shutdown() async throws { try await client.shutdown() }
+
+    /// An HTTP client error in a few words (the connection's, TLS's, or a timeout).
+    static func describe(_ error: any Error) -> String {
+        let text = "\(error)"
+        if text.contains("connectTimeout") || text.contains("deadlineExceeded") || text.contains("readTimeout") {
+            return "timed out"
+        }
+        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
+        if text.contains("remoteConnectionClosed") { return "the connection closed before the answer" }
+        if text.contains("handshake") || text.contains("NIOSSL") || text.contains("certificate") {
+            return "TLS failed: \(text.prefix(200))"
+        }
+        return String(text.prefix(200))
+    }
+}
