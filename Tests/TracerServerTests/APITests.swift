@@ -123,6 +123,36 @@ func errorCode(_ response: TestResponse) -> String? {
         }
     }
 
+    /// `GET /v1/site`: the site as published now, with its digest as the ETag (304 when the
+    /// kiosk has it), and a 404 that says how to publish one.
+    @Test func thePublishedSiteWithItsETag() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
+                #expect(r.status == .notFound && errorCode(r) == "no_site")
+            }
+            let source = try String(contentsOfFile: ServerFixture.map, encoding: .utf8)
+            try PublishedSite(source: source, file: "example-campus.yaml").publish(to: f.store)
+            var etag = ""
+            try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
+                #expect(r.status == .ok)
+                #expect(json(r)["source"] as? String == source)
+                #expect(json(r)["site"] as? String == "Example Campus")
+                etag = r.headers[.eTag] ?? ""
+                #expect(etag == "\"\(json(r)["digest"] as? String ?? "?")\"")
+            }
+            var headers = ServerFixture.bearer(f.device)
+            headers[.ifNoneMatch] = etag
+            try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
+                #expect(r.status == .notModified)
+            }
+            try PublishedSite(source: source + "# moved\n", file: "example-campus.yaml").publish(to: f.store)
+            try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
+                #expect(r.status == .ok && r.headers[.eTag] != etag)
+            }
+        }
+    }
+
     @Test func whoMayReadWhat() async throws {
         let f = try ServerFixture()
         try await f.app().test(.router) { client in

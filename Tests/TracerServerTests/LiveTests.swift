@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TracerModel
 import TracerServer
 import TracerStore
 import TracerTesting
@@ -148,6 +149,53 @@ import TracerTesting
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
         #expect(size > 20_000, "the screenshot at \(shot) is \(size) bytes")
+    }
+
+    /// The kiosks' sync state on the dashboard: a silent kiosk marked, a clock beyond 2 s
+    /// flagged, and a kiosk that starts replicating appearing live (over the watch of `kiosks`).
+    @Test func theDashboardShowsEachKiosksLagOffsetAndSilence() async throws {
+        let f = try ServerFixture()
+        let shot = ServerFixture.artifacts + "/dashboard-kiosks.png"
+        try? FileManager.default.removeItem(atPath: shot)
+        try? FileManager.default.removeItem(atPath: shot + ".ready")
+        let now = Date().timeIntervalSince1970
+        @Sendable func kiosk(_ key: String, seen: Double, offset: Double, backlog: Int64) throws {
+            var data = KioskSync.batch(
+                acknowledged: 10,
+                backlog: backlog,
+                backlogOldest: backlog > 0 ? Timestamp(seconds: now - 300) : nil,
+                clockOffset: offset,
+                applied: 0,
+                refused: 0,
+                tokenID: "t"
+            )
+            data["lastSeen"] = .timestamp(Timestamp(seconds: seen))
+            data["documents"] = 5
+            data["refused"] = 0
+            try f.store.set(Collections.kiosk(key), data)
+        }
+        try kiosk("kiosk-lab", seen: now - 2, offset: 3.2, backlog: 0)
+        try kiosk("kiosk-cafe", seen: now - 600, offset: 0.01, backlog: 120)
+        let go = f.dir.file("go")
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            async let result = LiveTests.browser([
+                "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
+                "--ready",
+                "document.querySelector('#status').dataset.live === 'yes' && document.querySelector('#kiosks tr[data-kiosk=\"kiosk-cafe\"].silent') !== null && document.querySelector('#kiosks tr[data-kiosk=\"kiosk-lab\"] td.warn') !== null && !document.querySelector('#kiosks tr[data-kiosk=\"kiosk-lab\"]').classList.contains('silent')",
+                "--check", "document.querySelector('#kiosks tr[data-kiosk=\"kiosk-seminar\"]') !== null",
+                "--go", go, "--timeout", "60",
+            ])
+            let deadline = Date().addingTimeInterval(90)
+            while !FileManager.default.fileExists(atPath: shot + ".ready"), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try kiosk("kiosk-seminar", seen: Date().timeIntervalSince1970, offset: -0.2, backlog: 0)
+            _ = FileManager.default.createFile(atPath: go, contents: Data())
+            let (status, output) = try await result
+            #expect(status == 0, "\(output)")
+            #expect(output.contains(#""check": true"#), "\(output)")
+        }
     }
 }
 

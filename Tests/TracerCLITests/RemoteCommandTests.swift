@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import TracerTesting
+
+/// A person's commands against the site server (`--server URL --token-file FILE`): the same
+/// output, prompts and exit codes as on a store here.
+@Suite struct RemoteCommandTests {
+    static let uuid = ExposureCommandTests.uuid
+
+    /// A lab morning ranged into the site store, a copy of it for the local run, the server on
+    /// the original, and a device token for the reporter and the colleague.
+    @Test func selfReportAndStatusThroughTheServerMatchTheLocalCommands() async throws {
+        let t = ExposureCommandTests()
+        try await t.rangeALabMorning()
+        let local = t.dir.file("local.sqlite")
+        try FileManager.default.copyItem(atPath: t.store, toPath: local)
+        let reporter = "\(Self.uuid):1:1"
+        let colleague = "\(Self.uuid):1:2"
+        var tokens: [String: String] = [:]
+        for device in [reporter, colleague] {
+            let r = try await t.tracer("token", "create", "--role", "device", "--device", device)
+            try #require(r.status == 0, "\(r.stderr)")
+            let file = t.dir.file("\(device.suffix(3)).token")
+            try r.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+            tokens[device] = file
+        }
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+        func remote(_ args: [String], as device: String, env: Bool = false) async throws -> TracerProcess.Result {
+            env
+                ? try await TracerProcess.running(
+                    args,
+                    environment: ["TRACER_SERVER": server.url, "TRACER_TOKEN_FILE": tokens[device]!]
+                )
+                : try await TracerProcess.running(args + ["--server", server.url, "--token-file", tokens[device]!])
+        }
+
+        // The colleague follows their status through the server's watch.
+        let watcher = try TracerProcess.start(
+            ["status", "--device", colleague, "--watch", "--server", server.url, "--token-file", tokens[colleague]!]
+        )
+        defer { watcher.kill(SIGTERM) }
+        #expect(await watcher.line()?.hasPrefix("\(colleague): clear, risk low") == true, "\(watcher.stderr)")
+
+        // A negative is rejected alike: exit 2, the failed rules, nothing recorded.
+        let negative = ResultImages.file("lab-not-detected-many-positive.png")
+        let rejected = try await remote(["self-report", negative, "--device", reporter, "--yes"], as: reporter)
+        let rejectedHere = try await TracerProcess.running([
+            "self-report", negative, "--device", reporter, "--yes", "--store", local,
+        ])
+        #expect(rejected.status == 2 && rejectedHere.status == 2, "\(rejected.stderr)")
+        #expect(rejected.stdout == rejectedHere.stdout)
+        #expect(rejected.stderr.hasPrefix("rejected: ") && rejected.stderr == rejectedHere.stderr)
+
+        // No terminal and no --yes: nothing recorded, the same message.
+        let positive = ResultImages.file("lab-pcr-positive.png")
+        let unconfirmed = try await remote(["self-report", positive, "--device", reporter], as: reporter)
+        #expect(unconfirmed.status == 1 && unconfirmed.stderr.contains("no terminal to confirm on: add --yes"))
+
+        // Accepted: the same evidence, the same report (its id comes from the image and the
+        // device), the same flagging.
+        let there = try await remote(["self-report", positive, "--yes"], as: reporter, env: true)
+        let here = try await TracerProcess.running([
+            "self-report", positive, "--device", reporter, "--yes", "--store", local,
+        ])
+        #expect(there.status == 0, "\(there.stderr)")
+        #expect(there.stdout == here.stdout, "there:\n\(there.stdout)\nhere:\n\(here.stdout)")
+        #expect(there.stdout.contains("exposures: 1 device flagged (1 exposure)"), "\(there.stdout)")
+
+        let told = await watcher.line(timeout: 60) ?? ""
+        #expect(told.hasPrefix("\(colleague): exposed, risk medium; 1 exposure"), "\(told)")
+        for json in [false, true] {
+            let extra = json ? ["--json"] : []
+            let s = try await remote(["status", "--device", colleague] + extra, as: colleague)
+            let l = try await TracerProcess.running(["status", "--device", colleague, "--store", local] + extra)
+            #expect(s.status == 0 && s.stdout == l.stdout, "there:\n\(s.stdout)\nhere:\n\(l.stdout)")
+        }
+        // A device token reads its own device only.
+        let other = try await remote(["status", "--device", colleague], as: reporter)
+        #expect(other.status == 1 && other.stderr.contains("does not let this token"), "\(other.stderr)")
+    }
+}
