@@ -277,6 +277,7 @@ let package = Package(
             name: "TracerServerTests",
             dependencies: [
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
+                "TracerReplication",
                 "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

@@ -68,7 +68,7 @@ public final class Replicator: Service, Sendable {
 
     public func run() async throws {
         var acknowledged = try store.checkpoint(checkpointName)
-        var rtt: Double?
+        var clock = ClockFilter()
         var lastExchange = ContinuousClock.now - options.heartbeat
         var failures = 0
         var outageSince: ContinuousClock.Instant?
@@ -134,7 +134,7 @@ public final class Replicator: Service, Sendable {
                 kiosk: kiosk,
                 through: outbox.through,
                 sentAt: sentAt,
-                rtt: rtt,
+                clock: clock.best,
                 backlog: after.changes,
                 backlogOldest: after.oldest?.seconds,
                 documents: outbox.entries
@@ -144,8 +144,15 @@ public final class Replicator: Service, Sendable {
             do { outcome = .success(try await upstream.send(body)) } catch { outcome = .failure(error) }
             switch outcome {
             case .success(let answer):
-                let elapsed = (ContinuousClock.now - started) / .seconds(1)
-                rtt = elapsed
+                let received = sentAt + (ContinuousClock.now - started) / .seconds(1)
+                clock.add(
+                    ClockSample(
+                        sent: sentAt,
+                        serverReceived: answer.receivedAt,
+                        serverAnswered: answer.serverTime,
+                        received: received
+                    )
+                )
                 lastExchange = .now
                 // The server committed before it answered: only now does the checkpoint move.
                 try store.setCheckpoint(checkpointName, answer.acknowledged)
@@ -164,15 +171,13 @@ public final class Replicator: Service, Sendable {
                         metadata: ["path": "\(r.path)"]
                     )
                 }
-                // The kiosk's clock against the server's, from the middle of the round trip.
-                let offset = (sentAt + elapsed / 2) - answer.serverTime
                 status.update {
                     $0.state = .connected
                     $0.acknowledged = answer.acknowledged
                     $0.lastAcknowledgement = Date().timeIntervalSince1970
                     $0.sent += answer.applied + answer.unchanged
                     $0.refused += answer.refused.count
-                    $0.clockOffset = offset
+                    $0.clockOffset = clock.best?.offset
                     $0.lastError = nil
                 }
                 metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)

@@ -6,7 +6,7 @@ import TracerStore
 /// tagged, so that a document arrives exactly as it was stored).
 ///
 /// ```
-/// {"kiosk": "kiosk-lab", "through": 1234, "sentAt": 1795341600.125, "rtt": 0.004,
+/// {"kiosk": "kiosk-lab", "through": 1234, "sentAt": 1795341600.125, "clock": {"offset": 0.002, "delay": 0.004},
 ///  "backlog": {"changes": 0, "oldest": null},
 ///  "documents": [{"path": "beacons/kiosk-lab/interactions/Xy3…", "data": {…}},
 ///                {"path": "beacons/kiosk-lab/interactions/Ab1…", "deleted": true}]}
@@ -18,9 +18,9 @@ public struct SyncBatch: Sendable, Equatable {
     public var through: Int64
     /// The kiosk's clock when it sent the batch (Unix seconds).
     public var sentAt: Double
-    /// The previous exchange's round trip, seconds: the server takes half of it as the one-way
-    /// delay when it measures the kiosk's clock.
-    public var rtt: Double?
+    /// The kiosk's clock against the server's as the kiosk measured it (NTP's way, from its
+    /// exchanges so far: kiosk minus server, and the round trip of the exchange it comes from).
+    public var clock: ClockSample?
     /// Changes still queued at the kiosk after this batch, and the time of the oldest.
     public var backlog: Int64
     public var backlogOldest: Double?
@@ -30,7 +30,7 @@ public struct SyncBatch: Sendable, Equatable {
         kiosk: String,
         through: Int64,
         sentAt: Double,
-        rtt: Double?,
+        clock: ClockSample?,
         backlog: Int64,
         backlogOldest: Double?,
         documents: [Replica]
@@ -38,7 +38,7 @@ public struct SyncBatch: Sendable, Equatable {
         self.kiosk = kiosk
         self.through = through
         self.sentAt = sentAt
-        self.rtt = rtt
+        self.clock = clock
         self.backlog = backlog
         self.backlogOldest = backlogOldest
         self.documents = documents
@@ -49,14 +49,17 @@ public struct SyncBatch: Sendable, Equatable {
         kiosk: String,
         through: Int64,
         sentAt: Double,
-        rtt: Double?,
+        clock: ClockSample?,
         backlog: Int64,
         backlogOldest: Double?,
         documents: [Outbox.Entry]
     ) -> [UInt8] {
         var head = "{\"kiosk\": " + JSON.string(.string(kiosk)) + ", \"through\": \(through), \"sentAt\": "
         head += JSON.string(.double(sentAt))
-        if let rtt { head += ", \"rtt\": " + JSON.string(.double(rtt)) }
+        if let clock {
+            head += ", \"clock\": {\"offset\": " + JSON.string(.double(clock.offset)) + ", \"delay\": "
+            head += JSON.string(.double(clock.delay)) + "}"
+        }
         head += ", \"backlog\": {\"changes\": \(backlog), \"oldest\": "
         head += backlogOldest.map { JSON.string(.double($0)) } ?? "null"
         head += "}, \"documents\": ["
@@ -125,7 +128,11 @@ public struct SyncBatch: Sendable, Equatable {
             kiosk: kiosk,
             through: through,
             sentAt: sentAt,
-            rtt: top["rtt"]?.doubleValue.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil },
+            clock: top["clock"]?.mapValue.flatMap { c in
+                guard let o = c["offset"]?.doubleValue, let d = c["delay"]?.doubleValue, o.isFinite, d.isFinite, d >= 0
+                else { return nil }
+                return ClockSample(offset: o, delay: d)
+            },
             backlog: backlog,
             backlogOldest: oldest,
             documents: entries
@@ -151,7 +158,9 @@ public struct SyncAnswer: Sendable, Equatable {
     public var applied: Int
     public var unchanged: Int
     public var refused: [Refusal]
-    /// The server's clock when it committed (Unix seconds).
+    /// The server's clock when the batch arrived and when it answered (Unix seconds): with the
+    /// kiosk's send and receive times, an NTP-style measure of the kiosk's clock.
+    public var receivedAt: Double
     public var serverTime: Double
     /// The kiosk's clock offset as the server measured it (kiosk minus server), seconds.
     public var clockOffset: Double?
@@ -161,6 +170,7 @@ public struct SyncAnswer: Sendable, Equatable {
         applied: Int,
         unchanged: Int,
         refused: [Refusal],
+        receivedAt: Double,
         serverTime: Double,
         clockOffset: Double?
     ) {
@@ -168,6 +178,7 @@ public struct SyncAnswer: Sendable, Equatable {
         self.applied = applied
         self.unchanged = unchanged
         self.refused = refused
+        self.receivedAt = receivedAt
         self.serverTime = serverTime
         self.clockOffset = clockOffset
     }
@@ -179,6 +190,7 @@ public struct SyncAnswer: Sendable, Equatable {
         var fields: [String: Value] = [
             "acknowledged": .integer(acknowledged), "applied": .integer(Int64(applied)),
             "unchanged": .integer(Int64(unchanged)), "refused": .array(refusals), "serverTime": .double(serverTime),
+            "receivedAt": .double(receivedAt),
         ]
         if let clockOffset { fields["clockOffset"] = .double(clockOffset) }
         return JSON.string(.map(fields))
@@ -201,10 +213,46 @@ public struct SyncAnswer: Sendable, Equatable {
             applied: top["applied"]?.doubleValue.map { Int($0) } ?? 0,
             unchanged: top["unchanged"]?.doubleValue.map { Int($0) } ?? 0,
             refused: refused,
+            receivedAt: top["receivedAt"]?.doubleValue ?? serverTime,
             serverTime: serverTime,
             clockOffset: top["clockOffset"]?.doubleValue
         )
     }
+}
+
+/// One measure of a kiosk's clock: kiosk minus server, seconds, and the round trip it was
+/// taken over (less the server's own time); its error is at most half that.
+public struct ClockSample: Sendable, Equatable {
+    public var offset: Double
+    public var delay: Double
+
+    public init(offset: Double, delay: Double) {
+        self.offset = offset
+        self.delay = delay
+    }
+
+    /// NTP's on-wire calculation from the kiosk's send (t0) and receive (t3) and the server's
+    /// receive (t1) and answer (t2).
+    public init(sent t0: Double, serverReceived t1: Double, serverAnswered t2: Double, received t3: Double) {
+        offset = ((t0 - t1) + (t3 - t2)) / 2
+        delay = max(0, (t3 - t0) - (t2 - t1))
+    }
+}
+
+/// The best of a kiosk's recent clock samples: the one with the shortest round trip (NTP's
+/// clock filter), so that a batch that waited behind others on a busy server does not count.
+public struct ClockFilter: Sendable {
+    var samples: [ClockSample] = []
+    let keep: Int
+
+    public init(keep: Int = 8) { self.keep = keep }
+
+    public mutating func add(_ s: ClockSample) {
+        samples.append(s)
+        if samples.count > keep { samples.removeFirst() }
+    }
+
+    public var best: ClockSample? { samples.min { $0.delay < $1.delay } }
 }
 
 /// What a kiosk token may write: `beacons/{anchor}` and `beacons/{anchor}/interactions/*`.

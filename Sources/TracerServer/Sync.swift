@@ -50,9 +50,9 @@ final class SyncEndpoint: Sendable {
                 accepted.append(entry)
             }
         }
-        // The kiosk's clock against this server's: its send time, plus half the last round trip
-        // for the way here, against the time the batch arrived.
-        let offset = batch.sentAt + (batch.rtt ?? 0) / 2 - received
+        // The kiosk's clock as the kiosk measured it over its exchanges (NTP's way, the sample
+        // with the shortest round trip), sent with each batch.
+        let offset = batch.clock?.offset
         let status = KioskSync.batch(
             acknowledged: batch.through,
             backlog: batch.backlog,
@@ -89,20 +89,24 @@ final class SyncEndpoint: Sendable {
                 metadata: ["kiosk": "\(kiosk)", "token.id": "\(who.tokenID)", "first": "\(refused[0].path)"]
             )
         }
-        warnAboutClock(kiosk, offset: offset, now: received)
+        if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
         let answer = SyncAnswer(
             acknowledged: batch.through,
             applied: result.applied,
             unchanged: result.unchanged,
             refused: refused,
+            receivedAt: received,
             serverTime: Date().timeIntervalSince1970,
             clockOffset: offset
         )
         return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
     }
 
-    func warnAboutClock(_ kiosk: String, offset: Double, now: Double) {
-        guard abs(offset) > Self.offsetWarning else { return }
+    /// Warns when the kiosk's clock is off by more than 2 s for certain (its measure's error is
+    /// at most half its round trip).
+    func warnAboutClock(_ kiosk: String, _ clock: ClockSample, now: Double) {
+        let offset = clock.offset
+        guard abs(offset) - clock.delay / 2 > Self.offsetWarning else { return }
         let due = warned.withLock { warned in
             if let last = warned[kiosk], now - last < 600 { return false }
             warned[kiosk] = now
