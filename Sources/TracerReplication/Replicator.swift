@@ -22,7 +22,7 @@ import TracerStore
 public final class Replicator: Service, Sendable {
     /// Tuning and limits.
     public struct Options: Sendable {
-        public var batchSize = 1000
+        public var batchSize = 5000
         public var interval: Duration = .milliseconds(500)
         public var heartbeat: Duration = .seconds(15)
         public var drainTimeout: Duration = .seconds(60)
@@ -74,6 +74,14 @@ public final class Replicator: Service, Sendable {
         var outageSince: ContinuousClock.Instant?
         var stoppedToken: String?
         var drainDeadline: ContinuousClock.Instant?
+        // The batch to send next (after `acknowledged`), and the one after it, read and encoded
+        // while this one is in flight: the kiosk's work overlaps the server's (a backlog drains
+        // at the pace of the slower of the two, not of both in turn). Batches are still sent
+        // one at a time, in order: a newer state of a document can never be overtaken.
+        var current: Prepared?
+        var prefetch: Task<Prepared, any Error>?
+        // Retention reads this from the start: what the server acknowledged before a restart.
+        status.update { [acknowledged] in $0.acknowledged = acknowledged }
         publishBacklog(after: acknowledged)
         logger.info("replicating", metadata: ["upstream": "\(upstream.base)", "from.token": "\(acknowledged)"])
 
@@ -115,8 +123,9 @@ public final class Replicator: Service, Sendable {
                 }
             }
 
-            let outbox = try store.outbox(after: acknowledged, limit: options.batchSize, include: travels)
-            let after = try store.backlog(after: outbox.through)
+            if current == nil || current?.from != acknowledged { current = try prepare(after: acknowledged) }
+            guard let batch = current else { continue }
+            let outbox = batch.outbox
             let nothingNew = outbox.through == acknowledged
             if nothingNew {
                 if drainDeadline != nil {
@@ -124,9 +133,14 @@ public final class Replicator: Service, Sendable {
                     return
                 }
                 if ContinuousClock.now - lastExchange < options.heartbeat, failures == 0 {
+                    current = nil  // read again after the nap
                     await nap(options.interval, draining: false)
                     continue
                 }
+            }
+            if prefetch == nil, batch.after.changes > 0 {
+                let next = outbox.through
+                prefetch = Task { try self.prepare(after: next) }
             }
 
             let sentAt = Date().timeIntervalSince1970
@@ -135,9 +149,9 @@ public final class Replicator: Service, Sendable {
                 through: outbox.through,
                 sentAt: sentAt,
                 clock: clock.best,
-                backlog: after.changes,
-                backlogOldest: after.oldest?.seconds,
-                documents: outbox.entries
+                backlog: batch.after.changes,
+                backlogOldest: batch.after.oldest?.seconds,
+                documents: batch.documents
             )
             let started = ContinuousClock.now
             let outcome: Result<SyncAnswer, SyncError>
@@ -157,6 +171,8 @@ public final class Replicator: Service, Sendable {
                 // The server committed before it answered: only now does the checkpoint move.
                 try store.setCheckpoint(checkpointName, answer.acknowledged)
                 acknowledged = answer.acknowledged
+                current = try await prefetch?.value  // starts at the token just acknowledged
+                prefetch = nil
                 if let since = outageSince {
                     logger.notice(
                         "the site server is back after \(Int((ContinuousClock.now - since) / .seconds(1))) s",
@@ -223,6 +239,27 @@ public final class Replicator: Service, Sendable {
                 await nap(wait, draining: drainDeadline != nil)
             }
         }
+    }
+
+    /// A batch read from the store and encoded, waiting to be sent.
+    struct Prepared: Sendable {
+        /// The token it follows.
+        var from: Int64
+        var outbox: Outbox
+        /// The documents' part of the body.
+        var documents: [UInt8]
+        /// What is left after it.
+        var after: (changes: Int64, oldest: Timestamp?)
+    }
+
+    func prepare(after token: Int64) throws -> Prepared {
+        let outbox = try store.outbox(after: token, limit: options.batchSize, include: travels)
+        return Prepared(
+            from: token,
+            outbox: outbox,
+            documents: SyncBatch.documents(outbox.entries),
+            after: try store.backlog(after: outbox.through)
+        )
     }
 
     /// Sleeps; before the drain, graceful shutdown ends the nap at once (the drain begins).

@@ -44,7 +44,31 @@ public struct SyncBatch: Sendable, Equatable {
         self.documents = documents
     }
 
-    /// The request body, with the documents' stored JSON copied in as it is.
+    /// The documents' part of a request body (`[{"path", "data"}, …]`), with their stored JSON
+    /// copied in as it is.
+    public static func documents(_ entries: [Outbox.Entry]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        out.reserveCapacity(entries.reduce(2) { $0 + ($1.json?.count ?? 0) + 100 })
+        let pathKey = Array("{\"path\": ".utf8)
+        let dataKey = Array(", \"data\": ".utf8)
+        let deleted = Array(", \"deleted\": true".utf8)
+        for (i, e) in entries.enumerated() {
+            if i > 0 { out += [UInt8(ascii: ","), UInt8(ascii: " ")] }
+            out += pathKey
+            out += JSON.string(.string(e.path.description)).utf8
+            if let json = e.json {
+                out += dataKey
+                out += json
+            } else {
+                out += deleted
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
+    /// The request body around its documents' part (`documents(_:)`).
     public static func body(
         kiosk: String,
         through: Int64,
@@ -52,7 +76,7 @@ public struct SyncBatch: Sendable, Equatable {
         clock: ClockSample?,
         backlog: Int64,
         backlogOldest: Double?,
-        documents: [Outbox.Entry]
+        documents: [UInt8]
     ) -> [UInt8] {
         var head = "{\"kiosk\": " + JSON.string(.string(kiosk)) + ", \"through\": \(through), \"sentAt\": "
         head += JSON.string(.double(sentAt))
@@ -62,21 +86,11 @@ public struct SyncBatch: Sendable, Equatable {
         }
         head += ", \"backlog\": {\"changes\": \(backlog), \"oldest\": "
         head += backlogOldest.map { JSON.string(.double($0)) } ?? "null"
-        head += "}, \"documents\": ["
+        head += "}, \"documents\": "
         var out = Array(head.utf8)
-        out.reserveCapacity(out.count + documents.reduce(0) { $0 + ($1.json?.count ?? 0) + 128 })
-        for (i, e) in documents.enumerated() {
-            if i > 0 { out += Array(", ".utf8) }
-            out += Array(("{\"path\": " + JSON.string(.string(e.path.description))).utf8)
-            if let json = e.json {
-                out += Array(", \"data\": ".utf8)
-                out += json
-            } else {
-                out += Array(", \"deleted\": true".utf8)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-        out += Array("]}".utf8)
+        out.reserveCapacity(out.count + documents.count + 1)
+        out += documents
+        out.append(UInt8(ascii: "}"))
         return out
     }
 

@@ -17,10 +17,10 @@ import TracerStore
             clock: ClockSample(offset: 0.25, delay: 0.01),
             backlog: 7,
             backlogOldest: 1_795_341_650,
-            documents: [
+            documents: SyncBatch.documents([
                 .init(path: try DocumentPath("beacons/kiosk-lab/interactions/a"), json: stored),
                 .init(path: try DocumentPath("beacons/kiosk-lab/interactions/b"), json: nil),
-            ]
+            ])
         )
         let batch = try SyncBatch(json: body)
         #expect(batch.kiosk == "kiosk-lab" && batch.through == 42 && batch.backlog == 7)
