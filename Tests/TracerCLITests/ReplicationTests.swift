@@ -271,7 +271,7 @@ import TracerTesting
     /// batches change nothing.
     @Test func lostAnswersDoubleNothing() async throws {
         let kioskStore = dir.file("kiosk.sqlite")
-        try record(12_000, at: "kiosk-lab", into: kioskStore)
+        try record(60_000, at: "kiosk-lab", into: kioskStore)  // twelve batches of 5,000 and their answers
         let token = try await token("kiosk-lab", file: "lab.token")
         let server = try await SiteServer(store: site)
         defer { server.process.kill() }
