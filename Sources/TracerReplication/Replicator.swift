@@ -66,6 +66,8 @@ public final class Replicator: Service, Sendable {
         SyncScope.refusal(of: path, anchor: kiosk) == nil
     }
 
+    /// Runs until drained at shutdown (or cancelled). Nothing after its start ends it early: a
+    /// failing store or server is logged and retried, never a reason to stop the ranging.
     public func run() async throws {
         var acknowledged = try store.checkpoint(checkpointName)
         var clock = ClockFilter()
@@ -88,7 +90,7 @@ public final class Replicator: Service, Sendable {
         while true {
             if drainDeadline == nil, Task.isShuttingDownGracefully {
                 drainDeadline = .now + options.drainTimeout
-                let left = try store.backlog(after: acknowledged).changes
+                let left = (try? store.backlog(after: acknowledged).changes) ?? 0
                 if left > 0 {
                     logger.notice(
                         "draining before exit",
@@ -100,10 +102,10 @@ public final class Replicator: Service, Sendable {
             }
             if Task.isCancelled { return }
             if let deadline = drainDeadline, ContinuousClock.now >= deadline {
-                let left = try store.backlog(after: acknowledged)
+                let left = (try? store.backlog(after: acknowledged).changes) ?? -1
                 logger.warning(
-                    "drain timed out: \(left.changes) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
-                    metadata: ["backlog.changes": "\(left.changes)"]
+                    "drain timed out: \(left) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
+                    metadata: ["backlog.changes": "\(left)"]
                 )
                 return
             }
@@ -123,7 +125,14 @@ public final class Replicator: Service, Sendable {
                 }
             }
 
-            if current == nil || current?.from != acknowledged { current = try prepare(after: acknowledged) }
+            if current == nil || current?.from != acknowledged {
+                do { current = try prepare(after: acknowledged) } catch {
+                    // The store busy or failing: ranging goes on; try again shortly.
+                    logger.error("reading the change log failed; retrying in 5 s", metadata: ["error": "\(error)"])
+                    await nap(.seconds(5), draining: drainDeadline != nil)
+                    continue
+                }
+            }
             guard let batch = current else { continue }
             let outbox = batch.outbox
             let nothingNew = outbox.through == acknowledged
@@ -168,10 +177,23 @@ public final class Replicator: Service, Sendable {
                     )
                 )
                 lastExchange = .now
+                guard answer.acknowledged == outbox.through else {
+                    // Acknowledging anything else would skip changes or send them twice over.
+                    logger.error(
+                        "the site server acknowledged token \(answer.acknowledged) for a batch through \(outbox.through); retrying"
+                    )
+                    failures += 1
+                    await nap(backoff(failures), draining: drainDeadline != nil)
+                    continue
+                }
                 // The server committed before it answered: only now does the checkpoint move.
-                try store.setCheckpoint(checkpointName, answer.acknowledged)
+                // (Should the store refuse the write, the batch is sent again later: a replay
+                // changes nothing.)
+                do { try store.setCheckpoint(checkpointName, answer.acknowledged) } catch {
+                    logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
+                }
                 acknowledged = answer.acknowledged
-                current = try await prefetch?.value  // starts at the token just acknowledged
+                current = try? await prefetch?.value  // starts at the token just acknowledged
                 prefetch = nil
                 if let since = outageSince {
                     logger.notice(

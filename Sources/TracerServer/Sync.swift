@@ -15,7 +15,7 @@ import TracerStore
 /// per document (403 in the answer, an entry in the audit log) and acknowledged, so the kiosk
 /// does not retry it. An admin token may replicate anything (moving a site by hand).
 final class SyncEndpoint: Sendable {
-    /// The largest batch body taken: a kiosk sends 1,000 documents (about 0.5 MB) at most.
+    /// The largest batch body taken: a kiosk sends 5,000 documents (about 2.3 MB) at most.
     static let maxBody = 32 << 20
     /// Clock offsets above this are warned about (co-location across kiosks needs their clocks).
     static let offsetWarning = 2.0
@@ -37,7 +37,13 @@ final class SyncEndpoint: Sendable {
         do { batch = try SyncBatch(json: Array(body.readableBytesView)) } catch {
             throw APIError.badRequest(error.message)
         }
-        let kiosk = who.role == .kiosk ? (who.anchor ?? batch.kiosk) : batch.kiosk
+        if who.role == .kiosk, who.anchor == nil {
+            // Nor may it speak for a kiosk: its state would land under whatever name it gave.
+            throw APIError.forbidden(
+                "a kiosk token without an anchor may not replicate (tracer token create --role kiosk --anchor KEY)"
+            )
+        }
+        let kiosk = who.anchor ?? batch.kiosk
         guard (try? Collections.kiosk(kiosk)) != nil else {
             throw APIError.badRequest("kiosk: not an anchor key: '\(kiosk.prefix(80))'")
         }

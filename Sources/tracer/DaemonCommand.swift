@@ -92,10 +92,13 @@ struct DaemonCommand: AsyncParsableCommand {
         let upstream = try replication.upstream.map {
             try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
         }
-        var site = try SiteResolution.site(map: map, store: store, publish: true)
-        if site == nil, let upstream {
+        let site: Site?
+        if map == nil, let upstream {
+            // The server's site first; the copy kept here when the server cannot be reached.
             site = try await SiteFollower.initial(upstream: upstream, store: store, logger: logger)?.site
             if site == nil { return }  // stopped while waiting for the server
+        } else {
+            site = try SiteResolution.site(map: map, store: store, publish: true)
         }
         guard let site else {
             throw ValidationError(

@@ -85,18 +85,17 @@ import TracerTesting
         store: String,
         upstream: String,
         token: String,
-        extra: [String] = []
-    ) throws
-        -> TracerProcess.Background
-    {
+        extra: [String] = [],
+        map: Bool = true
+    ) throws -> TracerProcess.Background {
         let empty = dir.file("empty.jsonl")
         if !FileManager.default.fileExists(atPath: empty) {
             _ = FileManager.default.createFile(atPath: empty, contents: nil)
         }
         return try TracerProcess.start(
-            [
-                "daemon", "--map", Self.map, "--anchor", anchor, "--source", "replay:\(empty)", "--store", store,
-                "--upstream", upstream, "--token-file", token,
+            ["daemon"] + (map ? ["--map", Self.map] : []) + [
+                "--anchor", anchor, "--source", "replay:\(empty)", "--store", store, "--upstream", upstream,
+                "--token-file", token,
             ] + extra
         )
     }
@@ -226,23 +225,35 @@ import TracerTesting
     /// retries until everything is acknowledged.
     @Test func theServerKilledMidBatchLosesNothing() async throws {
         let kioskStore = dir.file("kiosk.sqlite")
-        try record(20_000, at: "kiosk-lab", into: kioskStore)
+        try record(60_000, at: "kiosk-lab", into: kioskStore)  // twelve batches: the drain outlasts three kills
         let token = try await token("kiosk-lab", file: "lab.token")
         var server = try await SiteServer(store: site)
         let port = server.port
         let reader = try DocumentStore(path: site)
-        let daemon = try kiosk("kiosk-lab", store: kioskStore, upstream: server.url, token: token)
+        // Its drain may take longer than the default minute: three outages of a few seconds each.
+        let daemon = try kiosk(
+            "kiosk-lab",
+            store: kioskStore,
+            upstream: server.url,
+            token: token,
+            extra: ["--drain-timeout", "600"]
+        )
         defer { daemon.kill() }
-        for threshold in [2_000, 8_000, 14_000] {
+        func outages() -> Int { daemon.stderr.components(separatedBy: "the site server is unreachable").count - 1 }
+        for threshold in [8_000, 25_000, 42_000] {
             #expect(await Self.until { Self.count(reader, anchor: "kiosk-lab") >= threshold })
+            let seen = outages()
             server.process.kill(SIGKILL)
+            // Down until the kiosk has met it (a batch in flight, or the next one refused), then
+            // back on its port.
+            #expect(await Self.until { outages() > seen }, "the kiosk never noticed: \(daemon.stderr)")
             server = try await SiteServer(store: site, port: port)
         }
         defer { server.process.kill() }
         let ended = await daemon.stop(0, timeout: 300)
         #expect(ended?.status == 0, "\(daemon.stderr)")
         #expect(try Self.documents(site, anchor: "kiosk-lab") == Self.documents(kioskStore, anchor: "kiosk-lab"))
-        #expect(daemon.stderr.contains("the site server is unreachable"), "\(daemon.stderr)")
+        #expect(outages() == 3 && daemon.stderr.contains("the site server is back after"), "\(daemon.stderr)")
         try Self.integrity(site, kioskStore)
     }
 
@@ -443,6 +454,19 @@ import TracerTesting
         )
         try writer.close()
         #expect(await daemon.stop(0, timeout: 120)?.status == 0, "\(daemon.stderr)")
+
+        // The server gone, the kiosk starts on the copy it kept (the new site).
+        server.process.kill()
+        let offline = try kiosk(
+            "kiosk-lab",
+            store: kioskStore,
+            upstream: server.url,
+            token: token,
+            extra: ["--drain-timeout", "1"],
+            map: false
+        )
+        #expect(await offline.stop(0, timeout: 120)?.status == 0, "\(offline.stderr)")
+        #expect(offline.stderr.contains("starting with the site kept from"), "\(offline.stderr)")
     }
 
     // MARK: Transport
@@ -469,6 +493,14 @@ import TracerTesting
         )
         #expect(await untrusted.stop(0, timeout: 120)?.status == 0)
         #expect(untrusted.stderr.contains("TLS failed"), "\(untrusted.stderr)")
+        var said: [String] = []
+        while let line = untrusted.nextLine(timeout: 1) { said.append(line) }
+        // The drain's deadline passed: it says how much is left, and that it is kept.
+        #expect(
+            said.last?.hasPrefix("replication: ") == true && said.last?.contains("changes not acknowledged") == true
+                && said.last?.contains("kept here") == true,
+            "\(said)"
+        )
         #expect(Self.count(try DocumentStore(path: site), anchor: "kiosk-lab") == 0)
         let trusted = try kiosk(
             "kiosk-lab",

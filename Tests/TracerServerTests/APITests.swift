@@ -8,6 +8,7 @@ import Testing
 import TracerColocation
 import TracerExposure
 import TracerModel
+import TracerReplication
 import TracerSite
 import TracerStore
 import TracerTesting
@@ -151,6 +152,53 @@ func errorCode(_ response: TestResponse) -> String? {
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
             }
         }
+    }
+
+    /// `POST /v1/sync` in process: a kiosk token without an anchor may not replicate at all; one
+    /// with an anchor writes its own documents and is refused another's, per document, audited.
+    @Test func syncIsScopedToTheTokensAnchor() async throws {
+        let f = try ServerFixture()
+        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let stored = Array(#"{"deviceId":"d1","n":1}"#.utf8)
+        let body = SyncBatch.body(
+            kiosk: "kiosk-lab",
+            through: 9,
+            sentAt: Date().timeIntervalSince1970,
+            clock: nil,
+            backlog: 0,
+            backlogOldest: nil,
+            documents: SyncBatch.documents([
+                .init(path: try DocumentPath("beacons/kiosk-lab/interactions/a"), json: stored),
+                .init(path: try DocumentPath("beacons/kiosk-cafe/interactions/b"), json: stored),
+                .init(path: try DocumentPath("devices/d1"), json: stored),
+            ])
+        )
+        try await f.app().test(.router) { client in
+            try await client.execute(
+                uri: "/v1/sync",
+                method: .post,
+                headers: ServerFixture.bearer(f.kiosk),
+                body: ByteBuffer(bytes: body)
+            ) { r in
+                #expect(r.status == .forbidden && errorCode(r) == "forbidden", "\(String(buffer: r.body))")
+            }
+            try await client.execute(
+                uri: "/v1/sync",
+                method: .post,
+                headers: ServerFixture.bearer(lab.token),
+                body: ByteBuffer(bytes: body)
+            ) { r in
+                #expect(r.status == .ok)
+                let answer = try SyncAnswer(json: Array(r.body.readableBytesView))
+                #expect(answer.acknowledged == 9 && answer.applied == 1)
+                #expect(answer.refused.map(\.path) == ["beacons/kiosk-cafe/interactions/b", "devices/d1"])
+            }
+        }
+        #expect(try f.store.get("beacons/kiosk-lab/interactions/a")["n"] == .integer(1))
+        #expect(try !f.store.get("beacons/kiosk-cafe/interactions/b").exists && !f.store.get("devices/d1").exists)
+        let audit = try f.store.getDocuments(Query(collection: Collections.audit))
+        #expect(audit.compactMap { $0["outcome"]?.stringValue }.count == 2)
+        #expect(try f.store.get("kiosks/kiosk-lab")["refused"] == .integer(2))
     }
 
     @Test func whoMayReadWhat() async throws {
