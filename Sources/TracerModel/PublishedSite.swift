@@ -74,6 +74,27 @@ public struct PublishedSite: Sendable {
     /// `config/site`.
     public static var path: DocumentPath { Collections.site }
 
+    /// The stored document's fields as written, without parsing the map again: what the site
+    /// server hands to kiosks that poll `GET /v1/site` (mostly to hear "not modified").
+    public struct Stored: Sendable, Equatable {
+        public var name: String
+        public var file: String
+        public var digest: String
+        public var source: String
+        public var publishedAt: Timestamp?
+
+        /// Nil when there is no such document.
+        public init?(_ doc: DocumentSnapshot) throws {
+            guard doc.exists else { return nil }
+            let r = try FieldReader(doc)
+            name = try r.string("site")
+            file = try r.string("file")
+            digest = try r.string("digest")
+            source = try r.string("source")
+            publishedAt = r.optionalTime("publishedAt")
+        }
+    }
+
     /// The site published in `store`, or nil when none is.
     public static func load(from store: DocumentStore) throws -> PublishedSite? {
         let doc = try store.get(path)

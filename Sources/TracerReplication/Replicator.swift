@@ -219,7 +219,8 @@ public final class Replicator: Service, Sendable {
                     $0.lastError = nil
                 }
                 metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
-                publishBacklog(after: acknowledged)
+                // What is left is what the batch was read with: no second read of the log.
+                publish(backlog: batch.after)
             case .failure(let e) where e.code == .unauthorized || e.code == .forbidden:
                 stoppedToken = (try? upstream.token()) ?? ""
                 logger.error(
@@ -302,6 +303,10 @@ public final class Replicator: Service, Sendable {
 
     func publishBacklog(after token: Int64) {
         guard let backlog = try? store.backlog(after: token) else { return }
+        publish(backlog: backlog)
+    }
+
+    func publish(backlog: (changes: Int64, oldest: Timestamp?)) {
         status.update {
             $0.backlog = backlog.changes
             $0.backlogOldest = backlog.oldest?.seconds

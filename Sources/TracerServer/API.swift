@@ -356,7 +356,7 @@ public final class API: Sendable {
     /// file and digest. The digest is the ETag, so a kiosk polling with `If-None-Match` gets
     /// 304 until a new map is published.
     func publishedSite(_ request: Request) throws -> Response {
-        guard let published = try PublishedSite.load(from: store) else {
+        guard let published = try PublishedSite.Stored(store.get(PublishedSite.path)) else {
             throw APIError(.notFound, "no_site", "no site is published on this server (tracer map publish FILE)")
         }
         let etag = "\"\(published.digest)\""
@@ -365,7 +365,7 @@ public final class API: Sendable {
         }
         var response = JSONBody.response(
             encoding: Responses.PublishedSite(
-                site: published.site.name,
+                site: published.name,
                 file: published.file,
                 digest: published.digest,
                 publishedAt: published.publishedAt?.iso8601Milliseconds,

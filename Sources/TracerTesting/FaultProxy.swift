@@ -171,7 +171,8 @@ final class Flag: Sendable {
 }
 
 extension sockaddr_in {
-    static func loopback(port: Int) -> sockaddr_in {
+    /// 127.0.0.1:`port`.
+    public static func loopback(port: Int) -> sockaddr_in {
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
         a.sin_port = UInt16(port).bigEndian

@@ -524,10 +524,7 @@ import TracerTesting
         defer { for fd in sockets { close(fd) } }
         for _ in 0..<200 {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(server.port).bigEndian
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            var address = sockaddr_in.loopback(port: server.port)
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
