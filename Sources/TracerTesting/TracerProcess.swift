@@ -186,6 +186,11 @@ public struct TracerProcess {
             return (process.terminationStatus, Date().timeIntervalSince(start))
         }
 
+        /// Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and resume it).
+        public func signal(_ signal: Int32) {
+            if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+        }
+
         /// Sends a signal (SIGKILL by default) and waits for the process to end.
         public func kill(_ signal: Int32 = SIGKILL) {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
