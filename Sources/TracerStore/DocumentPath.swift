@@ -24,6 +24,11 @@ public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConverti
         self.parentText = segments.dropLast().joined(separator: "/")
     }
 
+    init(validated segments: [String], parentText: String) {
+        self.segments = segments
+        self.parentText = parentText
+    }
+
     init(parentText: String, id: String) {
         self.segments = parentText.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id]
         self.parentText = parentText

@@ -37,7 +37,8 @@ public final class DocumentStore: Sendable {
     public init(path: String, configuration: Configuration = Configuration(), logger: Logger? = nil) throws {
         self.path = path
         self.configuration = configuration
-        self.logger = logger ?? Logger(label: "tracer.store")
+        let logger = logger ?? Logger(label: "tracer.store")
+        self.logger = logger
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -47,7 +48,7 @@ public final class DocumentStore: Sendable {
             readers: configuration.readers,
             durability: configuration.synchronousCommits ? .full : .normal,
             writerCacheKiB: max(1, configuration.writerCacheMiB) * 1024,
-            setUp: Schema.setUp
+            setUp: { db in try Schema.setUp(db, log: { logger.notice("\($0)") }) }
         )
         let catalog = IndexCatalog()
         self.catalog = catalog
@@ -66,7 +67,9 @@ public final class DocumentStore: Sendable {
 
     /// The document at `path` (a snapshot whose `exists` is false when there is none).
     public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
-        try pool.read { db in DocumentSnapshot(path: path, stored: try Self.load(path, db)) }
+        try pool.read { db in
+            try Self.snapshot(path, parent: db.parentID(path.parentText), db) ?? DocumentSnapshot(path: path, data: nil)
+        }
     }
 
     /// The document at a path given as text.
@@ -74,27 +77,34 @@ public final class DocumentStore: Sendable {
         try get(DocumentPath(path))
     }
 
-    static let loadSQL =
-        "SELECT data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3"
+    static let loadSQL = "SELECT data, created, updated FROM documents WHERE parent = ?1 AND id = ?2"
 
     static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
-        let s = try db.statement(loadSQL)
-        s.bind(1, path.collectionID)
-        s.bind(2, path.parentText)
-        s.bind(3, path.id)
+        guard let parent = try db.parentID(path.parentText) else { return nil }
+        let s = try db.documentLoader()
+        s.bind(1, parent)
+        s.bind(2, path.id)
         defer { s.reset() }
         guard try s.step() else { return nil }
         let data = try decode(s, column: 0, path: path)
         return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2))
     }
 
+    /// The document at `path` under the interned parent `parent` as read now, its fields decoded
+    /// when they are used; nil when there is none.
+    static func snapshot(_ path: DocumentPath, parent: Int64?, _ db: SQLiteConnection) throws -> DocumentSnapshot? {
+        guard let parent else { return nil }
+        let s = try db.documentLoader()
+        s.bind(1, parent)
+        s.bind(2, path.id)
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let fields = try s.withBytes(0) { try DocumentFields.read($0, path: path) }
+        return DocumentSnapshot(path: path, fields: fields, created: s.int64(1), updated: s.int64(2))
+    }
+
     static func decode(_ s: SQLiteStatement, column: Int32, path: DocumentPath) throws -> DocumentData {
-        try s.withBytes(column) { buffer in
-            guard case .map(let fields) = try JSON.parse(buffer: buffer) else {
-                throw StoreError(.sqlite, "a stored document is not a JSON object", context: path.description)
-            }
-            return fields
-        }
+        try s.withBytes(column) { try DocumentCodec.decode($0, path: path) }
     }
 
     // MARK: Writes

@@ -23,6 +23,34 @@ final class IndexCatalog: Sendable {
         return state.withLock { $0.byCollection.values.flatMap { $0 }.sorted { $0.id < $1.id } }
     }
 
+    /// Fills an index from the documents already stored (inside a write transaction); returns
+    /// how many entries it made.
+    static func fill(_ index: StoredIndex, _ db: SQLiteConnection) throws -> Int {
+        let scan = try db.statement(
+            """
+            SELECT p.path, d.id, d.data, p.id FROM parents p JOIN documents d ON d.parent = p.id
+            WHERE p.collection = ?1
+            """
+        )
+        defer { scan.reset() }
+        scan.bind(1, index.definition.collectionID)
+        let put = try db.statement(DocumentWriter.insertEntrySQL)
+        var count = 0
+        while try scan.step() {
+            let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
+            let data = try DocumentStore.decode(scan, column: 2, path: path)
+            guard let key = index.key(for: path, data: data) else { continue }
+            put.reset()
+            put.bind(1, index.id)
+            put.bindBlob(2, key)
+            put.bind(3, scan.int64(3))
+            put.bind(4, path.id)
+            try put.run()
+            count += 1
+        }
+        return count
+    }
+
     func refresh(_ db: SQLiteConnection) throws {
         let current = try db.scalar("SELECT value FROM meta WHERE key = 'catalog'") ?? 0
         if state.withLock({ $0.version == current }) { return }
@@ -66,22 +94,7 @@ extension DocumentStore {
             try insert.run()
             let index = StoredIndex(id: db.lastInsertRowID, definition: definition)
             try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog'")
-            // Backfill from the documents already there.
-            let scan = try db.statement("SELECT parent, id, data FROM documents WHERE collection = ?1")
-            scan.bind(1, definition.collectionID)
-            let put = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key) VALUES (?1, ?2)")
-            var count = 0
-            while try scan.step() {
-                let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
-                let data = try DocumentStore.decode(scan, column: 2, path: path)
-                guard let key = index.key(for: path, data: data) else { continue }
-                put.reset()
-                put.bind(1, index.id)
-                put.bindBlob(2, key)
-                try put.run()
-                count += 1
-            }
-            return count + 1
+            return try IndexCatalog.fill(index, db) + 1
         }
         if added > 0 {
             logger.info(

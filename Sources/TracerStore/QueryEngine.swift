@@ -16,18 +16,38 @@ struct QueryEngine {
         var oneCollection = false
 
         var sql: String {
-            if index != nil {
-                return "SELECT key FROM index_entries WHERE idx = ?1 AND key >= ?2 AND key < ?3 ORDER BY key"
-                    + (reverse ? " DESC" : "")
+            if let index {
+                let group = index.definition.scope == .collectionGroup
+                return Self.indexSQL[(group ? 2 : 0) + (reverse ? 1 : 0)]
             }
-            return oneCollection
-                ? "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 AND parent = ?2 ORDER BY id"
-                : "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1"
+            return oneCollection ? Self.collectionSQL : Self.groupSQL
         }
+
+        // Entries in key order, each joined to its document inside SQLite (one statement, not
+        // a lookup per entry from here). A collection's documents share one parent, whose path
+        // the query names; a group's need theirs. Built once: a query names one of them.
+        static let indexSQL = [false, true].flatMap { group in
+            [false, true].map { reverse in
+                """
+                SELECT \(group ? "parents.path" : "?4"), documents.id, documents.data, documents.created, \
+                documents.updated FROM index_entries \
+                JOIN documents ON documents.parent = index_entries.parent AND documents.id = index_entries.doc \
+                \(group ? "JOIN parents ON parents.id = index_entries.parent " : "")\
+                WHERE index_entries.idx = ?1 AND index_entries.key >= ?2 AND index_entries.key < ?3 \
+                ORDER BY index_entries.key\(reverse ? " DESC" : "")
+                """
+            }
+        }
+        static let collectionSQL = "SELECT ?2, id, data, created, updated FROM documents WHERE parent = ?1 ORDER BY id"
+        static let groupSQL = """
+            SELECT p.path, d.id, d.data, d.created, d.updated
+            FROM parents p JOIN documents d ON d.parent = p.id WHERE p.collection = ?1
+            """
     }
 
     func run(_ query: Query) throws -> [DocumentSnapshot] {
-        try Self.validate(query)
+        let orders = Self.effectiveOrders(query)
+        try Self.validate(query, orders: orders)
         if query.limit == 0 { return [] }
         if query.limitToLast {
             guard !query.orders.isEmpty else {
@@ -38,13 +58,12 @@ struct QueryEngine {
                 )
             }
             var flipped = query
-            flipped.orders = Self.effectiveOrders(query).map { Query.Order($0.field, descending: !$0.descending) }
+            flipped.orders = orders.map { Query.Order($0.field, descending: !$0.descending) }
             flipped.start = query.end
             flipped.end = query.start
             flipped.limitToLast = false
             return try run(flipped).reversed()
         }
-        let orders = Self.effectiveOrders(query)
         let plan = try plan(query, orders: orders)
         var results: [DocumentSnapshot] = []
         let orderFields = orders.map(\.field).filter { !$0.isDocumentID }
@@ -73,9 +92,7 @@ struct QueryEngine {
         try Self.validate(query)
         let p = try plan(query, orders: Self.effectiveOrders(query))
         var details: [String] = []
-        var statements = [p.sql]
-        if p.index != nil { statements.append(DocumentStore.loadSQL) }  // each entry's document
-        for sql in statements {
+        for sql in [p.sql] {
             let s = try db.statement("EXPLAIN QUERY PLAN " + sql)
             while try s.step() { details.append(s.text(3)) }
         }
@@ -92,41 +109,44 @@ struct QueryEngine {
         let s = try db.statement(plan.sql)
         defer { s.reset() }
         if let index = plan.index {
-            // Entries in key order; each names its document, read by primary key.
             s.bind(1, index.id)
             s.bindBlob(2, plan.lower)
             s.bindBlob(3, plan.upper)
-            let definition = index.definition
-            let skipped = (definition.scope == .collection ? [false] : []) + definition.fields.map(\.descending)
-            let nameDescending = definition.fields.last?.descending ?? false
-            while try s.step() {
-                guard let name = IndexKey.name(in: s.blob(0), skipping: skipped, nameDescending: nameDescending) else {
-                    throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")
+            if case .collection(let c) = query.source {
+                // One collection: its path built once, each document's from it and its id.
+                let segments = c.segments
+                let text = c.description
+                s.bind(4, text)
+                while try s.step() {
+                    var full = segments
+                    full.append(s.text(1))
+                    let path = DocumentPath(validated: full, parentText: text)
+                    if try !body(try Self.snapshot(s, path)) { break }
                 }
-                let path: DocumentPath
-                if case .collection(let c) = query.source {
-                    path = DocumentPath(validated: c.segments + name)
-                } else {
-                    path = DocumentPath(validated: name)
+            } else {
+                while try s.step() {
+                    if try !body(try Self.snapshot(s, DocumentPath(parent: s.text(0), id: s.text(1)))) { break }
                 }
-                guard let stored = try DocumentStore.load(path, db) else { continue }
-                if try !body(DocumentSnapshot(path: path, stored: stored)) { break }
             }
             return
         }
-        s.bind(1, query.source.collectionID)
-        if case .collection(let c) = query.source { s.bind(2, c.description) }
-        while try s.step() {
-            let path = DocumentPath(parent: s.text(0), id: s.text(1))
-            let data = try DocumentStore.decode(s, column: 2, path: path)
-            let doc = DocumentSnapshot(
-                path: path,
-                data: data,
-                createTime: Timestamp(microseconds: s.int64(3)),
-                updateTime: Timestamp(microseconds: s.int64(4))
-            )
-            if try !body(doc) { break }
+        if case .collection(let c) = query.source {
+            // A collection nothing was ever written to has no id, and no documents.
+            guard let parent = try db.parentID(c.description) else { return }
+            s.bind(1, parent)
+            s.bind(2, c.description)
+        } else {
+            s.bind(1, query.source.collectionID)
         }
+        while try s.step() {
+            if try !body(try Self.snapshot(s, DocumentPath(parent: s.text(0), id: s.text(1)))) { break }
+        }
+    }
+
+    /// The document on the statement's row: path, id, data, created, updated.
+    private static func snapshot(_ s: SQLiteStatement, _ path: DocumentPath) throws -> DocumentSnapshot {
+        let fields = try s.withBytes(2) { try DocumentFields.read($0, path: path) }
+        return DocumentSnapshot(path: path, fields: fields, created: s.int64(3), updated: s.int64(4))
     }
 
     // MARK: Planning
@@ -239,9 +259,14 @@ struct QueryEngine {
     /// The explicit orders, then inequality fields not yet ordered, then `__name__`.
     static func effectiveOrders(_ query: Query) -> [Query.Order] {
         var orders = query.orders
-        let inequalities = query.filters.flatMap(\.allFields).filter { $0.1.isInequality }.map(\.0)
-        for field in Set(inequalities).sorted(by: { $0.description < $1.description })
-        where !orders.contains(where: { $0.field == field }) {
+        var inequalities: [FieldPath] = []
+        for (field, op, _) in query.filters.flatMap(\.allFields) where op.isInequality && !inequalities.contains(field)
+        {
+            inequalities.append(field)
+        }
+        // In field-name order when there are several (sorting one would only cost the names).
+        if inequalities.count > 1 { inequalities.sort { $0.description < $1.description } }
+        for field in inequalities where !orders.contains(where: { $0.field == field }) {
             orders.append(Query.Order(field))
         }
         if orders.last?.field.isDocumentID != true {
@@ -306,12 +331,12 @@ struct QueryEngine {
         return nil
     }
 
-    static func validate(_ query: Query) throws {
+    static func validate(_ query: Query, orders: [Query.Order]? = nil) throws {
         for f in query.filters { try f.validate() }
         if let limit = query.limit, limit < 0 {
             throw StoreError(.invalidQuery, "a limit cannot be negative", context: query.source.description)
         }
-        let count = effectiveOrders(query).count
+        let count = (orders ?? effectiveOrders(query)).count
         for cursor in [query.start, query.end].compactMap({ $0 }) where cursor.values.count > count {
             throw StoreError(
                 .invalidQuery,

@@ -6,8 +6,8 @@
 /// whole document is idempotent, so a batch replayed after a lost answer changes nothing; a
 /// document changed twice is sent twice, and the second time carries its newest state.
 public struct Outbox: Sendable {
-    /// One document to send: its stored JSON now (the store's own text, timestamps tagged, sent
-    /// as it is: reading a backlog parses and re-encodes nothing), or nil when it was deleted.
+    /// One document to send: its JSON now (decoded from the stored form and written with
+    /// timestamps tagged, as `tracer db export` writes it), or nil when it was deleted.
     public struct Entry: Sendable, Equatable {
         public var path: DocumentPath
         public var json: [UInt8]?
@@ -55,7 +55,12 @@ extension DocumentStore {
         include: (DocumentPath) -> Bool = { _ in true }
     ) throws -> Outbox {
         try pool.read { db in
-            let s = try db.statement("SELECT seq, parent, id, ts FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+            let s = try db.statement(
+                """
+                SELECT c.seq, p.path, c.id, c.ts FROM changes c JOIN parents p ON p.id = c.parent
+                WHERE c.seq > ?1 ORDER BY c.seq LIMIT ?2
+                """
+            )
             s.bind(1, token)
             s.bind(2, Int64(max(1, limit)))
             var paths: [DocumentPath] = []
@@ -71,13 +76,10 @@ extension DocumentStore {
             s.reset()
             var entries: [Outbox.Entry] = []
             entries.reserveCapacity(paths.count)
-            let load = try db.statement(Self.loadSQL)
             for path in paths {
-                load.bind(1, path.collectionID)
-                load.bind(2, path.parentText)
-                load.bind(3, path.id)
-                entries.append(.init(path: path, json: try load.step() ? load.blob(0) : nil))
-                load.reset()
+                // The wire carries JSON (SyncBatch): the stored form is the store's own.
+                let stored = try Self.load(path, db)
+                entries.append(.init(path: path, json: stored.map { JSON.bytes($0.data) }))
             }
             // Sequence numbers are contiguous (the log is pruned only from its old end), so what
             // is left is a subtraction, not a count over a backlog of a million rows.

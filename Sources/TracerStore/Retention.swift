@@ -34,7 +34,7 @@ extension DocumentStore {
                     if let pending, let acknowledged {
                         // Only the log's tail after the checkpoint is scanned: the backlog.
                         pending.bind(1, acknowledged)
-                        pending.bind(2, doc.path.parentText)
+                        pending.bind(2, try db.parentID(doc.path.parentText) ?? -1)
                         pending.bind(3, doc.path.id)
                         let unacknowledged = try pending.step()
                         pending.reset()

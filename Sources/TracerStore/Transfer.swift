@@ -13,35 +13,31 @@ public enum ExportScope: Sendable {
 }
 
 extension DocumentStore {
+    static let exportSQL =
+        "SELECT p.path, d.id, d.data, d.created, d.updated FROM parents p JOIN documents d ON d.parent = p.id"
+
     /// Streams documents in path order to `body`, from one consistent snapshot.
     public func export(_ scope: ExportScope, _ body: (DocumentSnapshot) throws -> Void) throws {
         try pool.read { db in
             let s: SQLiteStatement
             switch scope {
             case .all:
-                s = try db.statement("SELECT parent, id, data, created, updated FROM documents ORDER BY parent, id")
+                s = try db.statement(Self.exportSQL + " ORDER BY p.path, d.id")
             case .group(let id):
-                s = try db.statement(
-                    "SELECT parent, id, data, created, updated FROM documents WHERE collection = ?1 ORDER BY parent, id"
-                )
+                s = try db.statement(Self.exportSQL + " WHERE p.collection = ?1 ORDER BY p.path, d.id")
                 s.bind(1, id)
             case .collection(let c):
                 // The collection itself, and anything whose parent path starts with "c/".
                 s = try db.statement(
-                    """
-                    SELECT parent, id, data, created, updated FROM documents
-                    WHERE parent = ?1 OR (parent >= ?2 AND parent < ?3) ORDER BY parent, id
-                    """
+                    Self.exportSQL + " WHERE p.path = ?1 OR (p.path >= ?2 AND p.path < ?3) ORDER BY p.path, d.id"
                 )
                 s.bind(1, c.description)
                 s.bind(2, c.description + "/")
                 s.bind(3, c.description + "0")  // '0' follows '/'
             case .document(let d):
                 s = try db.statement(
-                    """
-                    SELECT parent, id, data, created, updated FROM documents
-                    WHERE (parent = ?1 AND id = ?4) OR (parent >= ?2 AND parent < ?3) ORDER BY parent, id
-                    """
+                    Self.exportSQL
+                        + " WHERE (p.path = ?1 AND d.id = ?4) OR (p.path >= ?2 AND p.path < ?3) ORDER BY p.path, d.id"
                 )
                 s.bind(1, d.parent.description)
                 s.bind(2, d.description + "/")

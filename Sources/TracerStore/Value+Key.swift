@@ -145,6 +145,16 @@ extension IndexKey {
         var segments: [String] = []
         // Segments until the final `end` byte, each escaped and closed by 00 01.
         while i < key.count - 1 {
+            // The common case, read in place: ascending, and no escaped NUL before the 00 01.
+            if !nameDescending {
+                var j = i
+                while j + 1 < key.count, key[j] != 0 { j += 1 }
+                if j + 1 < key.count, key[j + 1] == 1 {
+                    segments.append(key.withUnsafeBufferPointer { String(decoding: $0[i..<j], as: UTF8.self) })
+                    i = j + 2
+                    continue
+                }
+            }
             var segment: [UInt8] = []
             while true {
                 guard let b = byte(i) else { return nil }

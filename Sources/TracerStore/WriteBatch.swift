@@ -84,6 +84,8 @@ public final class Transaction {
 
 /// Applies write operations inside one open write transaction.
 final class DocumentWriter {
+    static let insertEntrySQL = "INSERT OR REPLACE INTO index_entries (idx, key, parent, doc) VALUES (?1, ?2, ?3, ?4)"
+
     let db: SQLiteConnection
     let now: Timestamp
     let catalog: IndexCatalog
@@ -103,18 +105,18 @@ final class DocumentWriter {
         insertChange = try db.statement("INSERT INTO changes (parent, id, op, ts) VALUES (?1, ?2, ?3, ?4)")
         insertNew = try db.statement(
             """
-            INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-            ON CONFLICT (collection, parent, id) DO NOTHING
+            INSERT INTO documents (parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?4)
+            ON CONFLICT (parent, id) DO NOTHING
             """
         )
         upsert = try db.statement(
             """
-            INSERT INTO documents (collection, parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-            ON CONFLICT (collection, parent, id) DO UPDATE SET data = excluded.data, updated = excluded.updated
+            INSERT INTO documents (parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (parent, id) DO UPDATE SET data = excluded.data, updated = excluded.updated
             """
         )
-        deleteDocument = try db.statement("DELETE FROM documents WHERE collection = ?1 AND parent = ?2 AND id = ?3")
-        insertEntry = try db.statement("INSERT OR REPLACE INTO index_entries (idx, key) VALUES (?1, ?2)")
+        deleteDocument = try db.statement("DELETE FROM documents WHERE parent = ?1 AND id = ?2")
+        insertEntry = try db.statement(Self.insertEntrySQL)
         deleteEntry = try db.statement("DELETE FROM index_entries WHERE idx = ?1 AND key = ?2")
     }
 
@@ -148,10 +150,10 @@ final class DocumentWriter {
         }
     }
 
-    private func logChange(_ path: DocumentPath, _ op: ChangeOp) throws {
+    private func logChange(_ path: DocumentPath, parent: Int64, _ op: ChangeOp) throws {
         let s = insertChange
         s.reset()
-        s.bind(1, path.parentText)
+        s.bind(1, parent)
         s.bind(2, path.id)
         s.bind(3, op.rawValue)
         s.bind(4, now.microseconds)
@@ -161,47 +163,47 @@ final class DocumentWriter {
     /// Inserts a document that is not there yet; false (and nothing written) if one is.
     private func insertIfAbsent(_ path: DocumentPath, _ data: DocumentData) throws -> Bool {
         try WriteRules.checkSize(data, path: path)
+        let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = insertNew
         s.reset()
-        s.bind(1, path.collectionID)
-        s.bind(2, path.parentText)
-        s.bind(3, path.id)
-        s.bindText(4, JSON.bytes(data))
-        s.bind(5, now.microseconds)
+        s.bind(1, parent)
+        s.bind(2, path.id)
+        s.bindBlob(3, DocumentCodec.encode(data))
+        s.bind(4, now.microseconds)
         try s.run()
         guard db.changes == 1 else { return false }
-        try logChange(path, .created)
-        try updateIndexes(path, old: nil, new: data)
+        try logChange(path, parent: parent, .created)
+        try updateIndexes(path, parent: parent, old: nil, new: data)
         return true
     }
 
     private func put(_ path: DocumentPath, _ data: DocumentData, old: StoredDocument?) throws {
         try WriteRules.checkSize(data, path: path)
+        let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = upsert
         s.reset()
-        s.bind(1, path.collectionID)
-        s.bind(2, path.parentText)
-        s.bind(3, path.id)
-        s.bindText(4, JSON.bytes(data))
-        s.bind(5, old?.created ?? now.microseconds)
-        s.bind(6, now.microseconds)
+        s.bind(1, parent)
+        s.bind(2, path.id)
+        s.bindBlob(3, DocumentCodec.encode(data))
+        s.bind(4, old?.created ?? now.microseconds)
+        s.bind(5, now.microseconds)
         try s.run()
-        try logChange(path, old == nil ? .created : .updated)
-        try updateIndexes(path, old: old?.data, new: data)
+        try logChange(path, parent: parent, old == nil ? .created : .updated)
+        try updateIndexes(path, parent: parent, old: old?.data, new: data)
     }
 
     private func remove(_ path: DocumentPath, old: StoredDocument) throws {
+        let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = deleteDocument
         s.reset()
-        s.bind(1, path.collectionID)
-        s.bind(2, path.parentText)
-        s.bind(3, path.id)
+        s.bind(1, parent)
+        s.bind(2, path.id)
         try s.run()
-        try logChange(path, .deleted)
-        try updateIndexes(path, old: old.data, new: nil)
+        try logChange(path, parent: parent, .deleted)
+        try updateIndexes(path, parent: parent, old: old.data, new: nil)
     }
 
-    private func updateIndexes(_ path: DocumentPath, old: DocumentData?, new: DocumentData?) throws {
+    private func updateIndexes(_ path: DocumentPath, parent: Int64, old: DocumentData?, new: DocumentData?) throws {
         for index in catalog.cached(for: path.collectionID) {
             let oldKey = old.flatMap { index.key(for: path, data: $0) }
             let newKey = new.flatMap { index.key(for: path, data: $0) }
@@ -216,6 +218,8 @@ final class DocumentWriter {
                 insertEntry.reset()
                 insertEntry.bind(1, index.id)
                 insertEntry.bindBlob(2, newKey)
+                insertEntry.bind(3, parent)
+                insertEntry.bind(4, path.id)
                 try insertEntry.run()
             }
         }

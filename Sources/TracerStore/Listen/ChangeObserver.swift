@@ -229,7 +229,9 @@ struct ChangeBatch {
 
     static func read(_ db: SQLiteConnection, after: Int64) throws -> ChangeBatch {
         var batch = ChangeBatch(token: after)
-        let s = try db.statement("SELECT seq, parent, id, op FROM changes WHERE seq > ?1 ORDER BY seq")
+        let s = try db.statement(
+            "SELECT c.seq, p.path, c.id, c.op FROM changes c JOIN parents p ON p.id = c.parent WHERE c.seq > ?1 ORDER BY c.seq"
+        )
         s.bind(1, after)
         while try s.step() {
             let path = DocumentPath(parent: s.text(1), id: s.text(2))

@@ -80,10 +80,12 @@ final class ConnectionPool: @unchecked Sendable {
                 let result = try body(writer)
                 writer.resetActiveStatements()
                 try writer.execute("COMMIT")
+                writer.transactionEnded(committed: true)
                 return result
             } catch {
                 writer.resetActiveStatements()
                 if writer.isInTransaction { try? writer.execute("ROLLBACK") }
+                writer.transactionEnded(committed: false)
                 throw error
             }
         }
@@ -101,10 +103,11 @@ final class ConnectionPool: @unchecked Sendable {
             readersCondition.signal()
             readersCondition.unlock()
         }
-        try reader.execute("BEGIN")
+        // Prepared once, not parsed on every read (sqlite3_exec would parse them each time).
+        try reader.statement("BEGIN").run()
         defer {
             reader.resetActiveStatements()
-            try? reader.execute("COMMIT")
+            try? reader.statement("COMMIT").run()
         }
         return try body(reader)
     }

@@ -23,6 +23,7 @@ final class SQLiteConnection {
     }
 
     deinit {
+        loadStatement = nil
         cache.removeAll()  // statements finalize before the connection closes
         sqlite3_close_v2(handle)
     }
@@ -52,6 +53,20 @@ final class SQLiteConnection {
         return statement
     }
 
+    private var loadStatement: SQLiteStatement?
+
+    /// The statement that reads one document by its key (`DocumentStore.loadSQL`), reset: read
+    /// once per document of a query, so it is kept here rather than looked up by its text.
+    func documentLoader() throws -> SQLiteStatement {
+        if let s = loadStatement {
+            s.reset()
+            return s
+        }
+        let s = try statement(DocumentStore.loadSQL)
+        loadStatement = s
+        return s
+    }
+
     /// The first column of the first row of a query, as an integer.
     func scalar(_ sql: String) throws -> Int64? {
         let s = try statement(sql)
@@ -67,6 +82,44 @@ final class SQLiteConnection {
             if sqlite3_stmt_busy(s) != 0 { sqlite3_reset(s) }
             stmt = sqlite3_next_stmt(handle, s)
         }
+    }
+
+    // MARK: Interned collection paths (Schema's `parents`)
+
+    // A parent's id never changes and is never deleted, so a cached id stays right for the
+    // connection's life; only the ids a rolled-back transaction made are forgotten.
+    private var parentIDs: [String: Int64] = [:]
+    private var newParents: [String] = []
+
+    /// The id of an interned collection path; nil when no document was ever written under it.
+    func parentID(_ path: String) throws -> Int64? {
+        if let id = parentIDs[path] { return id }
+        let s = try statement("SELECT id FROM parents WHERE path = ?1")
+        s.bind(1, path)
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let id = s.int64(0)
+        parentIDs[path] = id
+        return id
+    }
+
+    /// The id of a collection path, interned now if it is new (inside a write transaction).
+    func internParent(_ path: String, collection: String) throws -> Int64 {
+        if let id = try parentID(path) { return id }
+        let s = try statement("INSERT INTO parents (path, collection) VALUES (?1, ?2)")
+        s.bind(1, path)
+        s.bind(2, collection)
+        try s.run()
+        let id = lastInsertRowID
+        parentIDs[path] = id
+        newParents.append(path)
+        return id
+    }
+
+    /// Ends the interning of a transaction: kept if it committed, forgotten if not.
+    func transactionEnded(committed: Bool) {
+        if !committed { for p in newParents { parentIDs[p] = nil } }
+        newParents.removeAll()
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
