@@ -81,7 +81,7 @@ public final class DocumentStore: Sendable {
 
     static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
         guard let parent = try db.parentID(path.parentText) else { return nil }
-        let s = try db.documentLoader()
+        let s = try db.statement(.loadDocument, loadSQL)
         s.bind(1, parent)
         s.bind(2, path.id)
         defer { s.reset() }
@@ -94,7 +94,7 @@ public final class DocumentStore: Sendable {
     /// when they are used; nil when there is none.
     static func snapshot(_ path: DocumentPath, parent: Int64?, _ db: SQLiteConnection) throws -> DocumentSnapshot? {
         guard let parent else { return nil }
-        let s = try db.documentLoader()
+        let s = try db.statement(.loadDocument, loadSQL)
         s.bind(1, parent)
         s.bind(2, path.id)
         defer { s.reset() }

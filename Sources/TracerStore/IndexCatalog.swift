@@ -52,7 +52,9 @@ final class IndexCatalog: Sendable {
     }
 
     func refresh(_ db: SQLiteConnection) throws {
-        let current = try db.scalar("SELECT value FROM meta WHERE key = 'catalog'") ?? 0
+        let version = try db.statement(.catalogVersion, "SELECT value FROM meta WHERE key = 'catalog'")
+        let current = try version.step() ? version.int64(0) : 0
+        version.reset()
         if state.withLock({ $0.version == current }) { return }
         var loaded: [String: [StoredIndex]] = [:]
         let s = try db.statement("SELECT id, collection, scope, fields FROM indexes ORDER BY id")

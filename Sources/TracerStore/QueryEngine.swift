@@ -23,6 +23,17 @@ struct QueryEngine {
             return oneCollection ? Self.collectionSQL : Self.groupSQL
         }
 
+        /// Which of the engine's statements `sql` is.
+        var statement: SQLiteConnection.Frequent {
+            if let index {
+                let group = index.definition.scope == .collectionGroup
+                return group
+                    ? (reverse ? .groupIndexScanReversed : .groupIndexScan)
+                    : (reverse ? .collectionIndexScanReversed : .collectionIndexScan)
+            }
+            return oneCollection ? .collectionScan : .groupScan
+        }
+
         // Entries in key order, each joined to its document inside SQLite (one statement, not
         // a lookup per entry from here). A collection's documents share one parent, whose path
         // the query names; a group's need theirs. Built once: a query names one of them.
@@ -66,6 +77,7 @@ struct QueryEngine {
         }
         let plan = try plan(query, orders: orders)
         var results: [DocumentSnapshot] = []
+        results.reserveCapacity(min(query.limit ?? 32, 32))
         let orderFields = orders.map(\.field).filter { !$0.isDocumentID }
         try scan(query, plan) { doc in
             guard orderFields.allSatisfy({ doc[$0] != nil }), query.filters.allSatisfy({ $0.matches(doc) }) else {
@@ -106,7 +118,7 @@ struct QueryEngine {
     }
 
     private func scan(_ query: Query, _ plan: Plan, _ body: (DocumentSnapshot) throws -> Bool) throws {
-        let s = try db.statement(plan.sql)
+        let s = try db.statement(plan.statement, plan.sql)
         defer { s.reset() }
         if let index = plan.index {
             s.bind(1, index.id)
@@ -153,7 +165,8 @@ struct QueryEngine {
 
     private func plan(_ query: Query, orders: [Query.Order]) throws -> Plan {
         let conjuncts = query.filters.flatMap(\.conjuncts)
-        let constrained = Set(conjuncts.map(\.0)).union(orders.map(\.field))
+        // A handful of fields: a list compares faster than a set hashes them.
+        let constrained = conjuncts.map(\.0) + orders.map(\.field)
         let wantedScope: IndexDefinition.Scope
         var fallback = Plan()
         switch query.source {
@@ -172,12 +185,12 @@ struct QueryEngine {
             var prefix: [UInt8] = []
             if case .collection(let c) = query.source { IndexKey.append(.string(c.description), to: &prefix) }
             var k = 0
-            var equalityFields = Set<FieldPath>()
+            var equalityFields: [FieldPath] = []
             while k < fields.count,
                 let eq = conjuncts.first(where: { $0.0 == fields[k].path && $0.1 == .equal })
             {
                 IndexKey.append(eq.2, descending: fields[k].descending, to: &prefix)
-                equalityFields.insert(fields[k].path)
+                equalityFields.append(fields[k].path)
                 k += 1
             }
             var plan = Plan(index: index, lower: prefix, upper: prefix + [IndexKey.top])

@@ -104,10 +104,10 @@ final class ConnectionPool: @unchecked Sendable {
             readersCondition.unlock()
         }
         // Prepared once, not parsed on every read (sqlite3_exec would parse them each time).
-        try reader.statement("BEGIN").run()
+        try reader.statement(.begin, "BEGIN").run()
         defer {
             reader.resetActiveStatements()
-            try? reader.statement("COMMIT").run()
+            try? reader.statement(.commit, "COMMIT").run()
         }
         return try body(reader)
     }

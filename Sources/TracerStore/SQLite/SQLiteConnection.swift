@@ -23,7 +23,7 @@ final class SQLiteConnection {
     }
 
     deinit {
-        loadStatement = nil
+        frequent.removeAll()
         cache.removeAll()  // statements finalize before the connection closes
         sqlite3_close_v2(handle)
     }
@@ -53,17 +53,24 @@ final class SQLiteConnection {
         return statement
     }
 
-    private var loadStatement: SQLiteStatement?
+    /// Statements run on every read, found by a number rather than by hashing their text (a
+    /// query's statement is a few hundred characters; a window query runs four of these).
+    enum Frequent: Int, CaseIterable {
+        case begin, commit, catalogVersion, loadDocument
+        case collectionIndexScan, collectionIndexScanReversed, groupIndexScan, groupIndexScanReversed
+        case collectionScan, groupScan
+    }
 
-    /// The statement that reads one document by its key (`DocumentStore.loadSQL`), reset: read
-    /// once per document of a query, so it is kept here rather than looked up by its text.
-    func documentLoader() throws -> SQLiteStatement {
-        if let s = loadStatement {
+    private var frequent: [SQLiteStatement?] = Array(repeating: nil, count: Frequent.allCases.count)
+
+    /// A frequent statement, reset; `sql` is its text, the same every time for the same `key`.
+    func statement(_ key: Frequent, _ sql: @autoclosure () -> String) throws -> SQLiteStatement {
+        if let s = frequent[key.rawValue] {
             s.reset()
             return s
         }
-        let s = try statement(DocumentStore.loadSQL)
-        loadStatement = s
+        let s = try statement(sql())
+        frequent[key.rawValue] = s
         return s
     }
 
