@@ -44,8 +44,8 @@ public struct SyncBatch: Sendable, Equatable {
         self.documents = documents
     }
 
-    /// The documents' part of a request body (`[{"path", "data"}, …]`), with their stored JSON
-    /// copied in as it is.
+    /// The documents' part of a request body (`[{"path", "data"}, …]`), with each entry's JSON
+    /// (`Outbox.Entry.json`) copied in as it is.
     public static func documents(_ entries: [Outbox.Entry]) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "[")]
         out.reserveCapacity(entries.reduce(2) { $0 + ($1.json?.count ?? 0) + 100 })

@@ -74,8 +74,8 @@ final class DocumentFields: Sendable {
         self.state = Mutex(State(decoded: decoded))
     }
 
-    /// From stored bytes, or nil when they are not a well-formed document. Schema 1's JSON text
-    /// is decoded at once.
+    /// From stored bytes, checked well formed (an error naming the document if they are not).
+    /// Schema 1's JSON text is decoded at once.
     static func read(_ bytes: UnsafeBufferPointer<UInt8>, path: DocumentPath) throws -> DocumentFields {
         if bytes.first == DocumentCodec.documentTag {
             guard DocumentCodec.isWellFormed(bytes) else {

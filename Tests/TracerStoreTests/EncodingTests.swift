@@ -97,6 +97,40 @@ import TracerTesting
     }
 }
 
+/// Collection paths interned in `parents`: what a rolled-back transaction interned is
+/// forgotten, so that no document is written under an id the table never kept.
+@Suite struct ParentTests {
+    struct Refused: Error {}
+
+    @Test func aRolledBackTransactionLeavesNoOrphans() throws {
+        let (store, dir) = try DocumentStore.temporary()
+        _ = dir
+        let path = try DocumentPath("rooms/r1/visits/v1")
+        #expect(throws: Refused.self) {
+            try store.runTransaction { t in
+                t.set(path, ["n": 1])
+                throw Refused()
+            }
+        }
+        // A batch that fails part-way (its second write) rolls back its first one's interning.
+        var batch = WriteBatch()
+        batch.set(try DocumentPath("rooms/r2/visits/v1"), ["n": 1])
+        batch.create(try DocumentPath("rooms/r2/visits/v1"), ["n": 2])
+        #expect(throws: StoreError.self) { try store.commit(batch) }
+
+        try store.set(path, ["n": 2])
+        try store.set(try DocumentPath("rooms/r2/visits/v2"), ["n": 3])
+        // Read through the parents table (a join), not only by the cached id.
+        var exported: [String] = []
+        try store.export(.all) { exported.append($0.path.description) }
+        #expect(exported == ["rooms/r1/visits/v1", "rooms/r2/visits/v2"])
+        #expect(try store.getDocuments(Query(collectionGroup: "visits")).count == 2)
+        #expect(try store.getDocuments(Query(collection: try CollectionPath("rooms/r1/visits"))).count == 1)
+        #expect(try store.get(path).data == ["n": 2])
+        #expect(try store.integrityCheck() == "ok")
+    }
+}
+
 /// A store written by tracer before schema 2 (Tests/Fixtures/store-v1: JSON documents, parent
 /// paths as text), opened by this one.
 @Suite struct UpgradeTests {
