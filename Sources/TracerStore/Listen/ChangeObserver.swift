@@ -18,6 +18,11 @@ final class ChangeObserver: @unchecked Sendable {
     private var byDocument: [DocumentPath: Set<UInt64>] = [:]
     private var byCollectionID: [String: Set<UInt64>] = [:]
     private var pending: [UInt64] = []
+    /// Listeners whose first snapshot has been delivered: only they are given later rounds' changes.
+    /// (One registered while a round runs is in neither that round's newcomers nor this set: it
+    /// waits for its start, in the next round, rather than being handed changes to results it
+    /// does not have yet.)
+    private var started: Set<UInt64> = []
     private var nextID: UInt64 = 1
     private var poked = false
     private var stopped = false
@@ -77,6 +82,7 @@ final class ChangeObserver: @unchecked Sendable {
 
     /// Drops a listener from every table; the caller holds the lock.
     private func forget(_ id: UInt64) {
+        started.remove(id)
         guard let listener = listeners.removeValue(forKey: id) else { return }
         switch listener.scope {
         case .document(let path):
@@ -162,6 +168,9 @@ final class ChangeObserver: @unchecked Sendable {
         for id in newcomers {
             guard let listener = listener(id) else { continue }
             try run(id) { try listener.start(context) }
+            condition.lock()
+            if listeners[id] != nil { started.insert(id) }
+            condition.unlock()
         }
         guard !batch.paths.isEmpty else { return }
         condition.lock()
@@ -171,6 +180,7 @@ final class ChangeObserver: @unchecked Sendable {
             if let ids = byCollectionID[path.collectionID] { concerned.formUnion(ids) }
         }
         concerned.subtract(newcomers)
+        concerned.formIntersection(started)
         let current = concerned.sorted().compactMap { id in listeners[id].map { (id, $0) } }
         condition.unlock()
         for (id, listener) in current {
