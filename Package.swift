@@ -42,6 +42,13 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
 
+        // libpq, for the store on PostgreSQL (synchronous, like SQLite's API: README).
+        .systemLibrary(
+            name: "CTracerPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+
         .systemLibrary(
             name: "CTracerDBus",
             pkgConfig: "dbus-1",
@@ -127,7 +134,7 @@ let package = Package(
         .target(
             name: "TracerStore",
             dependencies: [
-                "CTracerSQLite",
+                "CTracerSQLite", "CTracerPQ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

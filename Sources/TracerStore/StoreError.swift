@@ -24,6 +24,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case tokenExpired
         /// SQLite reported an error.
         case sqlite
+        /// PostgreSQL reported an error, or could not be reached.
+        case postgres
         /// The store's file was deleted or replaced while it was open.
         case storeGone
     }

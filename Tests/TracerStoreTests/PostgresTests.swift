@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+import TracerTesting
+
+@testable import TracerStore
+
+/// The ground the store's PostgreSQL backend stands on: a server of the test's own, started and
+/// removed by the test (also when the test run is killed), libpq through `PostgresConnection`,
+/// and `bytea` ordering the store's index keys exactly as SQLite's BLOB order does.
+@Suite(.serialized) struct PostgresTests {
+    /// The server processes running on `directory`'s socket (none once it is stopped).
+    static func servers(in directory: String) -> [String] {
+        let ps = Process()
+        ps.executableURL = URL(fileURLWithPath: "/bin/ps")
+        ps.arguments = ["-eo", "pid=,args="]
+        let out = Pipe()
+        ps.standardOutput = out
+        try? ps.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ps.waitUntilExit()
+        return text.split(separator: "\n").map(String.init).filter { $0.contains(directory) && $0.contains("postgres") }
+    }
+
+    static func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+
+    @Test func aServerOfItsOwnOnASocketAndLoopbackIsRemovedAfterwards() throws {
+        let cluster = try PostgresCluster()
+        let directory = cluster.directory
+        for uri in [cluster.uri, cluster.tcpURI] {
+            let c = try PostgresConnection(uri)
+            let rows = try c.query("SELECT current_user, current_database(), $1::text", [.text("é ✓")])
+            #expect(rows == [["tracer", "tracer", "é ✓"]])
+        }
+        // Not the machine's superuser and not root: initdb ran as an unprivileged user.
+        let owner = try FileManager.default.attributesOfItem(atPath: directory + "/data")[.ownerAccountID] as? Int
+        #expect(owner != nil && owner != 0)
+        #expect(!Self.servers(in: directory).isEmpty)
+        cluster.stop()
+        #expect(!FileManager.default.fileExists(atPath: directory))
+        #expect(Self.servers(in: directory).isEmpty)
+    }
+
+    /// The test process killed outright: the watchdog stops its server and removes the files.
+    @Test func aKilledTestRunStillRemovesItsServer() async throws {
+        let owner = Process()
+        owner.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        owner.arguments = ["600"]
+        try owner.run()
+        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+            "tracer-pg-\(UUID().uuidString.prefix(8))"
+        )
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let watchdog = Process()
+        watchdog.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        watchdog.arguments = [
+            PostgresCluster.root.appendingPathComponent("Tools/testing/pg-cluster").path, directory,
+            "\(try PostgresCluster.freePort())", "\(owner.processIdentifier)",
+        ]
+        let out = Pipe()
+        watchdog.standardOutput = out
+        watchdog.standardError = FileHandle.nullDevice
+        try watchdog.run()
+        let ready = out.fileHandleForReading.availableData
+        #expect(String(decoding: ready, as: UTF8.self).hasPrefix("ready "))
+        #expect(!Self.servers(in: directory).isEmpty)
+        kill(owner.processIdentifier, SIGKILL)
+        owner.waitUntilExit()
+        #expect(await Self.until { !FileManager.default.fileExists(atPath: directory) })
+        #expect(await Self.until { Self.servers(in: directory).isEmpty })
+    }
+
+    /// Index keys sort in `bytea` as they do in SQLite and as `Value.compare` orders their
+    /// values: the store's layout carries over without a second encoding.
+    @Test func byteaOrdersIndexKeysAsSQLiteDoes() throws {
+        let cluster = try PostgresCluster()
+        let c = try PostgresConnection(cluster.uri)
+        try c.execute("CREATE TABLE keys (key bytea PRIMARY KEY)")
+        var g = SplitMix64(seed: 17)
+        var values: [Value] = []
+        var keys = Set<[UInt8]>()
+        for _ in 0..<3_000 {
+            let v = RandomValues.value(&g)
+            if keys.insert(IndexKey.key(v)).inserted { values.append(v) }
+        }
+        for key in keys { _ = try c.query("INSERT INTO keys VALUES ($1)", [.bytes(key)]) }
+        let postgres = try c.bytes("SELECT key FROM keys ORDER BY key")
+        let sqlite = try SQLiteConnection(path: ":memory:")
+        try sqlite.execute("CREATE TABLE keys (key BLOB PRIMARY KEY)")
+        let insert = try sqlite.statement("INSERT INTO keys VALUES (?1)")
+        for key in keys {
+            insert.reset()
+            insert.bindBlob(1, key)
+            try insert.run()
+        }
+        let read = try sqlite.statement("SELECT key FROM keys ORDER BY key")
+        var ordered: [[UInt8]] = []
+        while try read.step() { ordered.append(read.blob(0)) }
+        #expect(postgres.count == keys.count)
+        #expect(postgres == ordered)
+        let byValue = values.sorted { Value.compare($0, $1) < 0 }.map { IndexKey.key($0) }
+        #expect(postgres == byValue)
+    }
+
+    /// Nothing listening, a wrong database: one line naming what failed, no password shown.
+    @Test func connectionFailuresAreOneLine() throws {
+        let port = try PostgresCluster.freePort()
+        #expect {
+            try PostgresConnection("postgres://tracer:secret@127.0.0.1:\(port)/tracer?connect_timeout=5")
+        } throws: { error in
+            guard let e = error as? StoreError else { return false }
+            return e.code == .postgres && e.message.hasPrefix("cannot connect to PostgreSQL")
+                && !e.description.contains("secret") && !e.description.contains("\n")
+                && e.context == "postgres://tracer@127.0.0.1:\(port)/tracer?connect_timeout=5"
+        }
+        let cluster = try PostgresCluster()
+        #expect {
+            try PostgresConnection("postgres://tracer@/nosuchdb?host=\(cluster.directory)&port=\(cluster.port)")
+        } throws: { error in
+            (error as? StoreError)?.message.contains("nosuchdb") == true
+        }
+    }
+}
