@@ -196,8 +196,9 @@ enum DocumentCodec {
         return i == end
     }
 
+    /// A varint at `i` (moved past it), or nil when it runs past `end` or past 64 bits.
     @inline(__always)
-    private static func varint(_ base: UnsafePointer<UInt8>, _ end: Int, _ i: inout Int) -> UInt64? {
+    fileprivate static func varint(_ base: UnsafePointer<UInt8>, _ end: Int, _ i: inout Int) -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while i < end, shift < 64 {
@@ -251,16 +252,8 @@ enum DocumentCodec {
                 defer { index += 1 }
                 return UInt64(bytes[index])
             }
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < bytes.count, shift < 64 {
-                let b = bytes[index]
-                index += 1
-                result |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return result }
-                shift += 7
-            }
-            return nil
+            guard let base = bytes.baseAddress else { return nil }
+            return DocumentCodec.varint(base, bytes.count, &index)
         }
 
         @inline(__always)
