@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 
-/// A Firestore-like document store in one SQLite file.
+/// A Firestore-like document store in one SQLite file, or in a PostgreSQL database.
 ///
 /// Documents live at paths that alternate collection and document ids
 /// (`beacons/b-101/interactions/Xy3…`). Writes are atomic (single writes, batches of any size,
@@ -25,35 +25,61 @@ public final class DocumentStore: Sendable {
         public init() {}
     }
 
-    /// The database file.
+    /// The database file, or the PostgreSQL URI it was opened with (without a password).
     public let path: String
-    let pool: ConnectionPool
+    /// Whether the store is on PostgreSQL.
+    public let isPostgres: Bool
+    let pool: any StorePool
     let configuration: Configuration
     let logger: Logger
     let catalog: IndexCatalog
     let observer: ChangeObserver
 
-    /// Opens (creating if needed) the store at `path`.
+    /// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
+    public static func isPostgres(_ location: String) -> Bool {
+        location.hasPrefix("postgres://") || location.hasPrefix("postgresql://")
+    }
+
+    /// A store location as messages may show it: a PostgreSQL URI loses its password.
+    public static func redacted(_ location: String) -> String {
+        isPostgres(location) ? PostgresConnection.redacted(location) : location
+    }
+
+    /// Opens (creating if needed) the store at `path`: a SQLite file, or a PostgreSQL database
+    /// named by a libpq URI (`postgres://USER@HOST:PORT/DB`, `?host=/socket/dir` included), whose
+    /// tables are made in the connection's current schema.
     public init(path: String, configuration: Configuration = Configuration(), logger: Logger? = nil) throws {
-        self.path = path
         self.configuration = configuration
         let logger = logger ?? Logger(label: "tracer.store")
         self.logger = logger
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if Self.isPostgres(path) {
+            self.isPostgres = true
+            self.path = PostgresConnection.redacted(path)
+            self.pool = try PostgresPool(
+                uri: path,
+                readers: configuration.readers,
+                synchronous: configuration.synchronousCommits,
+                log: { logger.notice("\($0)") }
+            )
+        } else {
+            self.isPostgres = false
+            self.path = path
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty {
+                try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
+            self.pool = try ConnectionPool(
+                path: path,
+                readers: configuration.readers,
+                durability: configuration.synchronousCommits ? .full : .normal,
+                writerCacheKiB: max(1, configuration.writerCacheMiB) * 1024,
+                setUp: { db in try Schema.setUp(db, log: { logger.notice("\($0)") }) }
+            )
         }
-        self.pool = try ConnectionPool(
-            path: path,
-            readers: configuration.readers,
-            durability: configuration.synchronousCommits ? .full : .normal,
-            writerCacheKiB: max(1, configuration.writerCacheMiB) * 1024,
-            setUp: { db in try Schema.setUp(db, log: { logger.notice("\($0)") }) }
-        )
         let catalog = IndexCatalog()
         self.catalog = catalog
         self.observer = ChangeObserver(
-            path: path,
+            pool: pool,
             catalog: catalog,
             pollInterval: configuration.crossProcessPollInterval
         )
@@ -61,6 +87,7 @@ public final class DocumentStore: Sendable {
 
     deinit {
         observer.stop()
+        pool.close()
     }
 
     // MARK: Reads
@@ -79,7 +106,7 @@ public final class DocumentStore: Sendable {
 
     static let loadSQL = "SELECT data, created, updated FROM documents WHERE parent = ?1 AND id = ?2"
 
-    static func load(_ path: DocumentPath, _ db: SQLiteConnection) throws -> StoredDocument? {
+    static func load(_ path: DocumentPath, _ db: any StoreConnection) throws -> StoredDocument? {
         guard let parent = try db.parentID(path.parentText) else { return nil }
         let s = try db.statement(.loadDocument, loadSQL)
         s.bind(1, parent)
@@ -92,7 +119,7 @@ public final class DocumentStore: Sendable {
 
     /// The document at `path` under the interned parent `parent` as read now, its fields decoded
     /// when they are used; nil when there is none.
-    static func snapshot(_ path: DocumentPath, parent: Int64?, _ db: SQLiteConnection) throws -> DocumentSnapshot? {
+    static func snapshot(_ path: DocumentPath, parent: Int64?, _ db: any StoreConnection) throws -> DocumentSnapshot? {
         guard let parent else { return nil }
         let s = try db.statement(.loadDocument, loadSQL)
         s.bind(1, parent)
@@ -103,7 +130,7 @@ public final class DocumentStore: Sendable {
         return DocumentSnapshot(path: path, fields: fields, created: s.int64(1), updated: s.int64(2))
     }
 
-    static func decode(_ s: SQLiteStatement, column: Int32, path: DocumentPath) throws -> DocumentData {
+    static func decode(_ s: any StoreStatement, column: Int32, path: DocumentPath) throws -> DocumentData {
         try s.withBytes(column) { try DocumentCodec.decode($0, path: path) }
     }
 

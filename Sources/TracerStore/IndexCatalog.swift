@@ -6,7 +6,7 @@ final class IndexCatalog: Sendable {
     private let state = Mutex<(version: Int64, byCollection: [String: [StoredIndex]])>((-1, [:]))
 
     /// The indexes covering a collection id, as of the transaction `db` is in.
-    func indexes(for collectionID: String, _ db: SQLiteConnection) throws -> [StoredIndex] {
+    func indexes(for collectionID: String, _ db: any StoreConnection) throws -> [StoredIndex] {
         try refresh(db)
         return state.withLock { $0.byCollection[collectionID] ?? [] }
     }
@@ -18,40 +18,56 @@ final class IndexCatalog: Sendable {
     }
 
     /// Every declared index.
-    func all(_ db: SQLiteConnection) throws -> [StoredIndex] {
+    func all(_ db: any StoreConnection) throws -> [StoredIndex] {
         try refresh(db)
         return state.withLock { $0.byCollection.values.flatMap { $0 }.sorted { $0.id < $1.id } }
     }
 
     /// Fills an index from the documents already stored (inside a write transaction); returns
     /// how many entries it made.
-    static func fill(_ index: StoredIndex, _ db: SQLiteConnection) throws -> Int {
+    static func fill(_ index: StoredIndex, _ db: any StoreConnection) throws -> Int {
+        // In pages by document key: PostgreSQL hands a statement's rows over all at once, and
+        // the page's entries are written on the same connection while it is read.
         let scan = try db.statement(
             """
             SELECT p.path, d.id, d.data, p.id FROM parents p JOIN documents d ON d.parent = p.id
-            WHERE p.collection = ?1
+            WHERE p.collection = ?1 AND (d.parent > ?2 OR (d.parent = ?2 AND d.id > ?3))
+            ORDER BY d.parent, d.id LIMIT ?4
             """
         )
         defer { scan.reset() }
-        scan.bind(1, index.definition.collectionID)
         let put = try db.statement(DocumentWriter.insertEntrySQL)
         var count = 0
-        while try scan.step() {
-            let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
-            let data = try DocumentStore.decode(scan, column: 2, path: path)
-            guard let key = index.key(for: path, data: data) else { continue }
-            put.reset()
-            put.bind(1, index.id)
-            put.bindBlob(2, key)
-            put.bind(3, scan.int64(3))
-            put.bind(4, path.id)
-            try put.run()
-            count += 1
+        var after: (parent: Int64, id: String) = (-1, "")
+        let page: Int64 = db.streamsRows ? .max : 2000
+        while true {
+            scan.reset()
+            scan.bind(1, index.definition.collectionID)
+            scan.bind(2, after.parent)
+            scan.bind(3, after.id)
+            scan.bind(4, page)
+            var rows: [(DocumentPath, [UInt8]?, Int64)] = []
+            while try scan.step() {
+                let path = DocumentPath(parent: scan.text(0), id: scan.text(1))
+                let data = try DocumentStore.decode(scan, column: 2, path: path)
+                rows.append((path, index.key(for: path, data: data), scan.int64(3)))
+            }
+            for (path, key, parent) in rows {
+                after = (parent, path.id)
+                guard let key else { continue }
+                put.reset()
+                put.bind(1, index.id)
+                put.bindBlob(2, key)
+                put.bind(3, parent)
+                put.bind(4, path.id)
+                try put.run()
+                count += 1
+            }
+            if Int64(rows.count) < page { return count }
         }
-        return count
     }
 
-    func refresh(_ db: SQLiteConnection) throws {
+    func refresh(_ db: any StoreConnection) throws {
         let version = try db.statement(.catalogVersion, "SELECT value FROM meta WHERE key = 'catalog'")
         let current = try version.step() ? version.int64(0) : 0
         version.reset()
@@ -89,12 +105,15 @@ extension DocumentStore {
             let exists = try find.step()
             find.reset()
             if exists { return 0 }
-            let insert = try db.statement("INSERT INTO indexes (collection, scope, fields) VALUES (?1, ?2, ?3)")
+            let insert = try db.statement(
+                "INSERT INTO indexes (collection, scope, fields) VALUES (?1, ?2, ?3) RETURNING id"
+            )
             insert.bind(1, definition.collectionID)
             insert.bind(2, definition.scope.rawValue)
             insert.bind(3, definition.fieldsText)
-            try insert.run()
-            let index = StoredIndex(id: db.lastInsertRowID, definition: definition)
+            guard try insert.step() else { throw StoreError(.invalidQuery, "the index was not declared") }
+            let index = StoredIndex(id: insert.int64(0), definition: definition)
+            insert.reset()
             try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog'")
             return try IndexCatalog.fill(index, db) + 1
         }

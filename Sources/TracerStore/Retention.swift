@@ -75,11 +75,6 @@ extension DocumentStore {
 extension DocumentStore {
     /// SQLite's `PRAGMA integrity_check`: "ok", or the problems found.
     public func integrityCheck() throws -> String {
-        try pool.read { db in
-            let s = try db.statement("PRAGMA integrity_check")
-            var lines: [String] = []
-            while try s.step() { lines.append(s.text(0)) }
-            return lines.joined(separator: "\n")
-        }
+        try pool.integrityCheck()
     }
 }

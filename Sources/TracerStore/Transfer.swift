@@ -13,49 +13,72 @@ public enum ExportScope: Sendable {
 }
 
 extension DocumentStore {
-    static let exportSQL =
-        "SELECT p.path, d.id, d.data, d.created, d.updated FROM parents p JOIN documents d ON d.parent = p.id"
-
-    /// Streams documents in path order to `body`, from one consistent snapshot.
+    /// Calls `body` with every document in `scope`, in path order, from one consistent snapshot.
     public func export(_ scope: ExportScope, _ body: (DocumentSnapshot) throws -> Void) throws {
         try pool.read { db in
-            let s: SQLiteStatement
+            // The collections in scope, then each one's documents in pages by id (PostgreSQL
+            // hands a statement's rows over all at once: a whole store would be held in memory).
+            let s: any StoreStatement
+            var only: (parent: String, id: String)?
             switch scope {
             case .all:
-                s = try db.statement(Self.exportSQL + " ORDER BY p.path, d.id")
+                s = try db.statement("SELECT id, path FROM parents ORDER BY path")
             case .group(let id):
-                s = try db.statement(Self.exportSQL + " WHERE p.collection = ?1 ORDER BY p.path, d.id")
+                s = try db.statement("SELECT id, path FROM parents WHERE collection = ?1 ORDER BY path")
                 s.bind(1, id)
             case .collection(let c):
                 // The collection itself, and anything whose parent path starts with "c/".
                 s = try db.statement(
-                    Self.exportSQL + " WHERE p.path = ?1 OR (p.path >= ?2 AND p.path < ?3) ORDER BY p.path, d.id"
+                    "SELECT id, path FROM parents WHERE path = ?1 OR (path >= ?2 AND path < ?3) ORDER BY path"
                 )
                 s.bind(1, c.description)
                 s.bind(2, c.description + "/")
                 s.bind(3, c.description + "0")  // '0' follows '/'
             case .document(let d):
                 s = try db.statement(
-                    Self.exportSQL
-                        + " WHERE (p.path = ?1 AND d.id = ?4) OR (p.path >= ?2 AND p.path < ?3) ORDER BY p.path, d.id"
+                    "SELECT id, path FROM parents WHERE path = ?1 OR (path >= ?2 AND path < ?3) ORDER BY path"
                 )
                 s.bind(1, d.parent.description)
                 s.bind(2, d.description + "/")
                 s.bind(3, d.description + "0")
-                s.bind(4, d.id)
+                only = (d.parent.description, d.id)
             }
-            defer { s.reset() }
-            while try s.step() {
-                let path = DocumentPath(parent: s.text(0), id: s.text(1))
-                let data = try DocumentStore.decode(s, column: 2, path: path)
-                try body(
-                    DocumentSnapshot(
-                        path: path,
-                        data: data,
-                        createTime: Timestamp(microseconds: s.int64(3)),
-                        updateTime: Timestamp(microseconds: s.int64(4))
-                    )
-                )
+            var parents: [(Int64, String)] = []
+            while try s.step() { parents.append((s.int64(0), s.text(1))) }
+            s.reset()
+            let page = db.streamsRows ? Int64.max : 1000
+            let docs = try db.statement(
+                """
+                SELECT id, data, created, updated FROM documents
+                WHERE parent = ?1 AND id > ?2 AND (CAST(?4 AS TEXT) IS NULL OR id = ?4) ORDER BY id LIMIT ?3
+                """
+            )
+            defer { docs.reset() }
+            for (parent, path) in parents {
+                var after = ""
+                while true {
+                    docs.reset()
+                    docs.bind(1, parent)
+                    docs.bind(2, after)
+                    docs.bind(3, page)
+                    if let only, only.parent == path { docs.bind(4, only.id) }
+                    var rows: Int64 = 0
+                    while try docs.step() {
+                        rows += 1
+                        let doc = DocumentPath(parent: path, id: docs.text(0))
+                        after = doc.id
+                        let data = try DocumentStore.decode(docs, column: 1, path: doc)
+                        try body(
+                            DocumentSnapshot(
+                                path: doc,
+                                data: data,
+                                createTime: Timestamp(microseconds: docs.int64(2)),
+                                updateTime: Timestamp(microseconds: docs.int64(3))
+                            )
+                        )
+                    }
+                    if rows < page { break }
+                }
             }
         }
     }

@@ -84,25 +84,34 @@ public final class Transaction {
 
 /// Applies write operations inside one open write transaction.
 final class DocumentWriter {
-    static let insertEntrySQL = "INSERT OR REPLACE INTO index_entries (idx, key, parent, doc) VALUES (?1, ?2, ?3, ?4)"
+    static let insertEntrySQL = """
+        INSERT INTO index_entries (idx, key, parent, doc) VALUES (?1, ?2, ?3, ?4)
+        ON CONFLICT (idx, key) DO UPDATE SET parent = excluded.parent, doc = excluded.doc
+        """
 
-    let db: SQLiteConnection
+    let db: any StoreConnection
     let now: Timestamp
     let catalog: IndexCatalog
+    /// The next change's sequence number. Writers are serialised (SQLite's write lock, an
+    /// advisory lock on PostgreSQL), so numbers are drawn and committed in one order, with no gaps.
+    private var nextSeq: Int64
+    /// The last change this transaction logged (0 when none).
+    private(set) var lastSeq: Int64 = 0
     // Prepared once per transaction: a batch of thousands of writes looks none of them up again.
-    private let insertChange: SQLiteStatement
-    private let insertNew: SQLiteStatement
-    private let upsert: SQLiteStatement
-    private let deleteDocument: SQLiteStatement
-    private let insertEntry: SQLiteStatement
-    private let deleteEntry: SQLiteStatement
+    private let insertChange: any StoreStatement
+    private let insertNew: any StoreStatement
+    private let upsert: any StoreStatement
+    private let deleteDocument: any StoreStatement
+    private let insertEntry: any StoreStatement
+    private let deleteEntry: any StoreStatement
 
-    init(db: SQLiteConnection, now: Timestamp, catalog: IndexCatalog) throws {
+    init(db: any StoreConnection, now: Timestamp, catalog: IndexCatalog) throws {
         self.db = db
         self.now = now
         self.catalog = catalog
         try catalog.refresh(db)
-        insertChange = try db.statement("INSERT INTO changes (parent, id, op, ts) VALUES (?1, ?2, ?3, ?4)")
+        nextSeq = (try db.scalar("SELECT max(seq) FROM changes") ?? 0) + 1
+        insertChange = try db.statement("INSERT INTO changes (seq, parent, id, op, ts) VALUES (?5, ?1, ?2, ?3, ?4)")
         insertNew = try db.statement(
             """
             INSERT INTO documents (parent, id, data, created, updated) VALUES (?1, ?2, ?3, ?4, ?4)
@@ -157,7 +166,10 @@ final class DocumentWriter {
         s.bind(2, path.id)
         s.bind(3, op.rawValue)
         s.bind(4, now.microseconds)
+        s.bind(5, nextSeq)
         try s.run()
+        lastSeq = nextSeq
+        nextSeq += 1
     }
 
     /// Inserts a document that is not there yet; false (and nothing written) if one is.

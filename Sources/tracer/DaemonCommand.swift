@@ -102,7 +102,7 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         guard let site else {
             throw ValidationError(
-                "no site: give --map FILE, or publish one into \(options.resolvedPath) (tracer map publish FILE)"
+                "no site: give --map FILE, or publish one into \(options.display) (tracer map publish FILE)"
             )
         }
         let mode = modeOptions.mode

@@ -122,7 +122,7 @@ struct EvaluateCommand: ParsableCommand {
         }
         guard !observed.isEmpty else {
             throw ValidationError(
-                "\(options.resolvedPath): no interactions: run tracer daemon on the replays in \(sim)/replays first"
+                "\(options.display): no interactions: run tracer daemon on the replays in \(sim)/replays first"
             )
         }
         let e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)

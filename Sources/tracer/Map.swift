@@ -46,15 +46,15 @@ struct Map: ParsableCommand {
             let what =
                 "\(site.site.name), \(Check.count(site.site.anchors.count, "anchor")), digest \(site.digest.prefix(12))"
             if !written {
-                Output.line("\(file): already the site of \(options.resolvedPath) (\(what))")
+                Output.line("\(file): already the site of \(options.display) (\(what))")
             } else if let old {
                 let changes = site.site.anchorDifferences(from: old.site)
                 Output.line(
-                    "\(file): published to \(options.resolvedPath) (\(what)), replacing the site from \(old.file)"
+                    "\(file): published to \(options.display) (\(what)), replacing the site from \(old.file)"
                         + (changes.isEmpty ? " (same anchors)" : ": " + changes.joined(separator: "; "))
                 )
             } else {
-                Output.line("\(file): published to \(options.resolvedPath) (\(what))")
+                Output.line("\(file): published to \(options.display) (\(what))")
             }
         }
     }
@@ -66,7 +66,7 @@ struct Map: ParsableCommand {
         func run() throws {
             guard let site = try PublishedSite.load(from: options.open(mustExist: true)) else {
                 throw ValidationError(
-                    "no site is published in \(options.resolvedPath) (tracer map publish FILE)"
+                    "no site is published in \(options.display) (tracer map publish FILE)"
                 )
             }
             Output.line(site.source.hasSuffix("\n") ? String(site.source.dropLast()) : site.source)

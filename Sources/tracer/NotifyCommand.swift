@@ -27,14 +27,23 @@ struct NotifyCommand: AsyncParsableCommand {
     @Option(help: "Where the last delivered token is kept (default: beside the store, one per webhook).")
     var state: String?
 
+    /// Beside a SQLite store; for a PostgreSQL one, in the data directory, named by the
+    /// database and the webhook.
+    var defaultState: String {
+        if options.isPostgres {
+            let name = "notify-" + String(Digest.sha256Hex(options.display + " " + webhook).prefix(12)) + ".state"
+            return (StoreOptions.dataDirectory as NSString).appendingPathComponent(name)
+        }
+        return options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
+    }
+
     func run() async throws {
         let hook = try Webhook(webhook, caFile: caFile)
         let store = try options.open(mustExist: true)
         let notifier = Notifier(
             store: store,
             webhook: hook,
-            statePath: state
-                ?? options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state",
+            statePath: state ?? defaultState,
             logger: Logger(label: "tracer.notify")
         )
         Output.line(

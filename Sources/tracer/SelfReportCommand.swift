@@ -159,7 +159,9 @@ struct SelfReportCommand: AsyncParsableCommand {
         // anything is read.
         // A rejected report leaves no trace, not even an empty store: the store is created
         // only once there is something to record.
-        let existing = FileManager.default.fileExists(atPath: storeOptions.resolvedPath) ? try storeOptions.open() : nil
+        let existing =
+            storeOptions.isPostgres || FileManager.default.fileExists(atPath: storeOptions.resolvedPath)
+            ? try storeOptions.open() : nil
         let published = try existing.map { try policy.site(in: $0) } ?? policy.map.map { try Site.load(file: $0) }
         let engine = try policy.engine(site: published)
         let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()

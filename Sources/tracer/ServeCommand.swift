@@ -65,14 +65,14 @@ struct ServeCommand: AsyncParsableCommand {
         )
         if try TokenStore(store: store).list().isEmpty {
             Output.error(
-                "no tokens yet: create one with `tracer token create --role admin --store \(options.resolvedPath)`"
+                "no tokens yet: create one with `tracer token create --role admin --store \(options.display)`"
             )
         }
         let scheme = serverOptions.tls == nil ? "http" : "https"
         let app = try Server.application(api, host: host, port: port, options: serverOptions, logger: logger) { bound in
             let shown = host.contains(":") ? "[\(host)]" : host
             Output.line(
-                "serving \(options.resolvedPath) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
+                "serving \(options.display) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
         try await Services.run([app], logger: logger)
@@ -114,7 +114,7 @@ struct TokenCommand: ParsableCommand {
                 }
                 // A key the published site does not have is a typo until proven otherwise.
                 if let site = try PublishedSite.load(from: store), site.site.anchor(anchor) == nil {
-                    throw ValidationError("no anchor '\(anchor)' in the site published in \(options.resolvedPath)")
+                    throw ValidationError("no anchor '\(anchor)' in the site published in \(options.display)")
                 }
             }
             let created = try TokenStore(store: store).create(role: r, deviceID: device, anchor: anchor, name: name)

@@ -7,8 +7,8 @@ struct StoreOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The store file. Default: $TRACER_STORE, else $XDG_DATA_HOME/tracer/tracer.sqlite (~/.local/share/…).",
-            valueName: "PATH"
+            "The store: a SQLite file, or a PostgreSQL database (postgres://USER@HOST:PORT/DB, ?host=/socket/dir). Default: $TRACER_STORE, else $XDG_DATA_HOME/tracer/tracer.sqlite (~/.local/share/…).",
+            valueName: "PATH|URI"
         )
     )
     var store: String?
@@ -17,17 +17,29 @@ struct StoreOptions: ParsableArguments {
         if let store { return store }
         let env = ProcessInfo.processInfo.environment
         if let path = env["TRACER_STORE"], !path.isEmpty { return path }
+        return (Self.dataDirectory as NSString).appendingPathComponent("tracer.sqlite")
+    }
+
+    /// $XDG_DATA_HOME/tracer (~/.local/share/tracer).
+    static var dataDirectory: String {
+        let env = ProcessInfo.processInfo.environment
         let data =
             env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() as NSString).appendingPathComponent(".local/share")
-        return (data as NSString).appendingPathComponent("tracer/tracer.sqlite")
+        return (data as NSString).appendingPathComponent("tracer")
     }
+
+    /// Whether the store is a PostgreSQL database.
+    var isPostgres: Bool { DocumentStore.isPostgres(resolvedPath) }
+
+    /// The store as messages name it: the file, or the URI without its password.
+    var display: String { isPostgres ? DocumentStore.redacted(resolvedPath) : resolvedPath }
 
     /// Opens the store; commands that only read refuse to create one, so that a mistyped path
     /// is an error rather than an empty answer.
     func open(mustExist: Bool = false) throws -> DocumentStore {
         let path = resolvedPath
-        if mustExist && !FileManager.default.fileExists(atPath: path) {
+        if mustExist && !isPostgres && !FileManager.default.fileExists(atPath: path) {
             throw ValidationError("no store at \(path) (give --store PATH or set TRACER_STORE)")
         }
         return try DocumentStore(path: path)

@@ -30,7 +30,7 @@ struct ServerFixture {
     let limiter: FailureLimiter
 
     init(limit: Int = 10, ocrQueue: Int = 8, site adjust: (inout Site) -> Void = { _ in }) throws {
-        store = try DocumentStore(path: dir.file("s.sqlite"))
+        store = try DocumentStore(path: TestBackend.location(in: dir, "s.sqlite"))
         var site = try Site.load(file: Self.map)
         adjust(&site)
         limiter = FailureLimiter(limit: limit, window: 60)

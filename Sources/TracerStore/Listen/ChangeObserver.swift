@@ -2,14 +2,16 @@ import Foundation
 
 /// Watches the store for commits and feeds listeners, on one thread of its own.
 ///
-/// Every write appends to the `changes` table, whose sequence number only grows. The observer
-/// keeps the last sequence number it has handled and, when SQLite's `PRAGMA data_version` says
-/// another connection (in this process or another) has committed, reads the changes after it
-/// and the current state of the documents they name, in one read transaction. Nothing is
-/// re-read on a timer: an idle poll costs one pragma.
+/// Every write appends to the `changes` table, whose sequence number only grows, and commits in
+/// the order of its numbers (writers are serialised). The observer keeps the last sequence
+/// number it has handled and, when the pool's commit version says another connection (in this
+/// process or another) has committed, reads the changes after it and the current state of the
+/// documents they name, in one read transaction. Nothing is re-read on a timer: an idle poll
+/// costs one pragma on SQLite, and on PostgreSQL a NOTIFY wakes it (a poll each second is the
+/// fallback).
 /// Unchecked: its thread sleeps on a condition variable (NSCondition), which `Mutex` has not.
 final class ChangeObserver: @unchecked Sendable {
-    private let path: String
+    private let pool: any StorePool
     private let catalog: IndexCatalog
     private let pollInterval: Duration
     private let condition = NSCondition()
@@ -30,10 +32,10 @@ final class ChangeObserver: @unchecked Sendable {
     /// The id of the listener whose callback is running, so `cancel` can wait for it.
     private var running: UInt64?
 
-    init(path: String, catalog: IndexCatalog, pollInterval: Duration) {
-        self.path = path
+    init(pool: any StorePool, catalog: IndexCatalog, pollInterval: Duration) {
+        self.pool = pool
         self.catalog = catalog
-        self.pollInterval = pollInterval
+        self.pollInterval = pool.pollInterval(pollInterval)
     }
 
     /// How many listeners are registered.
@@ -61,6 +63,7 @@ final class ChangeObserver: @unchecked Sendable {
         }
         pending.append(id)
         if thread == nil {
+            pool.wakeUps { [weak self] in self?.localCommit() }
             let t = Thread { [self] in self.loop() }
             t.name = "tracer.store.listeners"
             thread = t
@@ -102,11 +105,9 @@ final class ChangeObserver: @unchecked Sendable {
     }
 
     private func loop() {
-        var db: SQLiteConnection?
+        var db: (any StoreConnection)?
         var seen: Int64 = 0
         var dataVersion: Int64 = -1
-        var identity: FileIdentity?
-        var nextIdentityCheck = ContinuousClock.now
         while true {
             condition.lock()
             while !stopped && !poked && pending.isEmpty {
@@ -123,29 +124,16 @@ final class ChangeObserver: @unchecked Sendable {
 
             do {
                 if db == nil {
-                    let c = try SQLiteConnection(path: path)
-                    try c.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
+                    let c = try pool.observerConnection()
                     db = c
                     seen = try c.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
-                    identity = FileIdentity(path: path)
                 }
                 let db = db!
-                // A store deleted (or replaced) under an open connection goes on answering from
-                // its old inode and never changes again: a listener would wait forever. Once a
-                // second, the path must still name the file that was opened.
-                if ContinuousClock.now >= nextIdentityCheck {
-                    nextIdentityCheck = ContinuousClock.now + .seconds(1)
-                    if let opened = identity, FileIdentity(path: path) != opened {
-                        throw StoreError(.storeGone, "the store file was deleted or replaced", context: path)
-                    }
-                }
-                let version = try db.scalar("PRAGMA data_version") ?? 0
+                try pool.checkStillThere()
+                let version = try pool.commitVersion(db)
                 if version != dataVersion || !newcomers.isEmpty {
-                    try db.execute("BEGIN")
-                    defer {
-                        db.resetActiveStatements()
-                        try? db.execute("COMMIT")
-                    }
+                    try db.beginRead()
+                    defer { db.endRead() }
                     try deliver(db, after: seen, newcomers: newcomers, seen: &seen)
                     dataVersion = version  // only once handled: a failed round is tried again
                 }
@@ -161,7 +149,7 @@ final class ChangeObserver: @unchecked Sendable {
     }
 
     /// Reads the changes after `seen`, hands them to every listener, and starts newcomers.
-    private func deliver(_ db: SQLiteConnection, after: Int64, newcomers: [UInt64], seen: inout Int64) throws {
+    private func deliver(_ db: any StoreConnection, after: Int64, newcomers: [UInt64], seen: inout Int64) throws {
         let batch = try ChangeBatch.read(db, after: after)
         seen = max(seen, batch.token)
         let context = ListenContext(db: db, catalog: catalog, token: seen)
@@ -237,7 +225,7 @@ struct ChangeBatch {
     var paths: [DocumentPath] = []
     var token: Int64 = 0
 
-    static func read(_ db: SQLiteConnection, after: Int64) throws -> ChangeBatch {
+    static func read(_ db: any StoreConnection, after: Int64) throws -> ChangeBatch {
         var batch = ChangeBatch(token: after)
         let s = try db.statement(
             "SELECT c.seq, p.path, c.id, c.op FROM changes c JOIN parents p ON p.id = c.parent WHERE c.seq > ?1 ORDER BY c.seq"
@@ -257,12 +245,12 @@ struct ChangeBatch {
 
 /// What a listener may read while it handles a round.
 struct ListenContext {
-    let db: SQLiteConnection
+    let db: any StoreConnection
     let catalog: IndexCatalog
     let token: Int64
     private let cache = DocumentCache()
 
-    init(db: SQLiteConnection, catalog: IndexCatalog, token: Int64) {
+    init(db: any StoreConnection, catalog: IndexCatalog, token: Int64) {
         self.db = db
         self.catalog = catalog
         self.token = token

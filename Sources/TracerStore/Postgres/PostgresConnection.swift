@@ -9,8 +9,8 @@ import Foundation
 /// wrapper of a blocking client keeps that engine whole for both backends; postgres-nio would
 /// mean either a second, asynchronous engine or blocking a thread on its futures, and 2.5 to
 /// 4.5 more minutes of every cold build. Not thread-safe: one caller at a time.
-final class PostgresConnection {
-    private let handle: OpaquePointer
+final class PostgresConnection: StoreConnection {
+    let handle: OpaquePointer
     /// Where it is connected, without a password.
     let target: String
 
@@ -29,7 +29,109 @@ final class PostgresConnection {
         target = Self.redacted(uri)
     }
 
-    deinit { PQfinish(handle) }
+    deinit {
+        cache.removeAll()
+        PQfinish(handle)
+    }
+
+    // MARK: The store's connection
+
+    private var cache: [String: PostgresStatement] = [:]
+    private var frequent: [PostgresStatement?] = Array(repeating: nil, count: FrequentStatement.allCases.count)
+    let parents = ParentCache()
+    /// Rows the last statement changed (its command tag's count).
+    var changes = 0
+    var streamsRows: Bool { false }
+
+    func statement(_ sql: String) throws -> any StoreStatement { try prepared(sql) }
+
+    func statement(_ key: FrequentStatement, _ sql: @autoclosure () -> String) throws -> any StoreStatement {
+        if let s = frequent[key.rawValue] {
+            s.reset()
+            return s
+        }
+        let s = try prepared(sql())
+        frequent[key.rawValue] = s
+        return s
+    }
+
+    /// A statement prepared on the server once per connection (`?N` written as `$N`).
+    func prepared(_ sql: String) throws -> PostgresStatement {
+        if let cached = cache[sql] {
+            cached.reset()
+            return cached
+        }
+        let (text, used) = Self.translate(sql)
+        let count = used.max() ?? 0
+        // A parameter the text does not use (a scan of a collection group binds no path) has no
+        // type the server could infer: it is declared text, and sent as NULL.
+        let types: [UInt32] = (0..<count).map { used.contains($0 + 1) ? 0 : 25 }
+        let name = "t\(cache.count)"
+        let result = PQprepare(handle, name, text, Int32(count), types)
+        defer { PQclear(result) }
+        try check(result, sql)
+        let statement = PostgresStatement(name: name, sql: sql, parameters: count, connection: self)
+        cache[sql] = statement
+        return statement
+    }
+
+    /// `?N` parameters as `$N`, and the numbers used (the store's SQL has no `?` in its literals).
+    static func translate(_ sql: String) -> (String, Set<Int>) {
+        var out = ""
+        var used = Set<Int>()
+        var chars = sql[...]
+        while let q = chars.firstIndex(of: "?") {
+            out += chars[..<q]
+            var digits = chars.index(after: q)
+            while digits < chars.endIndex, chars[digits].isASCII, chars[digits].isNumber {
+                digits = chars.index(after: digits)
+            }
+            let number = chars[chars.index(after: q)..<digits]
+            if let n = Int(number) {
+                used.insert(n)
+                out += "$" + number
+            } else {
+                out += "?"
+            }
+            chars = chars[digits...]
+        }
+        out += chars
+        return (out, used)
+    }
+
+    func plan(_ sql: String) throws -> [String] {
+        // The plan the server keeps for the prepared statement whatever its parameters.
+        let statement = try prepared(sql)
+        try execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        let nulls = Array(repeating: "NULL", count: Int(statement.parameters)).joined(separator: ", ")
+        let rows = try query("EXPLAIN EXECUTE \(statement.name)\(nulls.isEmpty ? "" : "(\(nulls))")")
+        return rows.compactMap { $0.first ?? nil }
+    }
+
+    func beginRead() throws {
+        try statement(.begin, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").run()
+    }
+
+    func endRead() {
+        if (try? statement(.commit, "COMMIT").run()) == nil { _ = try? execute("ROLLBACK") }
+    }
+
+    /// Whether the server connection is gone (a restart, a network cut).
+    var isBroken: Bool { PQstatus(handle) == CONNECTION_BAD }
+
+    /// Connects again after the connection broke; statements are prepared again as they are used.
+    func reconnect() throws {
+        cache.removeAll()
+        for i in frequent.indices { frequent[i] = nil }
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw StoreError(
+                .postgres,
+                "cannot connect to PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))",
+                context: target
+            )
+        }
+    }
 
     /// Runs SQL that returns no rows (several statements allowed).
     func execute(_ sql: String) throws {
@@ -117,7 +219,7 @@ final class PostgresConnection {
         return next(0)
     }
 
-    private func check(_ result: OpaquePointer?, _ sql: String) throws {
+    func check(_ result: OpaquePointer?, _ sql: String) throws {
         let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? ""
@@ -126,7 +228,7 @@ final class PostgresConnection {
         }
     }
 
-    private static func firstLine(_ s: String) -> String {
+    static func firstLine(_ s: String) -> String {
         s.split(whereSeparator: \.isNewline).first.map(String.init) ?? s
     }
 
@@ -136,5 +238,114 @@ final class PostgresConnection {
             let colon = uri[scheme.upperBound..<at].firstIndex(of: ":")
         else { return uri }
         return String(uri[..<colon]) + String(uri[at...])
+    }
+}
+
+/// A statement prepared on the server: parameters collected as they are bound, run at the first
+/// step, and its rows (in binary form) read from the result.
+final class PostgresStatement: StoreStatement {
+    let name: String
+    let sql: String
+    let parameters: Int32
+    unowned let connection: PostgresConnection
+    private var values: [[UInt8]?]
+    private var formats: [Int32]
+    private var result: OpaquePointer?
+    private var row: Int32 = -1
+    private var rows: Int32 = 0
+
+    init(name: String, sql: String, parameters: Int, connection: PostgresConnection) {
+        self.name = name
+        self.sql = sql
+        self.parameters = Int32(parameters)
+        self.connection = connection
+        values = Array(repeating: nil, count: parameters)
+        formats = Array(repeating: 0, count: parameters)
+    }
+
+    deinit { if let result { PQclear(result) } }
+
+    func reset() {
+        if let result { PQclear(result) }
+        result = nil
+        row = -1
+        rows = 0
+        for i in values.indices { values[i] = nil }
+    }
+
+    private func set(_ index: Int32, _ bytes: [UInt8], binary: Bool) {
+        let i = Int(index) - 1
+        guard i >= 0, i < values.count else { return }  // a parameter the text does not use
+        values[i] = bytes
+        formats[i] = binary ? 1 : 0
+    }
+
+    // Text parameters are sent NUL-terminated; bytes in binary, with their length.
+    func bind(_ index: Int32, _ value: Int64) { set(index, Array(String(value).utf8) + [0], binary: false) }
+    func bind(_ index: Int32, _ value: String) { set(index, Array(value.utf8) + [0], binary: false) }
+    func bindBlob(_ index: Int32, _ bytes: [UInt8]) { set(index, bytes, binary: true) }
+
+    func step() throws -> Bool {
+        if result == nil {
+            let lengths = zip(values, formats).map { v, f in f == 1 ? Int32(v?.count ?? 0) : 0 }
+            let r = Self.withPointers(values) { pointers in
+                PQexecPrepared(connection.handle, name, parameters, pointers, lengths, formats, 1)
+            }
+            do { try connection.check(r, sql) } catch {
+                PQclear(r)
+                throw error
+            }
+            result = r
+            rows = PQntuples(r)
+            row = -1
+            connection.changes = Int(String(cString: PQcmdTuples(r))) ?? 0
+        }
+        if row < rows { row += 1 }
+        return row < rows
+    }
+
+    private static func withPointers<T>(_ arrays: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(arrays.count)
+        func next(_ i: Int) -> T {
+            if i == arrays.count { return body(pointers) }
+            guard let a = arrays[i] else {
+                pointers.append(nil)
+                return next(i + 1)
+            }
+            return a.withUnsafeBufferPointer { buffer in
+                // A zero-length binary value still needs a pointer that is not NULL.
+                pointers.append(
+                    UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                        .assumingMemoryBound(to: CChar.self)
+                )
+                return next(i + 1)
+            }
+        }
+        return next(0)
+    }
+
+    func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) == 1 }
+
+    func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        let n = Int(PQgetlength(result, row, column))
+        let p = UnsafeRawPointer(PQgetvalue(result, row, column))
+        return UnsafeBufferPointer(start: p?.assumingMemoryBound(to: UInt8.self), count: n)
+    }
+
+    /// An integer column in binary: 8, 4 or 2 bytes, big-endian (bigint, integer, smallint).
+    func int64(_ column: Int32) -> Int64 {
+        withBytes(column) { b in
+            var v: Int64 = 0
+            for byte in b { v = v << 8 | Int64(byte) }
+            // Sign-extend the shorter forms.
+            let bits = b.count * 8
+            if bits > 0, bits < 64, v & (1 << (bits - 1)) != 0 { v -= 1 << bits }
+            return v
+        }
+    }
+
+    func text(_ column: Int32) -> String {
+        withBytes(column) { String(decoding: $0, as: UTF8.self) }
     }
 }

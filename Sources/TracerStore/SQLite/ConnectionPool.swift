@@ -8,7 +8,7 @@ import Foundation
 /// writer in another process makes it wait (`busy_timeout`), and a wait that times out is retried.
 /// Each read runs in its own transaction on a reader, so it sees one consistent snapshot.
 /// Unchecked: the readers wait on a condition variable (NSCondition), which `Mutex` has not.
-final class ConnectionPool: @unchecked Sendable {
+final class ConnectionPool: StorePool, @unchecked Sendable {
     enum Durability: Sendable {
         /// fsync at every commit: an acknowledged write survives power loss.
         case full
@@ -63,7 +63,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Runs `body` in a write transaction; commits if it returns, rolls back if it throws.
-    func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
         var attempt = 0
@@ -92,7 +92,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Runs `body` on a reader inside one read transaction (one consistent snapshot).
-    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
         readersCondition.lock()
         while readers.isEmpty { readersCondition.wait() }
         let reader = readers.removeLast()
@@ -103,14 +103,49 @@ final class ConnectionPool: @unchecked Sendable {
             readersCondition.signal()
             readersCondition.unlock()
         }
-        // Prepared once, not parsed on every read (sqlite3_exec would parse them each time).
-        try reader.statement(.begin, "BEGIN").run()
-        defer {
-            reader.resetActiveStatements()
-            try? reader.statement(.commit, "COMMIT").run()
-        }
+        try reader.beginRead()
+        defer { reader.endRead() }
         return try body(reader)
     }
+
+    func observerConnection() throws -> any StoreConnection {
+        let c = try SQLiteConnection(path: path)
+        try c.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
+        identity = FileIdentity(path: path)
+        return c
+    }
+
+    /// SQLite's count of commits by other connections: an idle poll costs one pragma.
+    func commitVersion(_ db: any StoreConnection) throws -> Int64 {
+        try db.scalar("PRAGMA data_version") ?? 0
+    }
+
+    private var identity: FileIdentity?
+    private var nextIdentityCheck = ContinuousClock.now
+
+    /// A store deleted (or replaced) under an open connection goes on answering from its old
+    /// inode and never changes again: a listener would wait forever. Once a second, the path
+    /// must still name the file that was opened. (Called on the observer's thread only.)
+    func checkStillThere() throws {
+        guard ContinuousClock.now >= nextIdentityCheck else { return }
+        nextIdentityCheck = ContinuousClock.now + .seconds(1)
+        if let opened = identity, FileIdentity(path: path) != opened {
+            throw StoreError(.storeGone, "the store file was deleted or replaced", context: path)
+        }
+    }
+
+    func integrityCheck() throws -> String {
+        try read { db in
+            let s = try db.statement("PRAGMA integrity_check")
+            var lines: [String] = []
+            while try s.step() { lines.append(s.text(0)) }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    func wakeUps(_ poke: @escaping @Sendable () -> Void) {}
+    func pollInterval(_ configured: Duration) -> Duration { configured }
+    func close() {}
 }
 
 extension StoreError {

@@ -2,7 +2,7 @@ import CTracerSQLite
 import Foundation
 
 /// One SQLite connection. Not thread-safe: the pool hands it to one caller at a time.
-final class SQLiteConnection {
+final class SQLiteConnection: StoreConnection {
     let handle: OpaquePointer
     let path: String
     private var cache: [String: SQLiteStatement] = [:]
@@ -40,7 +40,7 @@ final class SQLiteConnection {
     }
 
     /// A prepared statement for fixed SQL text, reset and kept for reuse.
-    func statement(_ sql: String) throws -> SQLiteStatement {
+    func prepared(_ sql: String) throws -> SQLiteStatement {
         if let cached = cache[sql] {
             cached.reset()
             return cached
@@ -53,32 +53,19 @@ final class SQLiteConnection {
         return statement
     }
 
-    /// Statements run on every read, found by a number rather than by hashing their text (a
-    /// query's statement is a few hundred characters; a window query runs four of these).
-    enum Frequent: Int, CaseIterable {
-        case begin, commit, catalogVersion, loadDocument
-        case collectionIndexScan, collectionIndexScanReversed, groupIndexScan, groupIndexScanReversed
-        case collectionScan, groupScan
-    }
+    private var frequent: [SQLiteStatement?] = Array(repeating: nil, count: FrequentStatement.allCases.count)
 
-    private var frequent: [SQLiteStatement?] = Array(repeating: nil, count: Frequent.allCases.count)
+    func statement(_ sql: String) throws -> any StoreStatement { try prepared(sql) }
 
     /// A frequent statement, reset; `sql` is its text, the same every time for the same `key`.
-    func statement(_ key: Frequent, _ sql: @autoclosure () -> String) throws -> SQLiteStatement {
+    func statement(_ key: FrequentStatement, _ sql: @autoclosure () -> String) throws -> any StoreStatement {
         if let s = frequent[key.rawValue] {
             s.reset()
             return s
         }
-        let s = try statement(sql())
+        let s = try prepared(sql())
         frequent[key.rawValue] = s
         return s
-    }
-
-    /// The first column of the first row of a query, as an integer.
-    func scalar(_ sql: String) throws -> Int64? {
-        let s = try statement(sql)
-        defer { s.reset() }  // an unfinished statement would hold its read snapshot open
-        return try s.step() ? s.int64(0) : nil
     }
 
     /// Resets every statement still active: one left mid-way (or even at SQLITE_DONE) can keep
@@ -91,42 +78,25 @@ final class SQLiteConnection {
         }
     }
 
-    // MARK: Interned collection paths (Schema's `parents`)
+    let parents = ParentCache()
+    var streamsRows: Bool { true }
 
-    // A parent's id never changes and is never deleted, so a cached id stays right for the
-    // connection's life; only the ids a rolled-back transaction made are forgotten.
-    private var parentIDs: [String: Int64] = [:]
-    private var newParents: [String] = []
-
-    /// The id of an interned collection path; nil when no document was ever written under it.
-    func parentID(_ path: String) throws -> Int64? {
-        if let id = parentIDs[path] { return id }
-        let s = try statement("SELECT id FROM parents WHERE path = ?1")
-        s.bind(1, path)
+    func plan(_ sql: String) throws -> [String] {
+        let s = try prepared("EXPLAIN QUERY PLAN " + sql)
         defer { s.reset() }
-        guard try s.step() else { return nil }
-        let id = s.int64(0)
-        parentIDs[path] = id
-        return id
+        var details: [String] = []
+        while try s.step() { details.append(s.text(3)) }
+        return details
     }
 
-    /// The id of a collection path, interned now if it is new (inside a write transaction).
-    func internParent(_ path: String, collection: String) throws -> Int64 {
-        if let id = try parentID(path) { return id }
-        let s = try statement("INSERT INTO parents (path, collection) VALUES (?1, ?2)")
-        s.bind(1, path)
-        s.bind(2, collection)
-        try s.run()
-        let id = lastInsertRowID
-        parentIDs[path] = id
-        newParents.append(path)
-        return id
+    func beginRead() throws {
+        // Prepared once, not parsed on every read (sqlite3_exec would parse them each time).
+        try statement(.begin, "BEGIN").run()
     }
 
-    /// Ends the interning of a transaction: kept if it committed, forgotten if not.
-    func transactionEnded(committed: Bool) {
-        if !committed { for p in newParents { parentIDs[p] = nil } }
-        newParents.removeAll()
+    func endRead() {
+        resetActiveStatements()
+        try? statement(.commit, "COMMIT").run()
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
@@ -139,7 +109,7 @@ final class SQLiteConnection {
 }
 
 /// A prepared statement owned by its connection's cache.
-final class SQLiteStatement {
+final class SQLiteStatement: StoreStatement {
     let handle: OpaquePointer
     let sql: String
     unowned let connection: SQLiteConnection
@@ -214,11 +184,6 @@ final class SQLiteStatement {
         }
     }
 
-    /// Runs a statement that returns no rows.
-    func run() throws {
-        while try step() {}
-    }
-
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
@@ -229,16 +194,9 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
-    func blob(_ column: Int32) -> [UInt8] {
-        guard let p = sqlite3_column_blob(handle, column) else { return [] }
-        let n = Int(sqlite3_column_bytes(handle, column))
-        return Array(UnsafeRawBufferPointer(start: p, count: n))
-    }
-
-    /// The column's bytes, valid until the next step: for parsing without a copy.
-    func withBytes<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+    func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
         let p = sqlite3_column_blob(handle, column)
         let n = Int(sqlite3_column_bytes(handle, column))
-        return try body(UnsafeBufferPointer(start: p?.assumingMemoryBound(to: UInt8.self), count: n))
+        return UnsafeBufferPointer(start: p?.assumingMemoryBound(to: UInt8.self), count: n)
     }
 }
