@@ -155,7 +155,7 @@ public final class API: Sendable {
         guard let presented else {
             throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
         }
-        guard let who = tokens.verify(presented) else {
+        guard let who = try tokens.verify(presented) else {
             limiter.failed(context.client)
             throw APIError.unauthorized("the token is not valid: unknown, revoked or mistyped")
         }

@@ -83,16 +83,19 @@ public struct TokenStore: Sendable {
 
     /// The principal a presented token stands for, or nil. The hashes (hex) are compared in
     /// constant time, and an unknown id costs the same comparison as a known one.
-    public func verify(_ presented: String) -> Principal? {
+    /// Throws when the store cannot answer (a token cannot be judged then: the caller answers
+    /// 503, and does not count it as a failed attempt).
+    public func verify(_ presented: String) throws -> Principal? {
         let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "tracer", Self.isID(parts[1]), parts[2].utf8.count == 32 else {
             return nil
         }
         let id = String(parts[1])
         let offered = Array(Digest.sha256Hex(parts[2].utf8).utf8)
-        let record = (try? store.get(Collections.token(id))).flatMap { try? TokenRecord($0) }
-        let stored = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
-        guard Self.constantTimeEqual(offered, stored), let record, record.revokedAt == nil else { return nil }
+        let stored = try store.get(Collections.token(id))
+        let record = stored.exists ? try? TokenRecord(stored) : nil
+        let hash = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
+        guard Self.constantTimeEqual(offered, hash), let record, record.revokedAt == nil else { return nil }
         return Principal(
             tokenID: id,
             role: record.role,

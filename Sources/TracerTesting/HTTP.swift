@@ -2,7 +2,7 @@ import Foundation
 
 /// A plain HTTP/1.1 GET over loopback with POSIX sockets (no URLSession on a bare Linux box):
 /// the response's body, or nil when nothing answered.
-public func httpGet(port: UInt16, path: String = "/", timeout: Int = 5) -> String? {
+public func httpGet(port: UInt16, path: String = "/", headers: [String: String] = [:], timeout: Int = 5) -> String? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -18,7 +18,8 @@ public func httpGet(port: UInt16, path: String = "/", timeout: Int = 5) -> Strin
         }
     }
     guard connected == 0 else { return nil }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+    let extra = headers.map { "\($0): \($1)\r\n" }.joined()
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n".utf8)
     guard request.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == request.count else { return nil }
     var response = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 65536)

@@ -61,6 +61,38 @@ public final class PostgresCluster: @unchecked Sendable {
     /// A libpq URI for the test database over TCP on loopback.
     public var tcpURI: String { "postgres://tracer@127.0.0.1:\(port)/tracer" }
 
+    private func file(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    /// Whether the server takes connections.
+    public var isUp: Bool { FileManager.default.fileExists(atPath: file("up")) }
+
+    /// Crashes the server (immediate shutdown, as `pg_ctl stop -m immediate`) and returns once
+    /// it is down; its data stays for `restart`.
+    public func crash() throws {
+        _ = FileManager.default.createFile(atPath: file("pause"), contents: nil)
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while isUp || !Self.serverGone(directory) {
+            guard Date() < deadline else { throw Failure(message: "the test's PostgreSQL did not stop") }
+            usleep(20_000)
+        }
+    }
+
+    /// Starts the crashed server again on the same data (crash recovery first) and returns once
+    /// it takes connections.
+    public func restart() throws {
+        try? FileManager.default.removeItem(atPath: file("pause"))
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while !isUp {
+            guard Date() < deadline else { throw Failure(message: "the test's PostgreSQL did not start again") }
+            usleep(20_000)
+        }
+    }
+
+    /// No server process holds the socket any more.
+    private static func serverGone(_ directory: String) -> Bool {
+        !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data/postmaster.pid"))
+    }
+
     /// Stops the server at once and removes its directory (also done when this process ends).
     public func stop() {
         guard watchdogPID > 0 else { return }

@@ -186,6 +186,9 @@ public struct TracerProcess {
             return (process.terminationStatus, Date().timeIntervalSince(start))
         }
 
+        /// Whether the process has not ended.
+        public var isRunning: Bool { process.isRunning }
+
         /// Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and resume it).
         public func signal(_ signal: Int32) {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }

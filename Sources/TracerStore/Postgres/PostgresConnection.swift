@@ -27,6 +27,9 @@ final class PostgresConnection: StoreConnection {
         }
         handle = c
         target = Self.redacted(uri)
+        // The server's notices (a shutdown's "terminating connection" warning) are not printed on
+        // standard error by libpq: the error that follows says what happened, in one line.
+        PQsetNoticeProcessor(c, { _, _ in }, nil)
     }
 
     deinit {

@@ -100,11 +100,23 @@ final class PostgresPool: StorePool, @unchecked Sendable {
         }
     }
 
+    /// Starts a transaction on `c`. A connection idle through a server restart learns that it
+    /// is dead only when used: its first statement fails, nothing of the transaction has run,
+    /// so it is connected again and the start tried once more.
+    private func begin(_ c: PostgresConnection, _ start: (PostgresConnection) throws -> Void) throws {
+        try ready(c)
+        do {
+            try start(c)
+        } catch  where c.isBroken {
+            try ready(c)
+            try start(c)
+        }
+    }
+
     func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
-        try ready(writer)
-        try writer.execute("BEGIN; SELECT pg_advisory_xact_lock(\(lockKey))")
+        try begin(writer) { try $0.execute("BEGIN; SELECT pg_advisory_xact_lock(\(lockKey))") }
         do {
             let result = try body(writer)
             // A wake-up for listeners elsewhere, sent at commit (not at all if it rolls back).
@@ -147,8 +159,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
             readersCondition.signal()
             readersCondition.unlock()
         }
-        try ready(reader)
-        try reader.beginRead()
+        try begin(reader) { try $0.beginRead() }
         defer { reader.endRead() }
         return try body(reader)
     }
@@ -158,8 +169,11 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     }
 
     func commitVersion(_ db: any StoreConnection) throws -> Int64 {
-        if let c = db as? PostgresConnection { try ready(c) }
-        return try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+        let sql = "SELECT coalesce(max(seq), 0) FROM changes"
+        guard let c = db as? PostgresConnection else { return try db.scalar(sql) ?? 0 }
+        var version: Int64 = 0
+        try begin(c) { version = try $0.scalar(sql) ?? 0 }
+        return version
     }
 
     func checkStillThere() throws {}

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import TracerStore
+import TracerTesting
+
+/// A site whose store is PostgreSQL, as real processes: several `tracer serve` on one database,
+/// the database crashed (immediate shutdown) under a writer and under the servers, and back.
+@Suite(
+    .serialized,
+    .disabled(if: TestBackend.isPostgres, "always on PostgreSQL: the PostgreSQL pass would run it twice")
+)
+struct PostgresSiteTests {
+    let dir = TemporaryDirectory("tracer-pg-site")
+
+    /// Runs `tracer ARGS --store STORE`, which must succeed.
+    @discardableResult
+    func tracer(_ args: [String], store: String) async throws -> TracerProcess.Result {
+        let r = try await TracerProcess.running(args + ["--store", store])
+        #expect(r.status == 0, "tracer \(args.joined(separator: " ")): \(r.stderr)")
+        return r
+    }
+
+    func adminToken(_ store: String) async throws -> String {
+        let r = try await tracer(["token", "create", "--role", "admin", "--name", "test"], store: store)
+        return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    @Test func twoServersOnOneDatabaseServeOneSiteAndTheirWatchersSeeEveryWriter() async throws {
+        let store = try TestBackend.freshPostgresStore()
+        try await tracer(["map", "publish", ReplicationTests.map], store: store)
+        let admin = try await adminToken(store)
+        let a = try await ReplicationTests.SiteServer(store: store)
+        let b = try await ReplicationTests.SiteServer(store: store)
+        defer {
+            a.process.kill()
+            b.process.kill()
+        }
+        // A token made through one process is good on both servers: they share the store.
+        for server in [a, b] {
+            let body = httpGet(
+                port: UInt16(server.port),
+                path: "/v1/beacons",
+                headers: ["Authorization": "Bearer \(admin)"]
+            )
+            #expect(body?.contains("kiosk-lab") == true, "\(body ?? "no answer")")
+        }
+        let headers = ["Authorization": "Bearer \(admin)"]
+        let onA = try SSEClient(port: a.port, path: "/v1/watch?path=devices/dev-1", headers: headers)
+        let onB = try SSEClient(port: b.port, path: "/v1/watch?path=devices/dev-1", headers: headers)
+        let startedA = await onA.wait { !$0.isEmpty }
+        let startedB = await onB.wait { !$0.isEmpty }
+        #expect(startedA && startedB)
+        // Writers in other processes: each write reaches the watchers of both servers.
+        for n in 1...3 {
+            try await tracer(["db", "set", "devices/dev-1", #"{"status": "write \#(n)"}"#], store: store)
+            for watcher in [onA, onB] {
+                let seen = await watcher.wait { $0.contains { $0.data.contains("write \(n)") } }
+                #expect(seen, "\(watcher.events.map(\.data))")
+            }
+        }
+    }
+
+    @Test func whileTheDatabaseIsGoneServeAnswers503AndWatchersResumeFromTheirToken() async throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.stop() }
+        let store = cluster.uri
+        try await tracer(["map", "publish", ReplicationTests.map], store: store)
+        let admin = try await adminToken(store)
+        try await tracer(["db", "set", "devices/dev-1", #"{"status": "before"}"#], store: store)
+        let server = try await ReplicationTests.SiteServer(store: store)
+        defer { server.process.kill() }
+        let port = UInt16(server.port)
+        let path = "/v1/beacons"
+        let auth = ["Authorization": "Bearer \(admin)"]
+        #expect(httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true)
+        let watcher = try SSEClient(
+            port: server.port,
+            path: "/v1/watch?path=devices",
+            headers: ["Authorization": "Bearer \(admin)"]
+        )
+        #expect(await watcher.wait { $0.contains { $0.event == "snapshot" } })
+        let token = try #require(watcher.events.first { $0.event == "snapshot" }?.id)
+
+        try cluster.crash()
+        // Not a crash of the server, not a hang: 503 with the store named as the reason.
+        let unavailable = await Self.until {
+            httpGet(port: port, path: path, headers: auth)?.contains("store_unavailable") == true
+        }
+        #expect(unavailable, "\(httpGet(port: port, path: path, headers: auth) ?? "no answer")")
+        #expect(server.process.isRunning, "\(server.process.stderr)")
+
+        try cluster.restart()
+        #expect(await Self.until { httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true })
+        try await tracer(["db", "set", "devices/dev-2", #"{"status": "after"}"#], store: store)
+        // A watcher reconnecting with its last token gets what it missed.
+        let resumed = try SSEClient(
+            port: server.port,
+            path: "/v1/watch?path=devices",
+            headers: ["Authorization": "Bearer \(admin)", "Last-Event-ID": token]
+        )
+        let caughtUp = await resumed.wait { $0.contains { $0.data.contains("after") } }
+        #expect(caughtUp, "\(resumed.events.map(\.data))")
+        #expect(!resumed.events.contains { $0.data.contains("before") })
+    }
+
+    @Test func theServerCrashedMidBatchAgainAndAgainLosesNoAcknowledgedWrite() async throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.stop() }
+        let store = cluster.uri
+        let batchSize = 400
+        var g = SplitMix64(seed: 15)
+        var acknowledged: [Int: Int] = [:]
+        try DocumentStore(path: store).declareIndex(
+            IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run")
+        )
+        for run in 0..<4 {
+            var lines = ""
+            for i in 0..<6_000 {
+                let data: DocumentData = [
+                    "deviceId": .string("dev-\(i % 97)"), "rssi": -63,
+                    "start": .timestamp(Timestamp(seconds: 1_763_776_800 + Double(i))), "run": .integer(Int64(run)),
+                ]
+                let path = try DocumentPath("beacons/b\(i % 40)/interactions/r\(run)-\(i)")
+                lines += DocumentStore.exportLine(DocumentSnapshot(path: path, data: data)) + "\n"
+            }
+            let file = dir.file("run\(run).jsonl")
+            try lines.write(toFile: file, atomically: true, encoding: .utf8)
+            let writer = try TracerProcess.start([
+                "db", "import", file, "--batch-size", String(batchSize), "--report-commits", "--store", store,
+            ])
+            var last = 0
+            let commitsBeforeCrash = Int.random(in: 1...5, using: &g)
+            while let line = await writer.line(timeout: 60), line.hasPrefix("committed ") {
+                last = Int(line.dropFirst("committed ".count)) ?? last
+                if last >= commitsBeforeCrash * batchSize { break }
+            }
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...40_000, using: &g)))
+            try cluster.crash()
+            // The writer meets the gone server: a one-line error and a failure status, no hang.
+            let ended = await writer.stop(0, timeout: 60)
+            while let line = await writer.line(timeout: 0.2) {
+                if line.hasPrefix("committed ") { last = Int(line.dropFirst("committed ".count)) ?? last }
+            }
+            #expect(ended.map { $0.status != 0 } ?? false, "run \(run): \(writer.stderr)")
+            acknowledged[run] = last
+            try cluster.restart()
+
+            // Usable at once after crash recovery; every acknowledged batch there, none in part.
+            let reader = try DocumentStore(path: store)
+            #expect(try reader.integrityCheck() == "ok", "run \(run)")
+            for (r, count) in acknowledged {
+                let present = try reader.count(
+                    Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r)))
+                )
+                #expect(present >= count, "run \(r): \(present) documents, \(count) acknowledged")
+                #expect(present % batchSize == 0, "run \(r): a transaction landed in part (\(present) documents)")
+            }
+        }
+    }
+}
