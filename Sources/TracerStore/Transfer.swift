@@ -178,3 +178,85 @@ public struct LineReader: Sequence, IteratorProtocol {
         }
     }
 }
+
+/// What `copy(to:)` did.
+public struct CopyResult: Sendable, Equatable {
+    /// Documents written to the destination.
+    public var copied = 0
+    /// Documents the destination already had, the same (from an earlier, interrupted copy).
+    public var unchanged = 0
+    /// Indexes declared in the destination.
+    public var indexes = 0
+}
+
+extension DocumentStore {
+    /// Copies every document (with its create and update times) and every declared index into
+    /// `destination`, another store (SQLite or PostgreSQL). Resumable: a document the destination
+    /// already has with the same fields and update time is skipped, so a copy interrupted and run
+    /// again goes on where it stopped. The destination's change log is its own: its sequence
+    /// tokens start afresh, and say nothing of this store's.
+    public func copy(
+        to destination: DocumentStore,
+        batchSize: Int = 2000,
+        progress: (Int) -> Void = { _ in }
+    ) throws -> CopyResult {
+        var result = CopyResult()
+        // Indexes first: each is filled as the documents arrive.
+        for index in try indexes() {
+            try destination.declareIndex(index)
+            result.indexes += 1
+        }
+        // What the destination has: a digest per document, not the documents (memory: about 100
+        // bytes a document).
+        var present: [String: UInt64] = [:]
+        try destination.export(.all) { doc in present[doc.path.description] = Self.digest(doc) }
+        var batch: [DocumentSnapshot] = []
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            try destination.pool.write { db in
+                let writer = try DocumentWriter(
+                    db: db,
+                    now: destination.configuration.clock(),
+                    catalog: destination.catalog
+                )
+                for doc in batch {
+                    try writer.restore(
+                        doc.path,
+                        doc.data ?? [:],
+                        created: doc.createTime ?? destination.configuration.clock(),
+                        updated: doc.updateTime ?? destination.configuration.clock()
+                    )
+                }
+            }
+            destination.observer.localCommit()
+            result.copied += batch.count
+            batch.removeAll(keepingCapacity: true)
+            progress(result.copied + result.unchanged)
+        }
+        try export(.all) { doc in
+            if present[doc.path.description] == Self.digest(doc) {
+                result.unchanged += 1
+                return
+            }
+            batch.append(doc)
+            if batch.count >= max(1, batchSize) { try flush() }
+        }
+        try flush()
+        return result
+    }
+
+    /// A document's fields and update time, hashed (FNV-1a over its JSON, whose keys are sorted:
+    /// the stored form follows a dictionary's order, which two equal documents need not share).
+    static func digest(_ doc: DocumentSnapshot) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ bytes: some Sequence<UInt8>) {
+            for b in bytes {
+                h ^= UInt64(b)
+                h = h &* 0x100_0000_01b3
+            }
+        }
+        mix(JSON.bytes(doc.data ?? [:]))
+        withUnsafeBytes(of: doc.updateTime?.microseconds ?? 0) { mix($0) }
+        return h
+    }
+}

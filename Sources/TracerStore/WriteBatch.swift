@@ -189,7 +189,18 @@ final class DocumentWriter {
         return true
     }
 
-    private func put(_ path: DocumentPath, _ data: DocumentData, old: StoredDocument?) throws {
+    /// Writes a document copied from another store as it was there, its times included.
+    func restore(_ path: DocumentPath, _ data: DocumentData, created: Timestamp, updated: Timestamp) throws {
+        let old = try DocumentStore.load(path, db)
+        try put(path, data, old: old, times: (created.microseconds, updated.microseconds))
+    }
+
+    private func put(
+        _ path: DocumentPath,
+        _ data: DocumentData,
+        old: StoredDocument?,
+        times: (created: Int64, updated: Int64)? = nil
+    ) throws {
         try WriteRules.checkSize(data, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = upsert
@@ -197,8 +208,8 @@ final class DocumentWriter {
         s.bind(1, parent)
         s.bind(2, path.id)
         s.bindBlob(3, DocumentCodec.encode(data))
-        s.bind(4, old?.created ?? now.microseconds)
-        s.bind(5, now.microseconds)
+        s.bind(4, times?.created ?? old?.created ?? now.microseconds)
+        s.bind(5, times?.updated ?? now.microseconds)
         try s.run()
         try logChange(path, parent: parent, old == nil ? .created : .updated)
         try updateIndexes(path, parent: parent, old: old?.data, new: data)

@@ -166,4 +166,49 @@ struct PostgresSiteTests {
             }
         }
     }
+
+    @Test func aSiteMovesToPostgreSQLAndBackAndAnInterruptedCopyResumes() async throws {
+        let sqlite = dir.file("site.sqlite")
+        try await tracer(["map", "publish", ReplicationTests.map], store: sqlite)
+        _ = try await adminToken(sqlite)
+        try await tracer(["db", "index", "interactions", "deviceId", "--group"], store: sqlite)
+        var lines = ""
+        for i in 0..<3_000 {
+            let data: DocumentData = ["deviceId": .string("dev-\(i % 13)"), "n": .integer(Int64(i))]
+            let path = try DocumentPath("beacons/b\(i % 20)/interactions/i\(i)")
+            lines += DocumentStore.exportLine(DocumentSnapshot(path: path, data: data)) + "\n"
+        }
+        try lines.write(toFile: dir.file("docs.jsonl"), atomically: true, encoding: .utf8)
+        try await tracer(["db", "import", dir.file("docs.jsonl")], store: sqlite)
+        let postgres = try TestBackend.freshPostgresStore()
+
+        // Killed part-way, then run again: it goes on, and the two stores read the same.
+        let first = try TracerProcess.start(["db", "copy", "--from", sqlite, "--to", postgres, "--batch-size", "100"])
+        let reader = try DocumentStore(path: postgres)
+        let started = await Self.until(60) { ((try? reader.count(Query(collectionGroup: "interactions"))) ?? 0) >= 500 }
+        first.kill()
+        #expect(started)
+        let again = try await TracerProcess.running(["db", "copy", "--from", sqlite, "--to", postgres])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("already there"), "\(again.stdout)")
+        let source = try await tracer(["db", "export", "/"], store: sqlite).stdout
+        #expect(source.split(separator: "\n").count == 3_000 + 2)  // the site and the token too
+        #expect(try await tracer(["db", "export", "/"], store: postgres).stdout == source)
+        // The index came along, and queries use it there.
+        let explained = try await tracer(
+            ["db", "query", "interactions", "--group", "--where", #"deviceId == "dev-3""#, "--explain"],
+            store: postgres
+        )
+        #expect(explained.stdout.contains("uses index interactions (deviceId asc) [group]"), "\(explained.stdout)")
+        #expect(try reader.integrityCheck() == "ok")
+
+        // And back: a fresh SQLite file from PostgreSQL, the same again, times included.
+        let back = dir.file("back.sqlite")
+        let copied = try await TracerProcess.running(["db", "copy", "--from", postgres, "--to", back])
+        #expect(copied.stdout.hasPrefix("copied 3002 documents"), "\(copied.stdout)")
+        #expect(try await tracer(["db", "export", "/"], store: back).stdout == source)
+        let a = try DocumentStore(path: sqlite).get("beacons/b3/interactions/i3")
+        let b = try DocumentStore(path: back).get("beacons/b3/interactions/i3")
+        #expect(a.createTime == b.createTime && a.updateTime == b.updateTime && a.createTime != nil)
+    }
 }

@@ -75,3 +75,47 @@ extension DB {
         }
     }
 }
+
+extension DB {
+    struct CopyCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "copy",
+            abstract:
+                "Copy a whole store into another (SQLite to PostgreSQL, or back): documents, their times, indexes.",
+            discussion: """
+                Run again after an interruption, it skips what is already there. The copy's change \
+                tokens start afresh: watchers reconnect without a token, and `tracer notify` starts \
+                with a new state file (README: "Moving a site").
+                """
+        )
+
+        @Option(help: "The store to copy: a SQLite file or a postgres:// URI.") var from: String
+        @Option(help: "The store to copy into (made if it is not there).") var to: String
+        @Option(help: "Documents per transaction.") var batchSize = 2000
+
+        func run() throws {
+            let source = DocumentStore.redacted(from)
+            let target = DocumentStore.redacted(to)
+            guard DocumentStore.isPostgres(from) || FileManager.default.fileExists(atPath: from) else {
+                throw ValidationError("no store at \(from)")
+            }
+            guard source != target else { throw ValidationError("--from and --to name the same store") }
+            let input = try DocumentStore(path: from)
+            let output = try DocumentStore(path: to)
+            let started = Date()
+            let result = try input.copy(to: output, batchSize: max(1, batchSize)) {
+                Output.progress("copying", $0, nil)
+            }
+            Output.endProgress()
+            Output.line(
+                "copied \(result.copied) documents from \(source) to \(target) in "
+                    + String(format: "%.1f s", Date().timeIntervalSince(started))
+                    + (result.unchanged > 0 ? " (\(result.unchanged) already there)" : "")
+                    + ", \(result.indexes) indexes"
+            )
+            Output.line(
+                "change tokens start afresh in \(target): restart watchers without a token, and tracer notify with a new state file"
+            )
+        }
+    }
+}

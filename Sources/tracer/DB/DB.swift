@@ -15,7 +15,7 @@ struct DB: AsyncParsableCommand {
         subcommands: [
             GetCommand.self, SetCommand.self, DeleteCommand.self, QueryCommand.self, WatchCommand.self,
             ImportCommand.self,
-            ExportCommand.self, IndexCommand.self, PurgeCommand.self,
+            ExportCommand.self, CopyCommand.self, IndexCommand.self, PurgeCommand.self,
         ]
     )
 }
