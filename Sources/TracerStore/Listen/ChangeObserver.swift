@@ -7,7 +7,7 @@ import Foundation
 /// number it has handled and, when the pool's commit version says another connection (in this
 /// process or another) has committed, reads the changes after it and the current state of the
 /// documents they name, in one read transaction. Nothing is re-read on a timer: an idle poll
-/// costs one pragma on SQLite, and on PostgreSQL a NOTIFY wakes it (a poll each second is the
+/// costs one pragma on SQLite, and on PostgreSQL a NOTIFY wakes it (a poll every 0.5 s is the
 /// fallback).
 /// Unchecked: its thread sleeps on a condition variable (NSCondition), which `Mutex` has not.
 final class ChangeObserver: @unchecked Sendable {
