@@ -177,17 +177,17 @@ final class PostgresConnection: StoreConnection {
 
     private func run(_ sql: String, _ parameters: [Parameter], binaryResults: Bool = false) throws -> OpaquePointer? {
         // Each parameter's bytes stay alive until PQexecParams returns.
-        var storage: [[CChar]?] = []
+        var storage: [[UInt8]?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
         for p in parameters {
             switch p {
             case .text(let s):
-                storage.append(Array(s.utf8CString))
+                storage.append(Array(s.utf8) + [0])
                 lengths.append(0)
                 formats.append(0)
             case .bytes(let b):
-                storage.append(b.map { CChar(bitPattern: $0) })
+                storage.append(b)
                 lengths.append(Int32(b.count))
                 formats.append(1)
             case .null:
@@ -196,7 +196,7 @@ final class PostgresConnection: StoreConnection {
                 formats.append(0)
             }
         }
-        let result = withPointers(storage) { values in
+        let result = PostgresStatement.withPointers(storage) { values in
             PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, binaryResults ? 1 : 0)
         }
         do { try check(result, sql) } catch {
@@ -204,22 +204,6 @@ final class PostgresConnection: StoreConnection {
             throw error
         }
         return result
-    }
-
-    private func withPointers<T>(_ arrays: [[CChar]?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
-        var pointers: [UnsafePointer<CChar>?] = []
-        func next(_ i: Int) -> T {
-            if i == arrays.count { return body(pointers) }
-            guard let a = arrays[i] else {
-                pointers.append(nil)
-                return next(i + 1)
-            }
-            return a.withUnsafeBufferPointer { buffer in
-                pointers.append(buffer.baseAddress)
-                return next(i + 1)
-            }
-        }
-        return next(0)
     }
 
     func check(_ result: OpaquePointer?, _ sql: String) throws {
@@ -307,7 +291,8 @@ final class PostgresStatement: StoreStatement {
         return row < rows
     }
 
-    private static func withPointers<T>(_ arrays: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+    /// Each value's bytes as a C pointer, alive until `body` returns (libpq's parameter arrays).
+    static func withPointers<T>(_ arrays: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
         var pointers: [UnsafePointer<CChar>?] = []
         pointers.reserveCapacity(arrays.count)
         func next(_ i: Int) -> T {

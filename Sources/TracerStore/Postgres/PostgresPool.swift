@@ -74,10 +74,14 @@ final class PostgresPool: StorePool, @unchecked Sendable {
         let c = try PostgresConnection(uri)
         // Text compared as bytes whatever the database's collation (the columns say COLLATE "C"
         // too); `synchronous_commit = off` only when asked for (tests, bulk loads).
+        try configure(c, synchronous: synchronous)
+        return c
+    }
+
+    private static func configure(_ c: PostgresConnection, synchronous: Bool) throws {
         try c.execute(
             "SET synchronous_commit = \(synchronous ? "on" : "off"); SET client_min_messages = warning"
         )
-        return c
     }
 
     /// A stable 64-bit key for an advisory lock (FNV-1a).
@@ -94,9 +98,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     private func ready(_ c: PostgresConnection) throws {
         if c.isBroken {
             try c.reconnect()
-            try c.execute(
-                "SET synchronous_commit = \(synchronous ? "on" : "off"); SET client_min_messages = warning"
-            )
+            try Self.configure(c, synchronous: synchronous)
         }
     }
 
