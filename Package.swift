@@ -291,7 +291,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerCLITests",
-            dependencies: ["tracer", "TracerDBus", "TracerStore", "TracerTesting"]
+            dependencies: ["tracer", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,7 +4,9 @@ import TracerModel
 import TracerStore
 
 /// Flags every accepted report as it arrives (from any kiosk or the API): every report at start
-/// (a re-run changes nothing), then each one that is added or changes, until shut down.
+/// (a re-run changes nothing), then each one that is added or changes, until shut down. One
+/// flagger runs per store: a second one waits, and takes over (flagging every report again, which
+/// changes nothing already flagged) when the first dies.
 public struct Flagger: Service {
     public let store: DocumentStore
     public let engine: ExposureEngine
@@ -27,21 +29,25 @@ public struct Flagger: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                for try await snap in store.snapshots(Query(collection: Collections.reports), from: .now) {
-                    for change in snap.changes where change.kind != .removed {
-                        guard Report.is(change.document, .accepted) else { continue }
-                        let id = change.document.id
-                        do {
-                            let r = try engine.flag(reportID: id, store: store)
-                            if r.changed > 0 { flagged(id, r) }
-                        } catch {
-                            // One report's failure is not the others': it is logged, and flagged
-                            // again when it changes or the flagger restarts.
-                            logger.error("flagging failed", metadata: ["report.id": "\(id)", "error": "\(error)"])
-                        }
-                    }
-                }
+                try await store.whileSoleInstance(of: "flagger", logger: logger) { try await flagArriving() }
             }
         } catch is CancellationError {}
+    }
+
+    func flagArriving() async throws {
+        for try await snap in store.snapshots(Query(collection: Collections.reports), from: .now) {
+            for change in snap.changes where change.kind != .removed {
+                guard Report.is(change.document, .accepted) else { continue }
+                let id = change.document.id
+                do {
+                    let r = try engine.flag(reportID: id, store: store)
+                    if r.changed > 0 { flagged(id, r) }
+                } catch {
+                    // One report's failure is not the others': it is logged, and flagged
+                    // again when it changes or the flagger restarts.
+                    logger.error("flagging failed", metadata: ["report.id": "\(id)", "error": "\(error)"])
+                }
+            }
+        }
     }
 }

@@ -5,29 +5,44 @@ import TracerModel
 import TracerStore
 
 /// Every change of a device's status, risk or exposure count POSTed to a webhook, at least once,
-/// across restarts: the store's change token of the last delivered change is kept in a file, so a
-/// restarted notifier resumes where it stopped. A failed POST is retried with backoff, and nothing
-/// after it is sent first.
+/// across restarts: the store's change token of the last delivered change is kept (in the store,
+/// or in a file), so a restarted notifier resumes where it stopped. A failed POST is retried with
+/// backoff, and nothing after it is sent first. One notifier per webhook runs per store: a second
+/// one waits, and takes over from the saved token when the first dies.
 public struct Notifier: Service {
+    /// Where the last delivered token is kept.
+    public enum Position: Sendable {
+        /// In the store, under this name: found by whichever instance takes over, on any machine.
+        case store(String)
+        /// In a file.
+        case file(String)
+    }
+
     public let store: DocumentStore
     public let webhook: Webhook
-    /// Where the last delivered token is kept.
-    public let statePath: String
+    public let position: Position
+    /// The lock that keeps it to one instance per store (one per webhook).
+    public let role: String
     /// Backoff between attempts: from the first to the last, doubling.
     public var backoff: (first: Duration, last: Duration) = (.milliseconds(500), .seconds(30))
     let logger: Logger
 
-    public init(store: DocumentStore, webhook: Webhook, statePath: String, logger: Logger) {
+    public init(store: DocumentStore, webhook: Webhook, position: Position, role: String, logger: Logger) {
         self.store = store
         self.webhook = webhook
-        self.statePath = statePath
+        self.position = position
+        self.role = role
         self.logger = logger
     }
 
     /// The token it resumes after, or nil on a first run.
-    public var savedToken: Int64? {
-        (try? String(contentsOfFile: statePath, encoding: .utf8)).flatMap {
-            Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    public func savedToken() throws -> Int64? {
+        switch position {
+        case .store(let name): return try store.savedPosition(name)
+        case .file(let path):
+            return (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+                Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
         }
     }
 
@@ -35,7 +50,9 @@ public struct Notifier: Service {
     /// is sent again at the next start, as the token was not saved), then closes the client.
     public func run() async throws {
         do {
-            try await cancelWhenGracefulShutdown { try await deliverChanges() }
+            try await cancelWhenGracefulShutdown {
+                try await store.whileSoleInstance(of: role, logger: logger) { try await deliverChanges() }
+            }
         } catch is CancellationError {
         } catch {
             try? await webhook.shutdown()
@@ -46,7 +63,7 @@ public struct Notifier: Service {
 
     func deliverChanges() async throws {
         var last: [String: String] = [:]
-        let start: ListenStart = savedToken.map { .after(token: $0) } ?? .now
+        let start: ListenStart = try savedToken().map { .after(token: $0) } ?? .now
         for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
             for change in snap.changes where change.kind != .removed {
                 let doc = change.document
@@ -89,12 +106,16 @@ public struct Notifier: Service {
     }
 
     func save(_ token: Int64) throws {
-        let temporary = statePath + ".tmp"
+        guard case .file(let path) = position else {
+            if case .store(let name) = position { try store.savePosition(name, token) }
+            return
+        }
+        let temporary = path + ".tmp"
         try "\(token)\n".write(toFile: temporary, atomically: false, encoding: .utf8)
-        guard rename(temporary, statePath) == 0 else {
+        guard rename(temporary, path) == 0 else {
             throw ExposureError(
                 .badInput,
-                "cannot write the notifier's state to \(statePath): \(String(cString: strerror(errno)))"
+                "cannot write the notifier's state to \(path): \(String(cString: strerror(errno)))"
             )
         }
     }

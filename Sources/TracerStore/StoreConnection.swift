@@ -138,6 +138,9 @@ protocol StorePool: AnyObject, Sendable {
     func wakeUps(_ poke: @escaping @Sendable () -> Void)
     /// How often the observer polls, given the configured interval.
     func pollInterval(_ configured: Duration) -> Duration
+    /// The lock named `name` for this store, if no other process holds it (see
+    /// `DocumentStore.whileSoleInstance`).
+    func tryLock(_ name: String) throws -> (any HeldLock)?
     /// Stops what the pool runs in the background.
     func close()
 }

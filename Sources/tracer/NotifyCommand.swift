@@ -15,8 +15,10 @@ struct NotifyCommand: AsyncParsableCommand {
             Each change of a device's status, risk or exposure count is POSTed as JSON: {"deviceId", "status", \
             "risk", "exposureCount", "updatedAt", "token"}. A failed POST (no answer, or not 2xx) is retried \
             with backoff (0.5 s doubling to 30 s) until it succeeds; nothing after it is sent first. The store's \
-            change token of the last delivered change is kept in --state, so a restarted notifier resumes \
-            where it stopped and misses nothing (a receiver may see a change twice: key on deviceId and token).
+            change token of the last delivered change is kept in the store (or --state), so a restarted notifier \
+            resumes where it stopped and misses nothing (a receiver may see a change twice: key on deviceId and \
+            token). One notifier per webhook runs per store: another one started on the same store (on any \
+            machine, for a PostgreSQL store) waits, and takes over within a second or two of the first one's end.
             """
     )
 
@@ -24,33 +26,45 @@ struct NotifyCommand: AsyncParsableCommand {
     @Option(help: "The receiver: an http:// or https:// URL.") var webhook: String
     @Option(help: "Trust this CA's certificate (PEM) for an https:// webhook, instead of the system's.")
     var caFile: String?
-    @Option(help: "Where the last delivered token is kept (default: beside the store, one per webhook).")
+    @Option(
+        help:
+            "Keep the last delivered token in this file (default: in the store, where an instance on another machine finds it)."
+    )
     var state: String?
 
-    /// Beside a SQLite store; for a PostgreSQL one, in the data directory, named by the
-    /// database and the webhook.
-    var defaultState: String {
-        if options.isPostgres {
-            let name = "notify-" + String(Digest.sha256Hex(options.display + " " + webhook).prefix(12)) + ".state"
-            return (StoreOptions.dataDirectory as NSString).appendingPathComponent(name)
-        }
-        return options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
+    /// One notifier per webhook and store: the lock's name and the saved token's.
+    var name: String { "notify-" + String(Digest.sha256Hex(webhook).prefix(12)) }
+
+    /// Where versions before the token moved into the store kept it, beside a SQLite store.
+    var legacyState: String? {
+        options.isPostgres
+            ? nil : options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
     }
 
     func run() async throws {
         let hook = try Webhook(webhook, caFile: caFile)
         let store = try options.open(mustExist: true)
+        let logger = Logger(label: "tracer.notify")
+        if state == nil, try store.savedPosition(name) == nil, let legacy = legacyState,
+            let text = try? String(contentsOfFile: legacy, encoding: .utf8),
+            let token = Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            try store.savePosition(name, token)
+            try? FileManager.default.removeItem(atPath: legacy)
+            logger.notice("the saved token moved into the store", metadata: ["file": "\(legacy)"])
+        }
         let notifier = Notifier(
             store: store,
             webhook: hook,
-            statePath: state ?? defaultState,
-            logger: Logger(label: "tracer.notify")
+            position: state.map { .file($0) } ?? .store(name),
+            role: name,
+            logger: logger
         )
         Output.line(
             "notifying \(webhook) of status changes"
-                + (notifier.savedToken.map { " after change \($0)" }
+                + ((try notifier.savedToken()).map { " after change \($0)" }
                     ?? " (first run: every device's current status first)")
         )
-        try await Services.run([notifier], logger: Logger(label: "tracer.notify"))
+        try await Services.run([notifier], logger: logger)
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TracerModel
+import TracerStore
 import TracerTesting
 
 /// The whole path by command: a kiosk's capture ranged, a positive self-reported, the people
@@ -189,6 +191,25 @@ import TracerTesting
             try await Task.sleep(for: .milliseconds(10))
         }
         throw CocoaError(.fileReadNoSuchFile)
+    }
+
+    /// Before the token was kept in the store, it was kept in a file beside a SQLite store: an
+    /// upgraded notifier moves it in and resumes from it.
+    @Test func aTokenKeptInAFileByAnEarlierVersionMovesIntoTheStore() async throws {
+        try await set("devices/a", #"{"status": "clear"}"#)
+        try await set("devices/b", #"{"status": "clear"}"#)
+        let receiver = try HTTPReceiver()
+        let hook = "http://127.0.0.1:\(receiver.port)/hook"
+        let token = try DocumentStore(path: store).currentToken() - 1  // a delivered, b not
+        let legacy = store + ".notify-" + String(Digest.sha256Hex(hook).prefix(12)) + ".state"
+        try "\(token)\n".write(toFile: legacy, atomically: true, encoding: .utf8)
+        let notifier = try TracerProcess.start(["notify", "--webhook", hook, "--store", store])
+        defer { notifier.kill() }
+        #expect(await notifier.line()?.hasSuffix("after change \(token)") == true, "\(notifier.stderr)")
+        let first = receiver.next() ?? ""
+        #expect(first.contains(#""deviceId":"b""#), "\(first)")
+        #expect(!FileManager.default.fileExists(atPath: legacy))
+        #expect(receiver.next(timeout: 1) == nil, "a change before the kept token was delivered")
     }
 
     @Test func aWebhookMustBeHTTP() async throws {

@@ -35,6 +35,8 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     private let synchronous: Bool
     /// The advisory lock every writer of this schema takes.
     private let lockKey: Int64
+    /// The schema the store is in: what names its locks.
+    private let schema: String
     private let wakeups = WakeUpThread()
 
     init(uri: String, readers count: Int, synchronous: Bool, log: (String) -> Void) throws {
@@ -56,6 +58,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
                 context: PostgresConnection.redacted(uri)
             )
         }
+        self.schema = schema
         lockKey = Self.key("tracer.write:" + schema)
         try PostgresSchema.setUp(writer, lockKey: lockKey, log: log)
         self.writer = writer
@@ -216,9 +219,40 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     /// LISTEN connection was away.
     func pollInterval(_ configured: Duration) -> Duration { max(configured, .milliseconds(500)) }
 
+    /// A session advisory lock on a connection of its own: the database releases it when that
+    /// session ends. A holder that dies with its machine, or is cut off, leaves a session the
+    /// server drops only when TCP says the peer is gone; keepalives (each side) and a user
+    /// timeout bound that to a few seconds on TCP connections (a Unix socket's peer is local, and
+    /// its death is seen at once).
+    func tryLock(_ name: String) throws -> (any HeldLock)? {
+        let keepalive = "keepalives=1&keepalives_idle=1&keepalives_interval=1&keepalives_count=2&tcp_user_timeout=3000"
+        let c = try PostgresConnection(uri + (uri.contains("?") ? "&" : "?") + keepalive)
+        try c.execute(
+            "SET tcp_keepalives_idle = 1; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 2; SET tcp_user_timeout = 3000"
+        )
+        let key = Self.key("tracer.role:\(schema):\(name)")
+        guard try c.query("SELECT pg_try_advisory_lock(\(key))").first?.first == "t" else { return nil }
+        return AdvisoryLock(connection: c)
+    }
+
     func close() {
         wakeups.stop()
     }
+}
+
+/// A held session advisory lock: this process's for as long as its connection answers.
+/// Unchecked: used by one thread (`whileSoleInstance`'s).
+private final class AdvisoryLock: HeldLock, @unchecked Sendable {
+    private var connection: PostgresConnection?
+
+    init(connection: PostgresConnection) { self.connection = connection }
+
+    func stillHeld() -> Bool {
+        guard let c = connection, !c.isBroken else { return false }
+        return (try? c.execute("SELECT 1")) != nil && !c.isBroken
+    }
+
+    func release() { connection = nil }  // closing the session releases the lock
 }
 
 /// A thread blocked on a LISTEN connection's socket, calling `poke` at each notification.

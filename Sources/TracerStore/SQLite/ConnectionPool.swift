@@ -145,6 +145,23 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
 
     func wakeUps(_ poke: @escaping @Sendable () -> Void) {}
     func pollInterval(_ configured: Duration) -> Duration { configured }
+    /// An `flock` on a file beside the store (`STORE.NAME.lock`): the kernel drops it when the
+    /// process dies.
+    func tryLock(_ name: String) throws -> (any HeldLock)? {
+        let file = path + "." + name.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" } + ".lock"
+        let fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(.sqlite, "cannot open the lock file: \(String(cString: strerror(errno)))", context: file)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            if e == EWOULDBLOCK { return nil }
+            throw StoreError(.sqlite, "cannot lock: \(String(cString: strerror(e)))", context: file)
+        }
+        return FileLock(fd: fd)
+    }
+
     func close() {}
 }
 
@@ -153,4 +170,20 @@ extension StoreError {
         guard let c = sqliteCode else { return false }
         return c & 0xFF == SQLITE_BUSY || c & 0xFF == SQLITE_LOCKED
     }
+}
+
+/// A held `flock`: it is this process's until the descriptor is closed.
+private final class FileLock: HeldLock {
+    private var fd: Int32
+
+    init(fd: Int32) { self.fd = fd }
+
+    func stillHeld() -> Bool { fd >= 0 }
+
+    func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { release() }
 }
