@@ -41,9 +41,10 @@ public final class Replicator: Service, Sendable {
     public let status = ReplicationStatus()
     let metrics = ReplicationMetrics()
 
-    /// The checkpoint's name in the store: one per server, so that pointing a kiosk at another
-    /// server sends it everything.
-    var checkpointName: String { "upstream " + upstream.base }
+    /// The checkpoint's name in the store: one per upstream as given, so that pointing a kiosk
+    /// at another site sends it everything. (Several URLs are servers of one site, sharing its
+    /// store: one checkpoint for them all, whichever answers.)
+    var checkpointName: String { "upstream " + upstream.name }
 
     public init(
         store: DocumentStore,
@@ -164,7 +165,14 @@ public final class Replicator: Service, Sendable {
             )
             let started = ContinuousClock.now
             let outcome: Result<SyncAnswer, SyncError>
+            let server = upstream.base
             do { outcome = .success(try await upstream.send(body)) } catch { outcome = .failure(error) }
+            if upstream.base != server {
+                logger.notice(
+                    "the site server \(server) failed; moved to \(upstream.base)",
+                    metadata: ["upstream": "\(upstream.base)"]
+                )
+            }
             switch outcome {
             case .success(let answer):
                 let received = sentAt + (ContinuousClock.now - started) / .seconds(1)

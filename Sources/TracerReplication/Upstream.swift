@@ -3,26 +3,46 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Synchronization
 
 /// The site server as a kiosk (or a person's command) talks to it: HTTP or HTTPS with
 /// AsyncHTTPClient, verified against the system's trust store or `caFile`, with the token read
 /// from a file (re-read when the file changes, so that replacing a revoked token needs no
 /// restart). Call `shutdown()` when done.
+///
+/// Several URLs (`https://a,https://b`) name several servers of one site (sharing its store):
+/// requests go to one until it fails (no answer, or 502, 503 or 504), then to the next, in turn.
+/// A request that failed on one is sent to the next at once: the API's writes are idempotent
+/// (a kiosk's batch replayed changes nothing), so a batch whose answer was lost may go to both.
 public final class Upstream: Sendable {
-    /// The server's base URL, without a trailing slash.
-    public let base: String
+    /// The servers' base URLs, without a trailing slash.
+    public let bases: [String]
     public let tokenFile: String
     let client: HTTPClient
     let timeout: TimeAmount
+    /// The server in use: an index into `bases`.
+    private let current = Atomic<Int>(0)
 
+    /// The server in use now.
+    public var base: String { bases[current.load(ordering: .relaxed)] }
+
+    /// All the servers, as given: what names this upstream (a kiosk's checkpoint).
+    public var name: String { bases.joined(separator: ",") }
+
+    /// `url` is one URL, or several separated by commas.
     public init(_ url: String, tokenFile: String, caFile: String? = nil, timeout: Duration = .seconds(30)) throws {
-        guard let c = URLComponents(string: url), c.scheme == "http" || c.scheme == "https", let host = c.host,
-            !host.isEmpty
-        else {
-            throw SyncError(
-                .badInput,
-                "--upstream takes the site server's http:// or https:// URL (like https://tracer.example.org), not '\(url)'"
-            )
+        var bases: [String] = []
+        for part in url.split(separator: ",", omittingEmptySubsequences: false) {
+            let one = part.trimmingCharacters(in: .whitespaces)
+            guard let c = URLComponents(string: one), c.scheme == "http" || c.scheme == "https", let host = c.host,
+                !host.isEmpty
+            else {
+                throw SyncError(
+                    .badInput,
+                    "--upstream takes the site server's http:// or https:// URL (like https://tracer.example.org; several separated by commas), not '\(one)'"
+                )
+            }
+            bases.append(one.hasSuffix("/") ? String(one.dropLast()) : one)
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile {
@@ -36,11 +56,16 @@ public final class Upstream: Sendable {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout = .init(connect: .seconds(10), read: .milliseconds(milliseconds))
         configuration.redirectConfiguration = .disallow
-        self.base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.bases = bases
         self.tokenFile = tokenFile
         self.timeout = .milliseconds(milliseconds)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         _ = try token()  // a missing or empty token file is an error at start
+    }
+
+    /// Moves on from server `index` to the next (unless another request already did).
+    private func failed(_ index: Int) {
+        _ = current.compareExchange(expected: index, desired: (index + 1) % bases.count, ordering: .relaxed)
     }
 
     /// The token in the token file (its first line, trimmed).
@@ -75,7 +100,9 @@ public final class Upstream: Sendable {
     }
 
     /// Sends a request to `path` (under the base URL) with the token; throws `unavailable` when
-    /// nothing answered.
+    /// no server answered. With several servers, one that does not answer, or answers 502, 503
+    /// or 504, is left for the next, and the request sent there; the last answer (or failure)
+    /// is the result when none does better.
     public func request(
         _ method: HTTPMethod,
         _ path: String,
@@ -83,23 +110,35 @@ public final class Upstream: Sendable {
         headers: [(String, String)] = [],
         limit: Int = 16 << 20
     ) async throws(SyncError) -> Answer {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer " + (try token()))
-        request.headers.add(name: "User-Agent", value: "tracer")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.body = body
-        do {
-            let response = try await client.execute(request, timeout: timeout)
-            let buffer = try await response.body.collect(upTo: limit)
-            return Answer(
-                status: Int(response.status.code),
-                headers: response.headers,
-                body: Array(buffer.readableBytesView)
-            )
-        } catch {
-            throw SyncError(.unavailable, "\(base): \(Self.describe(error))")
+        let token = try token()
+        var last: Result<Answer, SyncError> = .failure(SyncError(.unavailable, "no server"))
+        for _ in bases.indices {
+            let index = current.load(ordering: .relaxed)
+            let base = bases[index]
+            var request = HTTPClientRequest(url: base + path)
+            request.method = method
+            request.headers.add(name: "Authorization", value: "Bearer " + token)
+            request.headers.add(name: "User-Agent", value: "tracer")
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            request.body = body
+            do {
+                let response = try await client.execute(request, timeout: timeout)
+                let buffer = try await response.body.collect(upTo: limit)
+                let answer = Answer(
+                    status: Int(response.status.code),
+                    headers: response.headers,
+                    body: Array(buffer.readableBytesView)
+                )
+                guard bases.count > 1, [502, 503, 504].contains(answer.status) else { return answer }
+                last = .success(answer)
+            } catch is CancellationError {
+                throw SyncError(.unavailable, "\(base): cancelled")
+            } catch {
+                last = .failure(SyncError(.unavailable, "\(base): \(Self.describe(error))"))
+            }
+            failed(index)
         }
+        return try last.get()
     }
 
     /// Posts a batch (`SyncBatch.body`); the server has committed it when this returns.
@@ -138,7 +177,18 @@ public final class Upstream: Sendable {
 
     /// Follows a Server-Sent Events stream (`/v1/watch?path=…`), calling `event` once per event,
     /// until the server ends it or the connection fails (then it throws `unavailable`).
+    /// With several servers, the next one is used after a failure.
     public func events(_ path: String, _ event: @Sendable () async throws -> Void) async throws {
+        let index = current.load(ordering: .relaxed)
+        do {
+            try await events(bases[index], path, event)
+        } catch let e as SyncError where e.code == .unavailable {
+            failed(index)
+            throw e
+        }
+    }
+
+    private func events(_ base: String, _ path: String, _ event: @Sendable () async throws -> Void) async throws {
         var request = HTTPClientRequest(url: base + path)
         request.headers.add(name: "Authorization", value: "Bearer " + (try token()))
         request.headers.add(name: "Accept", value: "text/event-stream")

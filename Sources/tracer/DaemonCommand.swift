@@ -49,8 +49,10 @@ struct DaemonCommand: AsyncParsableCommand {
 
     /// `--upstream URL --token-file FILE [--ca-file F] [--drain-timeout S]`.
     struct ReplicationOptions: ParsableArguments {
-        @Option(help: "The site server's URL (https://…): replicate what this kiosk records to it.") var upstream:
-            String?
+        @Option(
+            help:
+                "The site server's URL (https://…): replicate what this kiosk records to it. Several, comma-separated: servers of one site, each used in turn when the one before fails."
+        ) var upstream: String?
         @Option(help: "A file holding this kiosk's token (tracer token create --role kiosk --anchor KEY).")
         var tokenFile: String?
         @Option(help: "A PEM CA certificate to verify the site server by (default: the system's trust store).")

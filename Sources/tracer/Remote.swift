@@ -9,7 +9,10 @@ import TracerStore
 /// instead of a store on this machine. `TRACER_SERVER` and `TRACER_TOKEN_FILE` stand in for
 /// the flags.
 struct ServerOptions: ParsableArguments {
-    @Option(help: "The site server's URL (default: $TRACER_SERVER): run this against it, not a local store.")
+    @Option(
+        help:
+            "The site server's URL (default: $TRACER_SERVER; several, comma-separated, are tried in turn): run this against it, not a local store."
+    )
     var server: String?
     @Option(help: "A file holding your token (default: $TRACER_TOKEN_FILE).") var tokenFile: String?
     @Option(help: "A PEM CA certificate to verify the server by (default: the system's trust store).") var caFile:

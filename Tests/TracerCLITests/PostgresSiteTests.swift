@@ -69,6 +69,54 @@ struct PostgresSiteTests {
         }
     }
 
+    /// A kiosk names both servers of the site: one SIGKILLed mid-drain, it goes on with the other
+    /// at once (no outage seen), and the site gets everything exactly once.
+    @Test func aKioskNamingTwoServersMovesToTheOtherWhenOneDies() async throws {
+        let store = try TestBackend.freshPostgresStore()
+        try await tracer(["map", "publish", ReplicationTests.map], store: store)
+        let token = try await tracer(["token", "create", "--role", "kiosk", "--anchor", "kiosk-lab"], store: store)
+        let tokenFile = dir.file("lab.token")
+        try token.stdout.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let kioskStore = dir.file("kiosk.sqlite")
+        try ReplicationTests().record(30_000, at: "kiosk-lab", into: kioskStore)
+        let a = try await ReplicationTests.SiteServer(store: store)
+        let b = try await ReplicationTests.SiteServer(store: store)
+        defer {
+            a.process.kill()
+            b.process.kill()
+        }
+        let empty = dir.file("empty.jsonl")
+        _ = FileManager.default.createFile(atPath: empty, contents: nil)
+        let daemon = try TracerProcess.start([
+            "daemon", "--map", ReplicationTests.map, "--anchor", "kiosk-lab", "--source", "replay:\(empty)",
+            "--store", kioskStore, "--upstream", "\(a.url),\(b.url)", "--token-file", tokenFile,
+            "--drain-timeout", "600",
+        ])
+        defer { daemon.kill() }
+        let reader = try DocumentStore(path: store)
+        #expect(await Self.until(120) { ReplicationTests.count(reader, anchor: "kiosk-lab") >= 5_000 })
+        // Frozen for the kill, so that the kiosk still has work when it meets the dead server.
+        daemon.signal(SIGSTOP)
+        _ = await a.process.stop(SIGKILL, timeout: 30)
+        try #require(
+            ReplicationTests.count(reader, anchor: "kiosk-lab") < 30_000,
+            "the kiosk had finished before the kill"
+        )
+        daemon.signal(SIGCONT)
+        let ended = await daemon.stop(0, timeout: 300)
+        #expect(ended?.status == 0, "\(daemon.stderr)")
+        #expect(daemon.stderr.contains("moved to \(b.url)"), "\(daemon.stderr)")
+        #expect(
+            !daemon.stderr.contains("the site server is unreachable"),
+            "the other server was there: \(daemon.stderr)"
+        )
+        #expect(
+            try ReplicationTests.documents(store, anchor: "kiosk-lab")
+                == ReplicationTests.documents(kioskStore, anchor: "kiosk-lab")
+        )
+        try ReplicationTests.integrity(store, kioskStore)
+    }
+
     @Test func whileTheDatabaseIsGoneServeAnswers503AndWatchersResumeFromTheirToken() async throws {
         let cluster = try PostgresCluster()
         defer { cluster.stop() }
