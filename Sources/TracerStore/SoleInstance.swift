@@ -54,6 +54,8 @@ extension DocumentStore {
                         if !Task.isCancelled { thread.stop() }
                     }
                     running.withLock { $0 = task }
+                    // Cancelled before the task was kept: `onCancel` found none to cancel.
+                    if Task.isCancelled { task.cancel() }
                 case .lost(let reason):
                     logger.warning(
                         "lost the lock: stopping until it is taken again",

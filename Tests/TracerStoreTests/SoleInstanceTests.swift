@@ -88,6 +88,27 @@ import TracerTesting
         #expect(runs.starts("a") == 1 && runs.starts("b") == 1)
     }
 
+    /// Cancelled at any moment (SIGTERM just as the lock is taken, say), it ends: the body is
+    /// never left running.
+    @Test func cancelledAtAnyMomentItEnds() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        _ = dir
+        let log = Messages()
+        for round in 0..<40 {
+            let ended = Mutex(false)
+            let task = Task {
+                _ = try? await store.whileSoleInstance(of: "flagger", poll: .milliseconds(10), logger: log.logger) {
+                    try await Task.sleep(for: .seconds(3600))
+                }
+                ended.withLock { $0 = true }
+            }
+            // Not a wait for a result: the moment of the cancel, moved across the lock's taking.
+            try await Task.sleep(for: .microseconds(round * 100))
+            task.cancel()
+            #expect(await Self.until { ended.withLock { $0 } }, "round \(round) never ended")
+        }
+    }
+
     @Test func whenTheBodyEndsSoDoesTheRoleAndItsErrorIsThrown() async throws {
         let (store, dir) = try DocumentStore.temporary()
         _ = dir
