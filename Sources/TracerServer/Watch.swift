@@ -129,7 +129,9 @@ enum Watch {
             }
         }
         continuation.onTermination = { _ in
-            registration.cancel()
+            // Not waiting: a delivery in flight yields to this stream, which needs the lock the
+            // termination handler runs under (see `cancelWithoutWaiting`).
+            registration.cancelWithoutWaiting()
             beat.cancel()
         }
         return Response(

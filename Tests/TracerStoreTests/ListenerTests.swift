@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TracerTesting
 
@@ -89,6 +90,38 @@ import TracerTesting
         // The listener goes when the loop's iterator does: polled with a deadline.
         for _ in 0..<1000 where store.observer.listenerCount != 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(store.observer.listenerCount == 0)
+    }
+
+    /// A loop over snapshots ended (its task cancelled) while snapshots are being delivered to
+    /// it, at many moments: it always ends. (Its stream's end used to wait, under the task's
+    /// lock, for the delivery in flight, which needed that lock: both hung for good.)
+    @Test func aSnapshotLoopCancelledWhileSnapshotsArriveEnds() async throws {
+        let writing = Task.detached { [store, interactions] in
+            var n = 0
+            while !Task.isCancelled {
+                try? store.set(interactions.document("w\(n % 50)"), ["n": .integer(Int64(n))])
+                n += 1
+            }
+        }
+        defer { writing.cancel() }
+        for round in 0..<60 {
+            let ended = Mutex(false)
+            let loop = Task { [store, interactions] in
+                for try await _ in store.snapshots(Query(collection: interactions)) {}
+            }
+            let watcher = Task {
+                _ = await loop.result
+                ended.withLock { $0 = true }
+            }
+            _ = watcher
+            // Not a wait for a result: the moment of the cancel, moved across deliveries.
+            try await Task.sleep(for: .microseconds(200 + round * 150))
+            loop.cancel()
+            let deadline = Date(timeIntervalSinceNow: 30)
+            while !ended.withLock({ $0 }) && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(ended.withLock { $0 }, "round \(round): the loop never ended")
+            if !ended.withLock({ $0 }) { break }
+        }
     }
 
     @Test func limitQueriesPullInTheNextDocument() throws {

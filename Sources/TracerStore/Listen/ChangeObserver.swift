@@ -71,15 +71,15 @@ final class ChangeObserver: @unchecked Sendable {
         }
         condition.signal()
         condition.unlock()
-        return ListenerRegistration { [weak self] in self?.remove(id) }
+        return ListenerRegistration { [weak self] wait in self?.remove(id, wait: wait) }
     }
 
-    private func remove(_ id: UInt64) {
+    private func remove(_ id: UInt64, wait: Bool) {
         condition.lock()
         forget(id)
         // A callback of this listener may be running on the observer thread: wait for it, unless
-        // the cancel comes from inside that callback.
-        while running == id && Thread.current !== thread { condition.wait() }
+        // the cancel comes from inside that callback (or the caller must not wait).
+        while wait && running == id && Thread.current !== thread { condition.wait() }
         condition.unlock()
     }
 

@@ -222,7 +222,7 @@ extension DocumentStore {
                     onError: { continuation.finish(throwing: $0) },
                     onSnapshot: { continuation.yield($0) }
                 )
-                continuation.onTermination = { _ in registration.cancel() }
+                continuation.onTermination = { _ in registration.cancelWithoutWaiting() }
             } catch {
                 continuation.finish(throwing: error)
             }
@@ -237,7 +237,7 @@ extension DocumentStore {
                 onError: { continuation.finish(throwing: $0) },
                 onSnapshot: { continuation.yield($0) }
             )
-            continuation.onTermination = { _ in registration.cancel() }
+            continuation.onTermination = { _ in registration.cancelWithoutWaiting() }
         }
     }
 }

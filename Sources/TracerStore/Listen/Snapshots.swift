@@ -34,16 +34,24 @@ public enum ListenStart: Sendable, Equatable {
 
 /// A live listener; it stops when cancelled or released.
 public final class ListenerRegistration: Sendable {
-    private let stopper: @Sendable () -> Void
+    /// Stops the listener; `true`: waits for a callback already running on the observer thread.
+    private let stopper: @Sendable (Bool) -> Void
 
-    init(_ stopper: @escaping @Sendable () -> Void) {
+    init(_ stopper: @escaping @Sendable (Bool) -> Void) {
         self.stopper = stopper
     }
 
     /// Stops the listener; no callback runs after this returns, except one already running.
-    public func cancel() { stopper() }
+    public func cancel() { stopper(true) }
 
-    deinit { stopper() }
+    /// Stops the listener without waiting for a callback that is running. For a stream's end:
+    /// its termination handler runs under the ending task's status lock, which a callback in
+    /// flight (yielding to that stream, resuming that task) needs: waiting there deadlocked a
+    /// flagger told to stop while its first snapshot was being delivered.
+    public func cancelWithoutWaiting() { stopper(false) }
+
+    /// Dropped, it stops without waiting (nothing can wait on a registration no one holds).
+    deinit { stopper(false) }
 }
 
 enum SnapshotDiff {
