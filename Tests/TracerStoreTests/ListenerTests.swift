@@ -96,14 +96,18 @@ import TracerTesting
     /// it, at many moments: it always ends. (Its stream's end used to wait, under the task's
     /// lock, for the delivery in flight, which needed that lock: both hung for good.)
     @Test func aSnapshotLoopCancelledWhileSnapshotsArriveEnds() async throws {
-        let writing = Task.detached { [store, interactions] in
+        // A thread of its own: a loop of blocking writes on the cooperative pool would starve
+        // every other test of one of its few threads.
+        let stop = Mutex(false)
+        let writer = Thread { [store, interactions] in
             var n = 0
-            while !Task.isCancelled {
+            while !stop.withLock({ $0 }) {
                 try? store.set(interactions.document("w\(n % 50)"), ["n": .integer(Int64(n))])
                 n += 1
             }
         }
-        defer { writing.cancel() }
+        writer.start()
+        defer { stop.withLock { $0 = true } }
         for round in 0..<60 {
             let ended = Mutex(false)
             let loop = Task { [store, interactions] in

@@ -43,7 +43,7 @@ import TracerTesting
         var logger: Logger { Logger(label: "test") { _ in self } }
     }
 
-    static func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+    static func until(_ seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         while Date() < deadline {
             if condition() { return true }
