@@ -37,8 +37,7 @@ struct NotifyCommand: AsyncParsableCommand {
 
     /// Where versions before the token moved into the store kept it, beside a SQLite store.
     var legacyState: String? {
-        options.isPostgres
-            ? nil : options.resolvedPath + ".notify-" + String(Digest.sha256Hex(webhook).prefix(12)) + ".state"
+        options.isPostgres ? nil : options.resolvedPath + "." + name + ".state"
     }
 
     func run() async throws {

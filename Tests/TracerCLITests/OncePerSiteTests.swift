@@ -21,15 +21,6 @@ struct OncePerSiteTests {
         return r
     }
 
-    static func until(_ seconds: Double = 60, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     /// A morning at the lab kiosk: badges 1 and 2 side by side for ten minutes.
     func rangeTwoColleagues(into store: String) async throws {
         var f = ReplayFixture()
@@ -79,9 +70,9 @@ struct OncePerSiteTests {
 
         let second = try TracerProcess.start(follow)
         defer { second.kill() }
-        #expect(await Self.until { second.stderr.contains("waiting to take over") }, "\(second.stderr)")
+        #expect(await until { second.stderr.contains("waiting to take over") }, "\(second.stderr)")
         first.kill()
-        #expect(await Self.until { second.stderr.contains("took over") }, "\(second.stderr)")
+        #expect(await until { second.stderr.contains("took over") }, "\(second.stderr)")
         // What arrives now is the second's to flag.
         try await report("r2", badge: 2, store: store)
         let two = await second.line()
@@ -103,11 +94,11 @@ struct OncePerSiteTests {
         // Delivered and its token kept, in the store: where an instance on another machine looks.
         let name = "notify-" + String(Digest.sha256Hex(hook).prefix(12))
         let opened = try DocumentStore(path: store)
-        #expect(await Self.until { ((try? opened.savedPosition(name)) ?? nil) != nil })
+        #expect(await until { ((try? opened.savedPosition(name)) ?? nil) != nil })
 
         let second = try TracerProcess.start(notify)
         defer { second.kill() }
-        #expect(await Self.until { second.stderr.contains("waiting to take over") }, "\(second.stderr)")
+        #expect(await until { second.stderr.contains("waiting to take over") }, "\(second.stderr)")
         first.kill()
         try await tracer(["db", "set", "devices/b", #"{"status": "exposed", "risk": "medium"}"#], store: store)
         let b = receiver.next() ?? ""

@@ -43,15 +43,6 @@ import TracerTesting
         var logger: Logger { Logger(label: "test") { _ in self } }
     }
 
-    static func until(_ seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     @Test func aSecondInstanceWaitsAndTakesOverWhenTheFirstEnds() async throws {
         let (a, dir) = try DocumentStore.temporary()
         _ = dir
@@ -64,23 +55,23 @@ import TracerTesting
         let first = Task {
             try await a.whileSoleInstance(of: "flagger", poll: .milliseconds(50), logger: logA.logger, runs.body("a"))
         }
-        #expect(await Self.until { runs.running == ["a"] })
+        #expect(await until { runs.running == ["a"] })
         let second = Task {
             try await b.whileSoleInstance(of: "flagger", poll: .milliseconds(50), logger: logB.logger, runs.body("b"))
         }
-        #expect(await Self.until { logB.contains("waiting to take over") }, "\(logB.lines.withLock { $0 })")
+        #expect(await until { logB.contains("waiting to take over") }, "\(logB.lines.withLock { $0 })")
         #expect(runs.running == ["a"], "both ran at once")
         // Another role is another lock: not held by `a`.
         let other = Task {
             try await b.whileSoleInstance(of: "notify-x", poll: .milliseconds(50), logger: logB.logger, runs.body("c"))
         }
-        #expect(await Self.until { runs.running.sorted() == ["a", "c"] })
+        #expect(await until { runs.running.sorted() == ["a", "c"] })
         other.cancel()
         _ = await other.result
 
         first.cancel()
         #expect(await first.result.isCancelled)
-        #expect(await Self.until { runs.running == ["b"] })
+        #expect(await until { runs.running == ["b"] })
         #expect(logB.contains("took over"))
         second.cancel()
         _ = await second.result
@@ -105,7 +96,7 @@ import TracerTesting
             // Not a wait for a result: the moment of the cancel, moved across the lock's taking.
             try await Task.sleep(for: .microseconds(round * 100))
             task.cancel()
-            #expect(await Self.until { ended.withLock { $0 } }, "round \(round) never ended")
+            #expect(await until { ended.withLock { $0 } }, "round \(round) never ended")
         }
     }
 
@@ -139,7 +130,7 @@ import TracerTesting
                 runs.body("a")
             )
         }
-        #expect(await Self.until { runs.running == ["a"] })
+        #expect(await until { runs.running == ["a"] })
         let admin = try PostgresConnection(location)
         let schema = try admin.query("SELECT current_schema()").first?.first ?? nil
         let key = PostgresPool.key("tracer.role:\(schema ?? ""):flagger")
@@ -153,8 +144,8 @@ import TracerTesting
             """
         )
         #expect(ended == [["t"]], "the lock's session was not found")
-        #expect(await Self.until { log.contains("lost the lock") })
-        #expect(await Self.until { runs.starts("a") == 2 && runs.running == ["a"] })
+        #expect(await until { log.contains("lost the lock") })
+        #expect(await until { runs.starts("a") == 2 && runs.running == ["a"] })
         holder.cancel()
         _ = await holder.result
     }
