@@ -213,12 +213,12 @@ let package = Package(
 
         // The benchmarks (`tracer-bench store|ranging|exposure|ocr`), a program of their own that
         // Tools/bench/* build in release mode and run: the store against plain SQLite (the baseline
-        // on the sqlite3 C API directly), ranging, flagging, OCR. Nothing of it is in `tracer`.
+        // on the sqlite3 C API directly) or plain libpq, ranging, flagging, OCR. Nothing of it is in `tracer`.
         .executableTarget(
             name: "tracer-bench",
             dependencies: [
-                "CTracerSQLite", "TracerStore", "TracerModel", "TracerColocation", "TracerRanging", "TracerSite",
-                "TracerDaemon", "TracerExposure", "TracerReplication",
+                "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerModel", "TracerColocation",
+                "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure", "TracerReplication",
                 "TracerOCR", "TracerVerification",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -175,9 +175,22 @@ public final class DocumentStore: Sendable {
     /// Applies every write of a batch atomically: all of them or none.
     public func commit(_ batch: WriteBatch) throws {
         guard !batch.operations.isEmpty else { return }
-        try pool.write { db in
-            let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
-            for op in batch.operations { try writer.apply(op) }
+        func apply(optimistic: Bool) throws {
+            try pool.write { db in
+                let writer = try DocumentWriter(
+                    db: db,
+                    now: configuration.clock(),
+                    catalog: catalog,
+                    optimistic: optimistic
+                )
+                for op in batch.operations { try writer.apply(op) }
+                try writer.finish()
+            }
+        }
+        do {
+            try apply(optimistic: true)
+        } catch is DocumentWriter.Conflicted {
+            try apply(optimistic: false)
         }
         observer.localCommit()
     }

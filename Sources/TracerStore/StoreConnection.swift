@@ -24,6 +24,15 @@ protocol StoreConnection: AnyObject {
     func beginRead() throws
     /// Ends it (whatever is still open of its statements is let go).
     func endRead()
+    /// Whether `send` sends ahead of answers (PostgreSQL), rather than running at once (SQLite).
+    var pipelines: Bool { get }
+    /// Runs a statement that returns no rows, in a write transaction. Where the database takes
+    /// statements ahead of their answers (PostgreSQL's pipeline), it is sent now and its answer
+    /// read at the next `flush()` or the next statement waited on, when `changed` gets the number
+    /// of rows it changed and a failure is thrown; elsewhere (SQLite, in-process) it runs at once.
+    func send(_ statement: any StoreStatement, changed: ((Int) -> Void)?) throws
+    /// Waits for every statement sent: throws the first one's failure.
+    func flush() throws
 }
 
 /// A prepared statement: bind `?N` parameters, step through rows, read columns.

@@ -92,6 +92,16 @@ final class DocumentWriter {
     let db: any StoreConnection
     let now: Timestamp
     let catalog: IndexCatalog
+    /// Whether new documents are written without waiting to learn that their paths were free
+    /// (`DocumentStore.commit` on PostgreSQL): see `Conflicted`.
+    let optimistic: Bool
+    /// Whether an optimistic insert found its path taken: the transaction must be done again.
+    private var conflicted = false
+
+    /// An optimistic batch met a document already at a path it wrote as new (a batch that writes
+    /// a path twice, or an id a kiosk replayed): its transaction is rolled back and the batch done
+    /// again one statement at a time, which writes it as it should.
+    struct Conflicted: Error {}
     /// The next change's sequence number. Writers are serialised (SQLite's write lock, an
     /// advisory lock on PostgreSQL), so numbers are drawn and committed in one order, with no gaps.
     private var nextSeq: Int64
@@ -105,10 +115,13 @@ final class DocumentWriter {
     private let insertEntry: any StoreStatement
     private let deleteEntry: any StoreStatement
 
-    init(db: any StoreConnection, now: Timestamp, catalog: IndexCatalog) throws {
+    /// `optimistic` (where the connection pipelines) sends each new document's insert without
+    /// waiting for its answer; `finish()` then says whether all of them were new.
+    init(db: any StoreConnection, now: Timestamp, catalog: IndexCatalog, optimistic: Bool = false) throws {
         self.db = db
         self.now = now
         self.catalog = catalog
+        self.optimistic = optimistic && db.pipelines
         try catalog.refresh(db)
         nextSeq = (try db.scalar("SELECT max(seq) FROM changes") ?? 0) + 1
         insertChange = try db.statement("INSERT INTO changes (seq, parent, id, op, ts) VALUES (?5, ?1, ?2, ?3, ?4)")
@@ -130,7 +143,31 @@ final class DocumentWriter {
     }
 
     func apply(_ op: WriteBatch.Operation) throws {
+        do {
+            try write(op)
+        } catch {
+            // A failure that an earlier optimistic insert's conflict may have caused (this
+            // operation read a document that insert left as it was): the batch again.
+            if optimistic {
+                _ = try? db.flush()
+                if conflicted { throw Conflicted() }
+            }
+            throw error
+        }
+    }
+
+    /// Waits for every statement sent; throws `Conflicted` when an optimistic insert met a document.
+    func finish() throws {
+        try db.flush()
+        if conflicted { throw Conflicted() }
+    }
+
+    private func write(_ op: WriteBatch.Operation) throws {
         switch op {
+        case .set(let path, let data, merge: false) where optimistic && !WriteRules.dependsOnStoredValues(data):
+            try insertOptimistically(path, try WriteRules.set(data, old: nil, now: now, path: path))
+        case .create(let path, let data) where optimistic:
+            try insertOptimistically(path, try WriteRules.set(data, old: nil, now: now, path: path))
         case .set(let path, let data, merge: false) where !WriteRules.dependsOnStoredValues(data):
             // The common case, a new document with a fresh id: insert first, read only on conflict.
             let new = try WriteRules.set(data, old: nil, now: now, path: path)
@@ -167,7 +204,7 @@ final class DocumentWriter {
         s.bind(3, op.rawValue)
         s.bind(4, now.microseconds)
         s.bind(5, nextSeq)
-        try s.run()
+        try db.send(s, changed: nil)
         lastSeq = nextSeq
         nextSeq += 1
     }
@@ -187,6 +224,23 @@ final class DocumentWriter {
         try logChange(path, parent: parent, .created)
         try updateIndexes(path, parent: parent, old: nil, new: data)
         return true
+    }
+
+    /// Inserts a document as new without waiting to learn whether its path was free: its change
+    /// and index entries follow in the same pipeline. Fresh random ids are free but for one chance
+    /// in 62²⁰; when one is not, `finish()` throws `Conflicted`.
+    private func insertOptimistically(_ path: DocumentPath, _ data: DocumentData) throws {
+        try WriteRules.checkSize(data, path: path)
+        let parent = try db.internParent(path.parentText, collection: path.collectionID)
+        let s = insertNew
+        s.reset()
+        s.bind(1, parent)
+        s.bind(2, path.id)
+        s.bindBlob(3, DocumentCodec.encode(data))
+        s.bind(4, now.microseconds)
+        try db.send(s) { [unowned self] inserted in if inserted != 1 { self.conflicted = true } }
+        try logChange(path, parent: parent, .created)
+        try updateIndexes(path, parent: parent, old: nil, new: data)
     }
 
     /// Writes a document copied from another store as it was there, its times included.
@@ -235,7 +289,7 @@ final class DocumentWriter {
                 deleteEntry.reset()
                 deleteEntry.bind(1, index.id)
                 deleteEntry.bindBlob(2, oldKey)
-                try deleteEntry.run()
+                try db.send(deleteEntry, changed: nil)
             }
             if let newKey {
                 insertEntry.reset()
@@ -243,7 +297,7 @@ final class DocumentWriter {
                 insertEntry.bindBlob(2, newKey)
                 insertEntry.bind(3, parent)
                 insertEntry.bind(4, path.id)
-                try insertEntry.run()
+                try db.send(insertEntry, changed: nil)
             }
         }
     }

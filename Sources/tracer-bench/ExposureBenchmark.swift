@@ -12,6 +12,8 @@ import TracerStore
 /// process.
 struct ExposureBenchmark: Measuring {
     var directory: String
+    /// A PostgreSQL database (libpq URI) to keep the store in instead of a SQLite file there.
+    var postgres: String?
     /// The `tracer` binary, whose `status --watch` is timed in another process.
     var tracer: String
     var documents = 10_000_000
@@ -31,7 +33,7 @@ struct ExposureBenchmark: Measuring {
     static let t0 = 1_793_491_200.0
 
     func run() throws {
-        let path = (directory as NSString).appendingPathComponent("exposure-\(documents).sqlite")
+        let path = postgres ?? (directory as NSString).appendingPathComponent("exposure-\(documents).sqlite")
         var configuration = DocumentStore.Configuration()
         configuration.synchronousCommits = false
         configuration.writerCacheMiB = 4096  // the bulk path: the fill's random inserts stay in memory
@@ -44,7 +46,11 @@ struct ExposureBenchmark: Measuring {
             try fill(store)
             try store.set(meta, ["documents": .integer(Int64(documents))])
         }
-        let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_048_576
+        let size =
+            postgres != nil
+            ? (Int(try PostgresBaseline.scalar(uri: postgres!, "SELECT pg_database_size(current_database())")) ?? 0)
+                / 1_048_576
+            : ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) / 1_048_576
         report("store: \(documents) interactions, \(anchors) anchors, \(devices) devices, \(days) days; \(size) MiB")
 
         // Flagging: reporters 0, 500, 1000, …, each collected on the last day.

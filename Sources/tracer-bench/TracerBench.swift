@@ -41,12 +41,16 @@ struct TracerBench: AsyncParsableCommand {
     }
 
     struct Store: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The document store against raw SQLite.")
+        static let configuration = CommandConfiguration(
+            abstract: "The document store against raw SQLite, or on PostgreSQL against raw libpq."
+        )
         @Option(help: "A scratch directory (large: about 2 GB at 1M documents).") var directory: String
         @Option(help: "Documents per write round.") var writeDocuments = 200_000
         @Option(help: "Write rounds.") var rounds = 3
         @Option(help: "Store sizes for the query figures.") var sizes: [Int] = [10_000, 1_000_000]
         @Flag(help: "Write with synchronous=NORMAL on both sides (no fsync per commit).") var normal = false
+        @Option(help: "A PostgreSQL database (libpq URI) to measure the store on, instead of SQLite.")
+        var postgres: String?
 
         func run() throws {
             var bench = StoreBenchmark(directory: directory, binary: TracerBench.binary) { Output.line($0) }
@@ -54,6 +58,7 @@ struct TracerBench: AsyncParsableCommand {
             bench.rounds = rounds
             bench.querySizes = sizes
             bench.synchronous = !normal
+            bench.postgres = postgres
             try bench.run()
         }
     }
@@ -87,6 +92,8 @@ struct TracerBench: AsyncParsableCommand {
         var directory: String
         @Option(help: "Interaction documents.") var documents = 10_000_000
         @Option(help: "Reports flagged.") var reports = 10
+        @Option(help: "A PostgreSQL database (libpq URI) to keep the store in, instead of a SQLite file.")
+        var postgres: String?
         @Option(help: "The `tracer` binary whose `status --watch` is timed (default: the one beside this program).")
         var tracer: String?
 
@@ -107,6 +114,7 @@ struct TracerBench: AsyncParsableCommand {
             var bench = ExposureBenchmark(directory: directory, tracer: tracer!) { Output.line($0) }
             bench.documents = documents
             bench.reports = reports
+            bench.postgres = postgres
             try bench.run()
         }
     }

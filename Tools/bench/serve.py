@@ -1,7 +1,12 @@
 '''Tools/bench/serve's driver.
 
-Usage: serve.py TRACER [--seconds 10] [--clients 500] [--writes 20] [--devices 20000]
+Usage: serve.py TRACER [--seconds 10] [--clients 500] [--writes 20] [--devices 20000] [--postgres URI]
+
+With --postgres, the store is that database and a second `tracer serve` shares it: the SSE
+clients watch the second server while each write goes through the first (POST /v1/sync), and
+the latency runs from the write's request to each client's event.
 '''
+import urllib.request
 import argparse
 import asyncio
 import json
@@ -23,10 +28,11 @@ p.add_argument('--clients', type=int, default=500)
 p.add_argument('--writes', type=int, default=20)
 p.add_argument('--devices', type=int, default=20000)
 p.add_argument('--port', type=int, default=18181)
+p.add_argument('--postgres')
 a = p.parse_args()
 
 scratch = tempfile.mkdtemp(prefix='tracer-bench-serve-')
-store = os.path.join(scratch, 's.sqlite')
+store = a.postgres or os.path.join(scratch, 's.sqlite')
 tracer = os.path.abspath(a.tracer)
 
 
@@ -57,13 +63,26 @@ device = 'dev-4242'
 token = run('token', 'create', '--role', 'device', '--device', device).strip()
 fan = 'dev-fan'
 fan_token = run('token', 'create', '--role', 'device', '--device', fan).strip()
+admin_token = run('token', 'create', '--role', 'admin', '--name', 'bench').strip()
 
-server = subprocess.Popen([tracer, 'serve', '--bind', f'127.0.0.1:{a.port}', '--store', store],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-try:
+
+def serve(port):
+    server = subprocess.Popen([tracer, 'serve', '--bind', f'127.0.0.1:{port}', '--store', store],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    servers.append(server)
     line = server.stdout.readline()
     if 'serving' not in line:
         sys.exit(f'bench/serve: the server did not start: {line!r}')
+
+
+servers = []
+try:
+    serve(a.port)
+    # The watchers' server: the first one, or on PostgreSQL a second sharing the database.
+    watch_port = a.port
+    if a.postgres:
+        watch_port = a.port + 1
+        serve(watch_port)
     base = f'http://127.0.0.1:{a.port}'
 
     def wrk(path, headers=()):
@@ -92,12 +111,13 @@ try:
     async def fanout(clients, writes):
         '''clients watch devices/dev-fan; returns the write-to-event latencies in ms.'''
         received = {}  # n -> [latency ms]
+        sent = {}  # n -> when its write was sent (PostgreSQL: through the other server)
         ready = 0
         all_ready = asyncio.Event()
 
         async def client():
             nonlocal ready
-            reader, writer = await asyncio.open_connection('127.0.0.1', a.port)
+            reader, writer = await asyncio.open_connection('127.0.0.1', watch_port)
             writer.write((f'GET /v1/watch?path=devices/{fan} HTTP/1.1\r\nHost: x\r\n'
                           f'Authorization: Bearer {fan_token}\r\nAccept: text/event-stream\r\n\r\n').encode())
             await writer.drain()
@@ -123,7 +143,9 @@ try:
                         text = event.decode()
                         n = re.search(r'"n":(\d+)', text)
                         ts = re.search(r'"ts":\{"__time__":"([^"]+)"\}', text)
-                        if n and ts:
+                        if n and a.postgres and int(n.group(1)) in sent:
+                            received.setdefault(int(n.group(1)), []).append((now - sent[int(n.group(1))]) * 1000)
+                        elif n and ts:
                             t = datetime.fromisoformat(ts.group(1).replace('Z', '+00:00')).timestamp()
                             received.setdefault(int(n.group(1)), []).append((now - t) * 1000)
             finally:
@@ -135,10 +157,18 @@ try:
         except asyncio.TimeoutError:
             sys.exit(f'bench/serve: only {ready} of {clients} clients got their first event')
         for n in range(1, writes + 1):
-            proc = await asyncio.create_subprocess_exec(
-                tracer, 'db', 'set', f'devices/{fan}', json.dumps({'n': n, 'ts': {'__serverTimestamp__': True}}),
-                '--store', store, stdout=asyncio.subprocess.DEVNULL)
-            await proc.wait()
+            if a.postgres:
+                body = json.dumps({'kiosk': 'bench', 'through': n, 'sentAt': time.time(),
+                                   'documents': [{'path': f'devices/{fan}', 'data': {'n': n}}]}).encode()
+                request = urllib.request.Request(f'{base}/v1/sync', data=body, method='POST', headers={
+                    'Authorization': f'Bearer {admin_token}', 'Content-Type': 'application/json'})
+                sent[n] = time.time()
+                await asyncio.to_thread(lambda: urllib.request.urlopen(request, timeout=30).read())
+            else:
+                proc = await asyncio.create_subprocess_exec(
+                    tracer, 'db', 'set', f'devices/{fan}', json.dumps({'n': n, 'ts': {'__serverTimestamp__': True}}),
+                    '--store', store, stdout=asyncio.subprocess.DEVNULL)
+                await proc.wait()
             deadline = time.time() + 10
             while len(received.get(n, [])) < clients and time.time() < deadline:
                 await asyncio.sleep(0.01)
@@ -152,7 +182,11 @@ try:
         values = sorted(values)
         return values[min(len(values) - 1, int(q * len(values)))]
 
-    say(f'\nSSE fan-out: {a.writes} writes to devices/{fan} from another process; commit to each client\'s event')
+    if a.postgres:
+        say(f'\nSSE fan-out across servers: {a.writes} writes to devices/{fan} through POST /v1/sync on one server, '
+            f'clients watching another on the same PostgreSQL; the write\'s request to each client\'s event')
+    else:
+        say(f'\nSSE fan-out: {a.writes} writes to devices/{fan} from another process; commit to each client\'s event')
     say(f'{"clients":<34}{"events":>10}{"p50 ms":>9}{"p99 ms":>9}{"max ms":>9}{"lost":>7}')
     one, lost1 = asyncio.run(fanout(1, a.writes))
     say(f'{"1 (baseline)":<34}{len(one):>10}{pct(one, .5):>9.1f}{pct(one, .99):>9.1f}{max(one):>9.1f}{lost1:>7}')
@@ -161,10 +195,12 @@ try:
     say(f'ratio p99 {a.clients}/1: {pct(many, .99) / pct(one, .99):.1f}x;  target p99 <= 100 ms: '
         f'{"met" if pct(many, .99) <= 100 and lost == 0 else "MISSED"}')
 finally:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        say('bench/serve: the server did not stop within 15 s of SIGTERM')
+    for server in servers:
+        server.send_signal(signal.SIGTERM)
+    for server in servers:
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            say('bench/serve: a server did not stop within 15 s of SIGTERM')
     shutil.rmtree(scratch, ignore_errors=True)

@@ -64,6 +64,7 @@ final class PostgresConnection: StoreConnection {
             cached.reset()
             return cached
         }
+        try flush()
         let (text, used) = Self.translate(sql)
         let count = used.max() ?? 0
         // A parameter the text does not use (a scan of a collection group binds no path) has no
@@ -124,6 +125,10 @@ final class PostgresConnection: StoreConnection {
 
     /// Connects again after the connection broke; statements are prepared again as they are used.
     func reconnect() throws {
+        segment.removeAll()
+        synced.removeAll()
+        pipelineFailure = nil
+        pipelining = false
         cache.removeAll()
         for i in frequent.indices { frequent[i] = nil }
         PQreset(handle)
@@ -138,6 +143,7 @@ final class PostgresConnection: StoreConnection {
 
     /// Runs SQL that returns no rows (several statements allowed).
     func execute(_ sql: String) throws {
+        try flush()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql)
@@ -176,6 +182,7 @@ final class PostgresConnection: StoreConnection {
     }
 
     private func run(_ sql: String, _ parameters: [Parameter], binaryResults: Bool = false) throws -> OpaquePointer? {
+        try flush()
         // Each parameter's bytes stay alive until PQexecParams returns.
         var storage: [[UInt8]?] = []
         var lengths: [Int32] = []
@@ -204,6 +211,111 @@ final class PostgresConnection: StoreConnection {
             throw error
         }
         return result
+    }
+
+    // MARK: The pipeline
+
+    /// A statement sent and not yet answered.
+    private typealias Sent = (sql: String, changed: ((Int) -> Void)?)
+    /// Statements sent since the last sync point, oldest first.
+    private var segment: [Sent] = []
+    /// Segments ended by a sync point whose answers are not read yet, oldest first.
+    private var synced: [[Sent]] = []
+    /// The first failure read from an answer, thrown by the next `flush()`.
+    private var pipelineFailure: StoreError?
+    /// Whether the connection is in libpq's pipeline mode.
+    private var pipelining = false
+    /// Statements between sync points. One segment's answers are read while the server works
+    /// on the next (client and server busy at once), and two segments' answers (about 50 bytes
+    /// a statement) stay far below what a socket holds, so the server never blocks writing
+    /// them while this side blocks writing more statements.
+    static let pipelineDepth = 256
+
+    var pipelines: Bool { true }
+
+    /// Sends a statement without waiting for its answer (libpq's pipeline mode), so that a
+    /// batch of writes costs no round trip per statement: it cost 4 a document before, and the
+    /// store wrote at 0.27× raw libpq's single-statement INSERTs (`Tools/bench/store --backend
+    /// postgres`; BENCHMARKS.md has the figures since).
+    func send(_ statement: any StoreStatement, changed: ((Int) -> Void)?) throws {
+        guard let s = statement as? PostgresStatement else {
+            try statement.run()
+            changed?(changes)
+            return
+        }
+        if !pipelining {
+            guard PQenterPipelineMode(handle) == 1 else {
+                throw StoreError(.postgres, "PostgreSQL: cannot enter pipeline mode", context: s.sql)
+            }
+            pipelining = true
+        }
+        guard s.send() == 1 else {
+            let message = Self.firstLine(String(cString: PQerrorMessage(handle)))
+            _ = try? flush()
+            throw StoreError(.postgres, "PostgreSQL: \(message)", context: s.sql)
+        }
+        segment.append((s.sql, changed))
+        if segment.count >= Self.pipelineDepth {
+            endSegment()
+            // The segment before is answered by now, or nearly: read while the server goes on.
+            while synced.count > 1 { read(synced.removeFirst()) }
+            if pipelineFailure != nil { try flush() }
+        }
+    }
+
+    /// Ends the segment being sent with a sync point (which sends it).
+    private func endSegment() {
+        if PQpipelineSync(handle) != 1 {
+            pipelineFailure =
+                pipelineFailure
+                ?? StoreError(.postgres, "PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))")
+        }
+        synced.append(segment)
+        segment.removeAll(keepingCapacity: true)
+    }
+
+    /// Reads the answers of one segment, and its sync point's.
+    private func read(_ sent: [Sent]) {
+        for (sql, changed) in sent {
+            guard let r = PQgetResult(handle) else {
+                pipelineFailure =
+                    pipelineFailure
+                    ?? StoreError(
+                        .postgres,
+                        "PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))",
+                        context: sql
+                    )
+                return
+            }
+            let status = PQresultStatus(r)
+            if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                changed?(Int(String(cString: PQcmdTuples(r))) ?? 0)
+            } else if status != PGRES_PIPELINE_ABORTED, pipelineFailure == nil {
+                let message = String(cString: PQresultErrorMessage(r))
+                pipelineFailure = StoreError(.postgres, "PostgreSQL: \(Self.firstLine(message))", context: sql)
+            }
+            PQclear(r)
+            while let rest = PQgetResult(handle) { PQclear(rest) }  // up to the NULL that ends its answer
+        }
+        if let r = PQgetResult(handle) { PQclear(r) }  // the sync point's
+    }
+
+    /// Reads the answers to every statement sent, leaves pipeline mode, and throws the first
+    /// failure among them. The connection is ready for anything afterwards, whatever happened.
+    func flush() throws {
+        guard pipelining else { return }
+        if !segment.isEmpty { endSegment() }
+        for sent in synced { read(sent) }
+        synced.removeAll()
+        pipelining = false
+        if PQexitPipelineMode(handle) != 1 {
+            while let r = PQgetResult(handle) { PQclear(r) }
+            _ = PQexitPipelineMode(handle)
+        }
+        if let failure = pipelineFailure {
+            pipelineFailure = nil
+            throw failure
+        }
     }
 
     func check(_ result: OpaquePointer?, _ sql: String) throws {
@@ -274,6 +386,7 @@ final class PostgresStatement: StoreStatement {
 
     func step() throws -> Bool {
         if result == nil {
+            try connection.flush()
             let lengths = zip(values, formats).map { v, f in f == 1 ? Int32(v?.count ?? 0) : 0 }
             let r = Self.withPointers(values) { pointers in
                 PQexecPrepared(connection.handle, name, parameters, pointers, lengths, formats, 1)
@@ -289,6 +402,15 @@ final class PostgresStatement: StoreStatement {
         }
         if row < rows { row += 1 }
         return row < rows
+    }
+
+    /// Sends the statement with its parameters in pipeline mode (`PostgresConnection.send`):
+    /// libpq copies them into its buffer at once. 1 when sent.
+    func send() -> Int32 {
+        let lengths = zip(values, formats).map { v, f in f == 1 ? Int32(v?.count ?? 0) : 0 }
+        return Self.withPointers(values) { pointers in
+            PQsendQueryPrepared(connection.handle, name, parameters, pointers, lengths, formats, 1)
+        }
     }
 
     /// Each value's bytes as a C pointer, alive until `body` returns (libpq's parameter arrays).

@@ -132,6 +132,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
             writer.transactionEnded(committed: true)
             return result
         } catch {
+            _ = try? writer.flush()  // statements still in the pipeline: their answers read first
             if !writer.isBroken { try? writer.execute("ROLLBACK") }
             writer.transactionEnded(committed: false)
             throw error

@@ -100,6 +100,16 @@ final class SQLiteConnection: StoreConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    var pipelines: Bool { false }
+
+    /// In-process: a statement costs no round trip, so it runs at once.
+    func send(_ statement: any StoreStatement, changed: ((Int) -> Void)?) throws {
+        try statement.run()
+        changed?(changes)
+    }
+
+    func flush() throws {}
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
