@@ -60,7 +60,7 @@ final class IndexCatalog: Sendable {
                 put.bindBlob(2, key)
                 put.bind(3, parent)
                 put.bind(4, path.id)
-                try put.run()
+                try db.send(put, changed: nil)  // PostgreSQL: pipelined, answered at the next page's read
                 count += 1
             }
             if Int64(rows.count) < page { return count }
