@@ -164,10 +164,6 @@ final class DocumentWriter {
 
     private func write(_ op: WriteBatch.Operation) throws {
         switch op {
-        case .set(let path, let data, merge: false) where optimistic && !WriteRules.dependsOnStoredValues(data):
-            try insertOptimistically(path, try WriteRules.set(data, old: nil, now: now, path: path))
-        case .create(let path, let data) where optimistic:
-            try insertOptimistically(path, try WriteRules.set(data, old: nil, now: now, path: path))
         case .set(let path, let data, merge: false) where !WriteRules.dependsOnStoredValues(data):
             // The common case, a new document with a fresh id: insert first, read only on conflict.
             let new = try WriteRules.set(data, old: nil, now: now, path: path)
@@ -209,7 +205,12 @@ final class DocumentWriter {
         nextSeq += 1
     }
 
-    /// Inserts a document that is not there yet; false (and nothing written) if one is.
+    /// Inserts a document that is not there yet, then its change and index entries; false (and
+    /// nothing written) if one is there.
+    ///
+    /// An optimistic writer does not wait to learn whether the path was free: the insert and what
+    /// follows go out in one pipeline, and it returns true. Fresh random ids are free but for one
+    /// chance in 62²⁰; when one is not, `finish()` throws `Conflicted`.
     private func insertIfAbsent(_ path: DocumentPath, _ data: DocumentData) throws -> Bool {
         try WriteRules.checkSize(data, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
@@ -219,28 +220,15 @@ final class DocumentWriter {
         s.bind(2, path.id)
         s.bindBlob(3, DocumentCodec.encode(data))
         s.bind(4, now.microseconds)
-        try s.run()
-        guard db.changes == 1 else { return false }
+        if optimistic {
+            try db.send(s) { [unowned self] inserted in if inserted != 1 { self.conflicted = true } }
+        } else {
+            try s.run()
+            guard db.changes == 1 else { return false }
+        }
         try logChange(path, parent: parent, .created)
         try updateIndexes(path, parent: parent, old: nil, new: data)
         return true
-    }
-
-    /// Inserts a document as new without waiting to learn whether its path was free: its change
-    /// and index entries follow in the same pipeline. Fresh random ids are free but for one chance
-    /// in 62²⁰; when one is not, `finish()` throws `Conflicted`.
-    private func insertOptimistically(_ path: DocumentPath, _ data: DocumentData) throws {
-        try WriteRules.checkSize(data, path: path)
-        let parent = try db.internParent(path.parentText, collection: path.collectionID)
-        let s = insertNew
-        s.reset()
-        s.bind(1, parent)
-        s.bind(2, path.id)
-        s.bindBlob(3, DocumentCodec.encode(data))
-        s.bind(4, now.microseconds)
-        try db.send(s) { [unowned self] inserted in if inserted != 1 { self.conflicted = true } }
-        try logChange(path, parent: parent, .created)
-        try updateIndexes(path, parent: parent, old: nil, new: data)
     }
 
     /// Writes a document copied from another store as it was there, its times included.

@@ -95,11 +95,10 @@ final class PostgresBaseline: Baseline {
             PQclear(PQgetResult(connection))  // the sync point's own
         }
         for row in rows {
-            let values: [String] = [row.parent, row.id, row.json, row.deviceID, String(row.start)]
-            let storage = values.map { strdup($0) }
-            defer { for p in storage { free(p) } }
-            let pointers = storage.map { UnsafePointer($0) }
-            guard PQsendQueryPrepared(connection, "ins", 5, pointers, nil, nil, 1) == 1 else {
+            let sentOK = Self.withCStrings([row.parent, row.id, row.json, row.deviceID, String(row.start)]) {
+                PQsendQueryPrepared(connection, "ins", 5, $0, nil, nil, 1)
+            }
+            guard sentOK == 1 else {
                 throw Failure(message: String(cString: PQerrorMessage(connection)))
             }
             sent += 1
@@ -149,13 +148,19 @@ final class PostgresBaseline: Baseline {
 
     /// Runs a prepared statement with text parameters (binary results, as the store reads them).
     private func run(_ name: String, _ parameters: [String], _ body: (OpaquePointer?) -> Void) throws {
-        let storage = parameters.map { strdup($0) }
-        defer { for p in storage { free(p) } }
-        let pointers = storage.map { UnsafePointer($0) }
-        let r = PQexecPrepared(connection, name, Int32(parameters.count), pointers, nil, nil, 1)
+        let r = Self.withCStrings(parameters) {
+            PQexecPrepared(connection, name, Int32(parameters.count), $0, nil, nil, 1)
+        }
         defer { PQclear(r) }
         try check(r, name)
         body(r)
+    }
+
+    /// Text parameters as libpq's array of C strings, alive while `body` runs.
+    private static func withCStrings<T>(_ values: [String], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        let storage = values.map { strdup($0) }
+        defer { for p in storage { free(p) } }
+        return body(storage.map { UnsafePointer($0) })
     }
 
     private func check(_ r: OpaquePointer?, _ what: String) throws {

@@ -121,16 +121,6 @@ import TracerTesting
         for p in paths { #expect(try DocumentStore(path: p).integrityCheck() == "ok", "\(p)") }
     }
 
-    /// Polls until `condition` holds, up to `seconds`.
-    static func until(_ seconds: Double = 120, _ condition: () throws -> Bool) async rethrows -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try condition()
-    }
-
     // MARK: The site as one system
 
     /// Three kiosks range their replays, each into its own store, replicating: the site store
@@ -241,7 +231,7 @@ import TracerTesting
         defer { daemon.kill() }
         func outages() -> Int { daemon.stderr.components(separatedBy: "the site server is unreachable").count - 1 }
         for threshold in [8_000, 20_000, 32_000] {
-            #expect(await Self.until { Self.count(reader, anchor: "kiosk-lab") >= threshold })
+            #expect(await until { Self.count(reader, anchor: "kiosk-lab") >= threshold })
             let seen = outages()
             // Frozen for the kill, so that it cannot finish first: on a fast machine the rest of
             // the backlog goes in the moments between the poll and the kill. At most the batch in
@@ -252,7 +242,7 @@ import TracerTesting
             daemon.signal(SIGCONT)
             // Down until the kiosk has met it (a batch in flight, or the next one refused), then
             // back on its port.
-            #expect(await Self.until { outages() > seen }, "the kiosk never noticed: \(daemon.stderr)")
+            #expect(await until { outages() > seen }, "the kiosk never noticed: \(daemon.stderr)")
             server = try await SiteServer(store: site, port: port)
         }
         defer { server.process.kill() }
@@ -274,7 +264,7 @@ import TracerTesting
         let reader = try DocumentStore(path: site)
         for threshold in [3_000, 9_000, 15_000] {
             let daemon = try kiosk("kiosk-lab", store: kioskStore, upstream: server.url, token: token)
-            #expect(await Self.until { Self.count(reader, anchor: "kiosk-lab") >= threshold })
+            #expect(await until { Self.count(reader, anchor: "kiosk-lab") >= threshold })
             daemon.kill(SIGKILL)
         }
         let last = try kiosk("kiosk-lab", store: kioskStore, upstream: server.url, token: token)
@@ -349,7 +339,7 @@ import TracerTesting
         let siteReader = try DocumentStore(path: site)
         let kioskReader = try DocumentStore(path: kioskStore)
         // Windows are 30 s, aligned to the clock: the first is written within about 32 s.
-        #expect(await Self.until(120) { Self.count(siteReader, anchor: "kiosk-lab") > 0 }, "live before the outage")
+        #expect(await until(120) { Self.count(siteReader, anchor: "kiosk-lab") > 0 }, "live before the outage")
 
         proxy.setDown(true)
         let down = Date()
@@ -367,7 +357,7 @@ import TracerTesting
         #expect(retrying.contains(", the oldest "), "no status line said retrying with a backlog: \(retrying)")
 
         proxy.setDown(false)
-        #expect(await Self.until(120) { Self.count(siteReader, anchor: "kiosk-lab") >= recorded }, "drained")
+        #expect(await until(120) { Self.count(siteReader, anchor: "kiosk-lab") >= recorded }, "drained")
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0, "\(daemon.stderr)")
         #expect(try Self.documents(site, anchor: "kiosk-lab") == Self.documents(kioskStore, anchor: "kiosk-lab"))
@@ -388,7 +378,7 @@ import TracerTesting
         try #require(revoked.status == 0)
         let daemon = try kiosk("kiosk-lab", store: kioskStore, upstream: server.url, token: tokenFile)
         defer { daemon.kill() }
-        #expect(await Self.until { daemon.stderr.contains("refused the token in \(tokenFile)") }, "\(daemon.stderr)")
+        #expect(await until { daemon.stderr.contains("refused the token in \(tokenFile)") }, "\(daemon.stderr)")
         #expect(Self.count(try DocumentStore(path: site), anchor: "kiosk-lab") == 0)
         #expect(daemon.stderr.components(separatedBy: "refused the token").count == 2, "one line, not one per retry")
         _ = try await token("kiosk-lab", file: "lab.token")  // the admin replaces the file
@@ -439,7 +429,7 @@ import TracerTesting
         defer { daemon.kill() }
         let writer = try #require(FileHandle(forWritingAtPath: fifo))
         let kioskReader = try DocumentStore(path: kioskStore)
-        #expect(await Self.until(60) { (try? kioskReader.get("config/site").exists) == true })
+        #expect(await until(60) { (try? kioskReader.get("config/site").exists) == true })
         let text = try String(contentsOfFile: Self.map, encoding: .utf8)
         let moved = dir.file("moved.yaml")
         try text.replacingOccurrences(
@@ -450,7 +440,7 @@ import TracerTesting
         let republished = try await tracer(["map", "publish", moved], store: site)
         #expect(republished.status == 0)
         #expect(
-            await Self.until(60) {
+            await until(60) {
                 guard case .array(let p)? = (try? kioskReader.get("beacons/kiosk-lab"))?["position"] else {
                     return false
                 }
