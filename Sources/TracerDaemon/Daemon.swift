@@ -92,6 +92,9 @@ public final class Daemon: Sendable {
         var ranger = try Ranger(site: site, mode: mode)
         if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
         try writeAnchors(site)
+        // A kiosk's last fitted offset, used until this run's fit has enough windows.
+        var stored = try storedCalibration()
+        if let stored { ranger.seed(offset: stored) }
         // Every index of the product, so that the exposure engine's covering indexes are built as
         // interactions are written, not all at once at the first report.
         try Indexes.declare(in: store)
@@ -120,6 +123,7 @@ public final class Daemon: Sendable {
                     counts.add(ranger.counts)
                     site = newer
                     ranger = try Ranger(site: site, mode: mode)
+                    if let stored { ranger.seed(offset: stored) }
                     if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
                     logger.notice("ranging under the newly published site", metadata: ["site": "\(site.name)"])
                 }
@@ -127,7 +131,7 @@ public final class Daemon: Sendable {
                 let now = live ? Date().timeIntervalSince1970 : 0
                 if live { ranger.expire(now: now, into: &pending) }
                 if pending.count >= batchSize || (live && !pending.isEmpty && now - lastWrite >= flushInterval) {
-                    written += try write(pending)
+                    written += try write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
                     pending.removeAll(keepingCapacity: true)
                     lastWrite = now
                 }
@@ -148,7 +152,7 @@ public final class Daemon: Sendable {
         source.stop(timeout: .seconds(1))
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
-        written += try write(pending)
+        written += try write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
         progress.update(ranger, before: counts, written: written, wroteAt: Date().timeIntervalSince1970)
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
@@ -193,15 +197,37 @@ public final class Daemon: Sendable {
         try store.commit(batch)
     }
 
-    /// Writes summaries as interaction documents in one transaction.
-    func write(_ summaries: [InteractionSummary]) throws -> Int {
-        guard !summaries.isEmpty else { return 0 }
+    /// Writes summaries as interaction documents in one transaction, with the kiosk's
+    /// calibration when it changed (so that both replicate together).
+    func write(_ summaries: [InteractionSummary], calibration: DocumentData? = nil) throws -> Int {
+        guard !summaries.isEmpty || calibration != nil else { return 0 }
         var batch = WriteBatch()
         for s in summaries {
             batch.set(try Collections.interactions(at: s.anchorKey).newDocument(), Interaction(s).data)
         }
+        if case .gateway(let kiosk) = mode, let calibration {
+            batch.set(try Collections.beacon(kiosk), ["calibration": .map(calibration)], merge: true)
+        }
         try store.commit(batch)
         return summaries.count
+    }
+
+    /// The receiver offset this kiosk fitted and stored last (`beacons/{key}`'s calibration).
+    func storedCalibration() throws -> Double? {
+        guard case .gateway(let kiosk) = mode else { return nil }
+        return Beacon.Calibration(try store.get(Collections.beacon(kiosk)))?.receiverOffset
+    }
+
+    /// The kiosk's calibration to store, when its fit moved 0.2 dB or more from the stored one.
+    func calibrationUpdate(_ ranger: Ranger, stored: inout Double?) -> DocumentData? {
+        guard let c = ranger.calibration, let offset = c.offset else { return nil }
+        if let s = stored, abs(s - offset) < 0.2 { return nil }
+        stored = offset
+        logger.info(
+            "receiver offset fitted from the fixed beacons",
+            metadata: ["offset.dB": "\((offset * 10).rounded() / 10)", "windows": "\(c.windowsSeen)"]
+        )
+        return Beacon.Calibration(receiverOffset: offset, windows: c.windowsSeen, references: c.references.count).data
     }
 
     /// An interaction document: DESIGN.md's fields, plus the least distance and the anchor's key.

@@ -34,6 +34,12 @@ public struct Ranger: Sendable {
     public let mode: DaemonMode
     public private(set) var windows: InteractionWindows
     public private(set) var counts = RangingCounts()
+    /// A kiosk's receiver offset fitted from the fixed beacons in its room as it runs (nil in
+    /// scanner mode, with `calibration: map`, or with no fixed beacon in the room).
+    public private(set) var calibration: RunningCalibration?
+    /// The offset a kiosk ranges with until its own fit has enough windows (the one it stored
+    /// last time), added to the site's `receiverOffset` as the fit is.
+    public private(set) var seededOffset: Double?
 
     public init(site: Site, mode: DaemonMode) throws {
         switch mode {
@@ -51,7 +57,40 @@ public struct Ranger: Sendable {
         }
         self.site = site
         self.mode = mode
-        self.windows = InteractionWindows(settings: site.ranging)
+        if case .gateway(let key) = mode {
+            self.windows = InteractionWindows(settings: site.ranging(at: key))
+            let references = site.references(for: key)
+            if site.exposure.runningCalibration, !references.isEmpty {
+                var exponent = 2.0
+                if case .logDistance(let n) = site.ranging(at: key).model { exponent = n }
+                calibration = RunningCalibration(
+                    references: Dictionary(
+                        references.map {
+                            (
+                                $0.anchor.key,
+                                RunningCalibration.Reference(distance: $0.distance)
+                            )
+                        },
+                        uniquingKeysWith: { a, _ in a }
+                    ),
+                    exponent: exponent,
+                    window: site.ranging.window
+                )
+            }
+        } else {
+            self.windows = InteractionWindows(settings: site.ranging)
+        }
+    }
+
+    /// The receiver offset this kiosk ranges with now: the site's plus its own (fitted as it
+    /// runs, else stored from the last run, else the map's).
+    public var receiverOffset: Double { windows.settings.receiverOffset }
+
+    /// Ranges with a kiosk's stored offset until its own fit is ready (a restart keeps the fit).
+    public mutating func seed(offset: Double) {
+        guard calibration != nil, calibration?.offset == nil else { return }
+        seededOffset = offset
+        windows.setReceiverOffset(site.ranging.receiverOffset + offset)
     }
 
     /// Receives each attributed reading, smoothed and ranged (the CSV logs).
@@ -63,7 +102,11 @@ public struct Ranger: Sendable {
         advert.forEachIBeacon { beacon in
             counts.iBeacons += 1
             guard let sighting = attribute(beacon, advert) else {
-                if case .gateway = mode, site.fixedBeacon(for: beacon) != nil { counts.references += 1 }
+                if case .gateway = mode, let reference = site.fixedBeacon(for: beacon) {
+                    counts.references += 1
+                    let power = Double(reference.measuredPower ?? Int(beacon.measuredPower))
+                    calibrate(reference.key, rssi: Double(advert.rssi), measuredPower: power, at: advert.time)
+                }
                 return
             }
             counts.attributed += 1
@@ -72,6 +115,16 @@ public struct Ranger: Sendable {
             counts.interactions += out.count - before
             onReading?(sighting, reading.rssi, reading.distance)
         }
+    }
+
+    /// A reference's reading into the running fit; people's distances use the fit once it has
+    /// enough windows (changes under 0.1 dB are left out, so that windows keep one offset).
+    private mutating func calibrate(_ reference: String, rssi: Double, measuredPower: Double, at time: Double) {
+        guard calibration != nil else { return }
+        calibration!.add(reference: reference, rssi: rssi, measuredPower: measuredPower, at: time)
+        guard let fitted = calibration!.offset else { return }
+        let offset = site.ranging.receiverOffset + fitted
+        if abs(offset - windows.settings.receiverOffset) >= 0.1 { windows.setReceiverOffset(offset) }
     }
 
     /// Closes windows of devices unseen for a while (for live sources, on a timer).

@@ -46,6 +46,43 @@ public struct Beacon: Sendable, Equatable {
         return data
     }
 
+    /// A kiosk's receiver offset as it fitted it from the fixed beacons in its room (the
+    /// `calibration` field of `beacons/{kiosk}`): dB added to its readings on top of the site's
+    /// `receiverOffset`, the windows it rests on, and when it was stored.
+    public struct Calibration: Sendable, Equatable {
+        public var receiverOffset: Double
+        public var windows: Int
+        public var references: Int
+        public var updatedAt: Timestamp?
+
+        public init(receiverOffset: Double, windows: Int, references: Int) {
+            self.receiverOffset = receiverOffset
+            self.windows = windows
+            self.references = references
+        }
+
+        /// Nil when the document has no calibration.
+        public init?(_ doc: DocumentSnapshot) {
+            guard case .map(let m)? = doc["calibration"], let offset = m["receiverOffset"]?.doubleValue,
+                offset.isFinite
+            else { return nil }
+            receiverOffset = offset
+            windows = Int(m["windows"]?.doubleValue ?? 0)
+            references = Int(m["references"]?.doubleValue ?? 0)
+            updatedAt = m["updatedAt"]?.timestampValue
+        }
+
+        /// The field's value (offset to 0.1 dB).
+        public var data: DocumentData {
+            [
+                "receiverOffset": .double((receiverOffset * 10).rounded() / 10),
+                "windows": .integer(Int64(windows)),
+                "references": .integer(Int64(references)),
+                "updatedAt": .serverTimestamp,
+            ]
+        }
+    }
+
     /// What a stored beacon says of itself, for anchors the site's map does not name.
     public struct Stored: Sendable, Equatable {
         public var room: String?

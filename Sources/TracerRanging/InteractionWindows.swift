@@ -70,7 +70,7 @@ public struct RangingSettings: Sendable, Hashable {
 /// Per (device, anchor): smoothing state and the open window; emits a summary for each window
 /// that ends. A value-type state machine with no I/O: the daemon writes what it returns.
 public struct InteractionWindows: Sendable {
-    public let settings: RangingSettings
+    public private(set) var settings: RangingSettings
     private var open: [Pair: Window] = [:]
     private var lastExpiry: Double = -.infinity
 
@@ -191,6 +191,11 @@ public struct InteractionWindows: Sendable {
         }
         window.closest = min(window.closest, settings.thresholds.classify(d))
         return (smoothed, d)
+    }
+
+    /// Ranges from now on with another receiver offset (a kiosk's calibration as it runs).
+    public mutating func setReceiverOffset(_ offset: Double) {
+        settings.receiverOffset = offset
     }
 
     /// Closes the windows of pairs unseen for `lostAfter` seconds at `now`, forgetting them.

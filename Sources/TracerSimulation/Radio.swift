@@ -31,6 +31,7 @@ struct Radio {
     /// The mean RSSI (dBm) at a kiosk from a transmitter at a point in a room.
     func meanRSSI(power: Double, at p: Point, room: Int, facing: Double?, kiosk: Anchor, kioskRoom: Int) -> Double {
         var rssi = power - 10 * exponent * log10(max(0.1, Self.range(p, kiosk.position)))
+        rssi += parameters.receiverErrors[kiosk.key] ?? 0
         if room != kioskRoom {
             rssi -= Double(walls(from: p, room: room, to: kiosk.position, room: kioskRoom)) * parameters.wallLoss
         }

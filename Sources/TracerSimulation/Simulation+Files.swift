@@ -143,7 +143,10 @@ extension Simulation {
             "loss": parameters.loss, "shadow": parameters.shadow, "wallLoss": parameters.wallLoss,
             "exponent": radio.exponent, "radius": radius, "window": window, "truePairs": pairs.count,
             "kiosks": kiosks.enumerated().map { i, k in
-                ["anchor": k.key, "room": k.room, "replay": "replays/\(k.key).jsonl", "adverts": counts[i]]
+                [
+                    "anchor": k.key, "room": k.room, "replay": "replays/\(k.key).jsonl", "adverts": counts[i],
+                    "receiverError": parameters.receiverErrors[k.key] ?? 0,
+                ]
             },
         ]
         let data = try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])

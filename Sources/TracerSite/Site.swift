@@ -13,6 +13,9 @@ public struct ExposureSettings: Sendable, Equatable {
     public var separation = "geometric"
     /// The geometric rule flags from this chance of being within the radius (`separationLikelihood`).
     public var likelihood = 0.3
+    /// Whether kiosks fit their own receiver offset from the map's fixed beacons as they run
+    /// (`calibration: running`, the default) or keep the map's (`calibration: map`).
+    public var runningCalibration = true
 
     public init() {}
 }
@@ -98,6 +101,25 @@ public struct Site: Sendable {
     /// The room with this key.
     public func room(_ key: String) -> Room? {
         rooms.first { $0.key == key }
+    }
+
+    /// The ranging settings at one anchor: the site's, with the kiosk's own offset added and its
+    /// own exponent, if it has them.
+    public func ranging(at anchorKey: String) -> RangingSettings {
+        var r = ranging
+        r.receiverOffset += anchor(anchorKey)?.receiverOffset ?? 0
+        if let n = anchor(anchorKey)?.pathLossExponent { r.model = .logDistance(exponent: n) }
+        return r
+    }
+
+    /// The fixed beacons a kiosk can calibrate from, with their plan distances: those in its room.
+    public func references(for kioskKey: String) -> [(anchor: Anchor, distance: Double)] {
+        guard let kiosk = anchor(kioskKey) else { return [] }
+        return anchors.filter { $0.kind == .beacon && $0.room == kiosk.room }.map {
+            let dx = $0.position.x - kiosk.position.x
+            let dy = $0.position.y - kiosk.position.y
+            return ($0, (dx * dx + dy * dy).squareRoot())
+        }
     }
 }
 
@@ -200,4 +222,11 @@ public struct Anchor: Sendable {
     public var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
     /// Overrides the advert's measured power (dBm at 1 m).
     public var measuredPower: Int?
+    /// For kiosks: this receiver's own offset (dB), added to the site's `receiverOffset` (what
+    /// every receiver shares, such as worn badges' body loss). `tracer calibrate --write` sets it;
+    /// a kiosk that hears the map's fixed beacons measures it as it runs instead (`calibration`).
+    public var receiverOffset: Double?
+    /// For kiosks: this receiver's own path-loss exponent, when a calibration walk found one a
+    /// building has (replaces the site's).
+    public var pathLossExponent: Double?
 }

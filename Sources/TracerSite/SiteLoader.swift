@@ -185,7 +185,10 @@ private struct Reader {
             let a = try fields(
                 n,
                 "an anchor",
-                allowed: ["key", "kind", "room", "position", "uuid", "major", "minor", "measuredPower"]
+                allowed: [
+                    "key", "kind", "room", "position", "uuid", "major", "minor", "measuredPower", "receiverOffset",
+                    "pathLossExponent",
+                ]
             )
             let key = try string(a["key"], "an anchor's key", parent: n.mark)
             if let first = anchorLines[key] {
@@ -224,6 +227,24 @@ private struct Reader {
             let power = try a["measuredPower"].map {
                 try integer($0, "anchor '\(key)': measuredPower", in: -127...(-1), parent: n.mark)
             }
+            var offset: Double?
+            if let o = a["receiverOffset"] {
+                guard kind == .kiosk else { throw fail(o, "beacon '\(key)': receiverOffset is for kiosks (receivers)") }
+                offset = try number(o, "kiosk '\(key)': receiverOffset", parent: n.mark)
+                guard (-40.0...40.0).contains(offset!) else {
+                    throw fail(o, "kiosk '\(key)': receiverOffset must be from -40 to 40 dB, not \(offset!)")
+                }
+            }
+            var exponent: Double?
+            if let o = a["pathLossExponent"] {
+                guard kind == .kiosk else {
+                    throw fail(o, "beacon '\(key)': pathLossExponent is for kiosks (receivers)")
+                }
+                exponent = try number(o, "kiosk '\(key)': pathLossExponent", parent: n.mark)
+                guard (1.0...6.0).contains(exponent!) else {
+                    throw fail(o, "kiosk '\(key)': pathLossExponent must be from 1 to 6, not \(exponent!)")
+                }
+            }
             anchors.append(
                 Anchor(
                     key: key,
@@ -231,7 +252,9 @@ private struct Reader {
                     room: roomKey,
                     position: position,
                     identity: identity,
-                    measuredPower: power
+                    measuredPower: power,
+                    receiverOffset: offset,
+                    pathLossExponent: exponent
                 )
             )
         }
@@ -262,6 +285,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
+                "calibration",
             ]
         )
         var e = ExposureSettings()
@@ -276,6 +300,13 @@ private struct Reader {
             e.separation = text
         }
         if let n = f["separationLikelihood"] { e.likelihood = try bounded(n, "separationLikelihood", 0.01...1) }
+        if let n = f["calibration"] {
+            switch try string(n, "settings: calibration", parent: node.mark) {
+            case "running": e.runningCalibration = true
+            case "map": e.runningCalibration = false
+            case let other: throw fail(n, "settings: calibration must be running or map, not '\(other)'")
+            }
+        }
         var v = VerificationSettings()
         if let n = f["minConfidence"] { v.minConfidence = try bounded(n, "minConfidence", 0...100) }
         if let n = f["resultMaxAgeDays"] { v.maxAgeDays = Int(try bounded(n, "resultMaxAgeDays", 1...60)) }

@@ -7,13 +7,17 @@ import TracerSite
 /// `tracer calibrate`: the distance model fitted to a capture at known distances.
 struct Calibrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Fit the path-loss exponent and receiver offset to a capture at known distances.",
+        abstract: "Fit a receiver's offset (and the path-loss exponent) to a capture at known distances.",
         discussion: """
             Without --truth, a kiosk (--anchor) is calibrated from the map's fixed beacons it hears: their true \
             distances are their plan distances from the kiosk. The truth file has one JSON object a line: {"from": T0, "to": T1, "deviceId": ID, "distance": METRES}. \
-            Readings the truth covers are fitted to rssi − P = offset − 10·n·log10(d); then the capture is ranged \
-            again through the whole pipeline (filter, 30 s windows) and each window's distance is compared with the \
-            truth, before and after the fit. --write stores n and the offset in the map's settings.
+            Readings the truth covers are fitted to rssi − P = offset − 10·n·log10(d) by least squares. When n is \
+            one a building has (1.5–4.5) that fit is used; else (a body shadowing the receiver) only the offset is \
+            fitted, at the site's n (the median, so that shadowed readings move it little). Then the capture is \
+            ranged again through the whole pipeline (filter, 30 s windows) and each window's distance is compared \
+            with the truth, before and after the fit. --write stores the fit on the kiosk's anchor in the map \
+            (receiverOffset, on top of the site's, and pathLossExponent when fitted); with --site it goes into \
+            the site's settings instead.
             """
     )
 
@@ -22,12 +26,16 @@ struct Calibrate: AsyncParsableCommand {
     @Option(help: "The capture, in the replay format.") var replay: String
     @Option(help: "The true distances, JSON lines (without it: the map's fixed beacons the kiosk hears).")
     var truth: String?
-    @Flag(help: "Write the fit into the map's settings.") var write = false
+    @Flag(help: "Write the fit into the map: on the kiosk's anchor (with --site: into the site's settings).")
+    var write = false
+    @Flag(help: "With --write: write pathLossExponent and receiverOffset into the site's settings, for every receiver.")
+    var site = false
+    @Flag(help: "Fit only the receiver's offset, at the site's path-loss exponent.") var fixedExponent = false
 
     func run() async throws {
         let site = try Site.load(file: map)
         let mode = modeOptions.mode
-        let calibrator = Calibrator(site: site, mode: mode)
+        let calibrator = Calibrator(site: site, mode: mode, fitsExponent: !fixedExponent)
         let source = try ReplaySource(path: replay)
         let result =
             if let truth {
@@ -36,14 +44,27 @@ struct Calibrate: AsyncParsableCommand {
                 try await calibrator.runWithFixedBeacons(replay: source)
             }
         let f = result.fit
+        if let free = result.free {
+            Output.line(
+                String(
+                    format:
+                        "least squares over %d readings (of %d adverts): path-loss exponent n = %.2f, offset %+.1f dB%@",
+                    free.samples,
+                    result.adverts,
+                    free.exponent,
+                    free.receiverOffset,
+                    free.isPlausible
+                        ? ""
+                        : " (no building has that n: a body shadows this receiver, so its readings hardly fall with distance)"
+                )
+            )
+        }
         Output.line(
             String(
-                format: "fitted to %d readings (of %d adverts): path-loss exponent n = %.2f, receiver offset %+.1f dB; "
-                    + "single readings scatter %.1f dB around the fit",
-                f.samples,
-                result.adverts,
-                f.exponent,
+                format: "fitted: receiver offset %+.1f dB at n = %.2f%@; single readings scatter %.1f dB around it",
                 f.receiverOffset,
+                f.exponent,
+                f == result.free ? " (both fitted)" : " (the receiver's n so far)",
                 f.residual
             )
         )
@@ -66,27 +87,57 @@ struct Calibrate: AsyncParsableCommand {
             )
         }
         if write {
-            guard (1.0...6.0).contains(f.exponent), (-40.0...40.0).contains(f.receiverOffset) else {
-                throw ValidationError(
-                    String(
-                        format: "not written: n = %.2f and an offset of %+.1f dB are outside what a site can use "
-                            + "(n 1–6, offset ±40 dB); the readings hardly follow distance here",
-                        f.exponent,
-                        f.receiverOffset
-                    )
-                )
-            }
             let stamp = ISO8601DateFormatter().string(from: Date())
-            try SiteFile.updateSettings(
+            let note =
+                "tracer calibrate, \(stamp), from \((replay as NSString).lastPathComponent) (\(f.samples) readings)"
+            if self.site {
+                guard f == result.free else {
+                    throw ValidationError(
+                        String(
+                            format:
+                                "not written: n = %.2f is outside what a building has (1.5–4.5); the readings hardly "
+                                + "follow distance here. Without --site the receiver's offset is written on its anchor",
+                            result.free?.exponent ?? 0
+                        )
+                    )
+                }
+                try SiteFile.updateSettings(
+                    file: map,
+                    [
+                        ("pathLossExponent", String(format: "%.2f", f.exponent)),
+                        ("receiverOffset", String(format: "%.1f", f.receiverOffset)),
+                    ],
+                    comment: "pathLossExponent and receiverOffset: \(note)"
+                )
+                Output.line("wrote pathLossExponent and receiverOffset into the settings of \(map)")
+                return
+            }
+            guard case .gateway(let kiosk) = mode else {
+                throw ValidationError("--write stores a kiosk's fit: calibrate it with --anchor KIOSK (or add --site)")
+            }
+            // The kiosk's own offset, on top of the site's: with a truth walk (people's badges)
+            // what the site's offset leaves; from fixed beacons (which no body shadows) all of it.
+            let own = truth == nil ? f.receiverOffset : f.receiverOffset - site.ranging.receiverOffset
+            try SiteFile.updateAnchor(
                 file: map,
-                [
-                    ("pathLossExponent", String(format: "%.2f", f.exponent)),
-                    ("receiverOffset", String(format: "%.1f", f.receiverOffset)),
-                ],
-                comment:
-                    "pathLossExponent and receiverOffset: tracer calibrate, \(stamp), from \((replay as NSString).lastPathComponent) (\(f.samples) readings)"
+                key: kiosk,
+                "receiverOffset",
+                String(format: "%.1f", own),
+                comment: "receiverOffset of \(kiosk): \(note)"
             )
-            Output.line("wrote pathLossExponent and receiverOffset into the settings of \(map)")
+            var written = String(format: "receiverOffset: %.1f", own)
+            if f == result.free {
+                let n = String(format: "%.2f", f.exponent)
+                try SiteFile.updateAnchor(
+                    file: map,
+                    key: kiosk,
+                    "pathLossExponent",
+                    n,
+                    comment: "fit of \(kiosk): \(note)"
+                )
+                written += ", pathLossExponent: \(n)"
+            }
+            Output.line("wrote \(written) on anchor \(kiosk) in \(map)")
         }
     }
 }

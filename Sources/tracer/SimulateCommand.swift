@@ -28,6 +28,13 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Body shadowing, dB lost with the wearer's back to the kiosk.") var shadow = 6.0
     @Option(help: "dB lost through each wall.") var wallLoss = 10.0
     @Option(help: "The path-loss exponent of the simulated radio (default: the map's).") var exponent: Double?
+    @Option(
+        help: ArgumentHelp(
+            "A kiosk whose receiver reads off: KIOSK=DB is added to all it hears (-6: 6 dB low). Repeatable.",
+            valueName: "kiosk=dB"
+        )
+    )
+    var receiverError: [String] = []
     @Option(help: "The radius of the true pairs, metres (default: the map's exposureRadius).") var radius: Double?
     @Option(help: "The window of the true pairs, minutes (default: the map's exposureWindow).") var window: Double?
 
@@ -42,6 +49,18 @@ struct SimulateCommand: ParsableCommand {
         p.shadow = shadow
         p.wallLoss = wallLoss
         p.exponent = exponent
+        for text in receiverError {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let db = Double(parts[1]), abs(db) <= 40 else {
+                throw ValidationError(
+                    "--receiver-error takes KIOSK=DB with DB from -40 to 40, like kiosk-lecture=-6; not '\(text)'"
+                )
+            }
+            guard site.anchor(parts[0])?.kind == .kiosk else {
+                throw ValidationError("--receiver-error: \(site.file) has no kiosk '\(parts[0])'")
+            }
+            p.receiverErrors[parts[0]] = db
+        }
         let began = Date()
         let simulation = try Simulation(site: site, parameters: p)
         let radius = radius ?? site.exposure.radius

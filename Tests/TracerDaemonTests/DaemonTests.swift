@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TracerModel
 import TracerTesting
 
 @testable import TracerDaemon
@@ -170,5 +171,63 @@ import TracerTesting
         #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .gateway(anchor: "kiosk-nowhere")) }
         #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .gateway(anchor: "b-lab-door")) }
         #expect(throws: DaemonError.self) { try Ranger(site: site, mode: .scanner(device: "")) }
+    }
+}
+
+extension DaemonReplayTests {
+    /// The lab kiosk reads 6 dB low and hears the lab's three fixed beacons at their plan
+    /// distances (7.5, 7.5 and 2.5 m): it fits +6 dB as it runs, ranges badges with it, keeps it
+    /// in `beacons/kiosk-lab`, and starts from it the next time, before its new fit is ready.
+    @Test func aKioskCalibratesItselfFromTheFixedBeaconsAsItRuns() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        var f = ReplayFixture()
+        f.receiverBias = -6
+        f.clutter = false
+        let badge = ReplayFixture.Badge(
+            uuid: Self.badgeUUID,
+            major: 1,
+            minor: 7,
+            address: "D4:22:8B:33:18:6F",
+            distance: 2,
+            from: Self.t0,
+            to: Self.t0 + 600
+        )
+        let beacons = [(7, 7.5), (8, 7.5), (13, 2.5)].map { minor, d in
+            ReplayFixture.Badge(
+                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
+                major: 2,
+                minor: UInt16(minor),
+                address: "BB:00:00:00:00:\(minor)",
+                distance: d,
+                from: Self.t0,
+                to: Self.t0 + 600
+            )
+        }
+        f.badges = [badge] + beacons
+        try f.write(to: dir.file("first.jsonl"))
+        _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: dir.file("first.jsonl"), store: store)
+
+        let stored = try #require(Beacon.Calibration(try store.get(try DocumentPath("beacons/kiosk-lab"))))
+        #expect(abs(stored.receiverOffset - 6) < 0.5 && stored.references == 3, "\(stored)")
+        // The site's +3 dB is for worn badges; this fixture's badge has no body, so at 2 m with
+        // +6 + 3 dB it reads 2 × 10^(−3/20) = 1.42 m; without the fit it would read 2.83 m.
+        func lastDistance() throws -> Double {
+            let docs = try store.getDocuments(
+                Query(collection: try CollectionPath("beacons/kiosk-lab/interactions"))
+                    .order(by: "start", descending: true).limit(1)
+            )
+            return try #require(docs.first?["distance"]?.doubleValue)
+        }
+        let first = try lastDistance()
+        #expect(abs(first - 1.42) < 0.3, "\(first)")
+
+        // Restarted on a minute of badge alone (no beacon: no new fit), it ranges with the stored one.
+        f.badges = [badge]
+        f.badges[0].from = Self.t0 + 1200
+        f.badges[0].to = Self.t0 + 1260
+        try f.write(to: dir.file("second.jsonl"))
+        _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: dir.file("second.jsonl"), store: store)
+        let second = try lastDistance()
+        #expect(abs(second - 1.42) < 0.3, "\(second)")
     }
 }

@@ -105,6 +105,19 @@ import TracerSite
         let away = shadowed.meanRSSI(power: -59, at: at, room: lab, facing: -.pi / 2, kiosk: kiosk, kioskRoom: lab)
         let side = shadowed.meanRSSI(power: -59, at: at, room: lab, facing: 0, kiosk: kiosk, kioskRoom: lab)
         #expect(abs(away - (rssi - 6)) < 1e-9 && abs(side - (rssi - 3)) < 1e-9)
+        // A kiosk whose receiver reads 6 dB low hears everything 6 dB lower; the others do not.
+        var r = p
+        r.receiverErrors = ["kiosk-lab": -6]
+        let off = try Simulation(site: Self.site, parameters: r).radio
+        #expect(
+            abs(off.meanRSSI(power: -59, at: at, room: lab, facing: nil, kiosk: kiosk, kioskRoom: lab) - (rssi - 6))
+                < 1e-9
+        )
+        let seminar = sim.site.anchor("kiosk-seminar")!
+        #expect(
+            off.meanRSSI(power: -59, at: at, room: lab, facing: nil, kiosk: seminar, kioskRoom: lab)
+                == sim.radio.meanRSSI(power: -59, at: at, room: lab, facing: nil, kiosk: seminar, kioskRoom: lab)
+        )
     }
 
     @Test func badRequestsAreRefusedWithTheOptionNamed() {
