@@ -53,6 +53,8 @@ public struct Calibrator {
         public var fit: PathLossFit
         /// The least-squares fit of both (nil when the readings do not fall with distance).
         public var free: PathLossFit?
+        /// Whether the exponent was fitted too (the free fit is the one used).
+        public var fittedExponent: Bool { fit == free }
         /// The pipeline's windowed distances with the site's current settings, and with the fit.
         public var before: DistanceErrors
         public var after: DistanceErrors
@@ -72,9 +74,7 @@ public struct Calibrator {
         for a in adverts {
             a.forEachIBeacon { beacon in
                 guard let anchor = site.fixedBeacon(for: beacon) else { return }
-                let d =
-                    ((anchor.position.x - kiosk.position.x) * (anchor.position.x - kiosk.position.x)
-                    + (anchor.position.y - kiosk.position.y) * (anchor.position.y - kiosk.position.y)).squareRoot()
+                let d = anchor.position.distance(to: kiosk.position)
                 let s = Sighting(
                     time: a.time,
                     deviceName: anchor.key,

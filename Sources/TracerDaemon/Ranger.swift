@@ -37,9 +37,6 @@ public struct Ranger: Sendable {
     /// A kiosk's receiver offset fitted from the fixed beacons in its room as it runs (nil in
     /// scanner mode, with `calibration: map`, or with no fixed beacon in the room).
     public private(set) var calibration: RunningCalibration?
-    /// The offset a kiosk ranges with until its own fit has enough windows (the one it stored
-    /// last time), added to the site's `receiverOffset` as the fit is.
-    public private(set) var seededOffset: Double?
 
     public init(site: Site, mode: DaemonMode) throws {
         switch mode {
@@ -82,14 +79,10 @@ public struct Ranger: Sendable {
         }
     }
 
-    /// The receiver offset this kiosk ranges with now: the site's plus its own (fitted as it
-    /// runs, else stored from the last run, else the map's).
-    public var receiverOffset: Double { windows.settings.receiverOffset }
-
-    /// Ranges with a kiosk's stored offset until its own fit is ready (a restart keeps the fit).
+    /// Ranges with a kiosk's stored offset (added to the site's, as the fit is) until its own fit
+    /// is ready: a restart keeps the fit.
     public mutating func seed(offset: Double) {
         guard calibration != nil, calibration?.offset == nil else { return }
-        seededOffset = offset
         windows.setReceiverOffset(site.ranging.receiverOffset + offset)
     }
 

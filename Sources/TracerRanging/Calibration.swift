@@ -95,6 +95,9 @@ public struct RunningCalibration: Sendable {
     public private(set) var offsets: [Double] = []
     /// Windows closed since the start.
     public private(set) var windowsSeen = 0
+    /// The receiver's offset (dB to add to its readings), once `minimumWindows` have closed:
+    /// the median of `offsets`, computed as a window closes (readings arrive many times a second).
+    public private(set) var offset: Double?
     private var open: [String: (slot: Double, sum: Double, count: Int)] = [:]
 
     public init(
@@ -129,11 +132,7 @@ public struct RunningCalibration: Sendable {
         offsets.append(offset)
         windowsSeen += 1
         if offsets.count > capacity { offsets.removeFirst(offsets.count - capacity) }
-    }
-
-    /// The receiver's offset (dB to add to its readings), once enough windows have closed.
-    public var offset: Double? {
-        offsets.count >= minimumWindows ? PathLossFit.median(offsets) : nil
+        if offsets.count >= minimumWindows { self.offset = PathLossFit.median(offsets) }
     }
 }
 

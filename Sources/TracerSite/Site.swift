@@ -116,9 +116,7 @@ public struct Site: Sendable {
     public func references(for kioskKey: String) -> [(anchor: Anchor, distance: Double)] {
         guard let kiosk = anchor(kioskKey) else { return [] }
         return anchors.filter { $0.kind == .beacon && $0.room == kiosk.room }.map {
-            let dx = $0.position.x - kiosk.position.x
-            let dy = $0.position.y - kiosk.position.y
-            return ($0, (dx * dx + dy * dy).squareRoot())
+            ($0, $0.position.distance(to: kiosk.position))
         }
     }
 }
@@ -131,6 +129,11 @@ public struct Point: Sendable, Hashable {
     public init(_ x: Double, _ y: Double) {
         self.x = x
         self.y = y
+    }
+
+    /// The distance on the plan to another point, metres.
+    public func distance(to other: Point) -> Double {
+        ((x - other.x) * (x - other.x) + (y - other.y) * (y - other.y)).squareRoot()
     }
 }
 

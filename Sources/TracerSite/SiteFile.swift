@@ -6,11 +6,7 @@ public enum SiteFile {
     /// Sets keys of the top-level `settings` mapping (adding it if missing), then checks that
     /// the result still loads before replacing the file.
     public static func updateSettings(file: String, _ values: [(key: String, value: String)], comment: String) throws {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw SiteError(file: file, line: nil, message: "cannot read the file")
-        }
-        var lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\n")
-        if lines.last == "" { lines.removeLast() }
+        var lines = try Self.lines(of: file)
         let root = try Yams.compose(yaml: lines.joined(separator: "\n"))
         let settings = root?.mapping?.first { $0.key.string == "settings" }
         if let settings {
@@ -54,49 +50,49 @@ public enum SiteFile {
         try replace(file, lines)
     }
 
-    /// Sets one key of an anchor's mapping in `anchors:` (flow `{…}` on one line, or block),
-    /// with a comment line above the anchor, then checks that the result loads before replacing
+    /// Sets keys of an anchor's mapping in `anchors:` (flow `{…}` on one line, or block), with
+    /// one comment line above the anchor, then checks that the result loads before replacing
     /// the file.
-    public static func updateAnchor(file: String, key: String, _ field: String, _ value: String, comment: String) throws
-    {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw SiteError(file: file, line: nil, message: "cannot read the file")
-        }
-        var lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\n")
-        if lines.last == "" { lines.removeLast() }
-        let root = try Yams.compose(yaml: lines.joined(separator: "\n"))
-        let anchors = root?.mapping?.first { $0.key.string == "anchors" }?.value.sequence
-        guard let node = anchors?.first(where: { $0.mapping?.first { $0.key.string == "key" }?.value.string == key }),
-            let mapping = node.mapping, let first = mapping.first?.key.mark?.line
-        else {
-            throw SiteError(file: file, line: nil, message: "no anchor '\(key)' to write \(field) into")
-        }
-        var lastLine = first
-        for (k, v) in mapping { lastLine = max(lastLine, k.mark?.line ?? 0, v.mark?.line ?? 0) }
-        if let existing = mapping.first(where: { $0.key.string == field }), let kLine = existing.key.mark?.line,
-            let vMark = existing.value.mark, vMark.line == kLine
-        {
-            // Replace the old value's text: from its column to the next `,` or `}` or the line's end.
-            var chars = Array(lines[kLine - 1])
-            let start = vMark.column - 1
-            var end = start
-            while end < chars.count, chars[end] != ",", chars[end] != "}", chars[end] != "#" { end += 1 }
-            while end > start, chars[end - 1] == " " { end -= 1 }
-            chars.replaceSubrange(start..<end, with: Array(value))
-            lines[kLine - 1] = String(chars)
-        } else if let mark = node.mark, Array(lines[mark.line - 1]).dropFirst(mark.column - 1).first == "{" {
-            // A flow mapping (Yams does not keep the style it parsed: the brace at its mark says).
-            // Before the closing brace of the mapping's last line.
-            guard let brace = lines[lastLine - 1].lastIndex(of: "}") else {
-                throw SiteError(file: file, line: lastLine, message: "anchor '\(key)': cannot find its closing }")
+    public static func updateAnchor(
+        file: String,
+        key: String,
+        _ values: [(key: String, value: String)],
+        comment: String
+    ) throws {
+        var lines = try Self.lines(of: file)
+        // Each key is set on the text as the one before left it (a flow line's columns move).
+        for (field, value) in values {
+            let node = try anchor(key, in: lines, file: file)
+            guard let mapping = node.mapping, let first = mapping.first?.key.mark?.line else {
+                throw SiteError(file: file, line: node.mark?.line, message: "anchor '\(key)' is not a mapping")
             }
-            lines[lastLine - 1].insert(contentsOf: ", \(field): \(value)", at: brace)
-        } else {
-            let indent = String(repeating: " ", count: max(0, (mapping.first?.key.mark?.column ?? 1) - 1))
-            lines.insert(indent + "\(field): \(value)", at: lastLine)
+            var lastLine = first
+            for (k, v) in mapping { lastLine = max(lastLine, k.mark?.line ?? 0, v.mark?.line ?? 0) }
+            if let existing = mapping.first(where: { $0.key.string == field }), let kLine = existing.key.mark?.line,
+                let vMark = existing.value.mark, vMark.line == kLine
+            {
+                // Replace the old value's text: from its column to the next `,` or `}` or the line's end.
+                var chars = Array(lines[kLine - 1])
+                let start = vMark.column - 1
+                var end = start
+                while end < chars.count, chars[end] != ",", chars[end] != "}", chars[end] != "#" { end += 1 }
+                while end > start, chars[end - 1] == " " { end -= 1 }
+                chars.replaceSubrange(start..<end, with: Array(value))
+                lines[kLine - 1] = String(chars)
+            } else if let mark = node.mark, Array(lines[mark.line - 1]).dropFirst(mark.column - 1).first == "{" {
+                // A flow mapping (Yams does not keep the style it parsed: the brace at its mark says).
+                // Before the closing brace of the mapping's last line.
+                guard let brace = lines[lastLine - 1].lastIndex(of: "}") else {
+                    throw SiteError(file: file, line: lastLine, message: "anchor '\(key)': cannot find its closing }")
+                }
+                lines[lastLine - 1].insert(contentsOf: ", \(field): \(value)", at: brace)
+            } else {
+                let indent = String(repeating: " ", count: max(0, (mapping.first?.key.mark?.column ?? 1) - 1))
+                lines.insert(indent + "\(field): \(value)", at: lastLine)
+            }
         }
         // One note of the last calibration above the anchor.
-        if let line = node.mark?.line {
+        if let line = try anchor(key, in: lines, file: file).mark?.line {
             let indent = String(lines[line - 1].prefix { $0 == " " })
             let previous = line >= 2 ? lines[line - 2] : ""
             if previous.trimmingCharacters(in: .whitespaces).hasPrefix("# "), previous.contains("tracer calibrate") {
@@ -106,6 +102,27 @@ public enum SiteFile {
             }
         }
         try replace(file, lines)
+    }
+
+    /// The node of the anchor with this key in the map's text.
+    static func anchor(_ key: String, in lines: [String], file: String) throws -> Node {
+        let root = try Yams.compose(yaml: lines.joined(separator: "\n"))
+        let anchors = root?.mapping?.first { $0.key.string == "anchors" }?.value.sequence
+        guard let node = anchors?.first(where: { $0.mapping?.first { $0.key.string == "key" }?.value.string == key })
+        else {
+            throw SiteError(file: file, line: nil, message: "no anchor '\(key)' in the map")
+        }
+        return node
+    }
+
+    /// The file's lines, without the empty one after its last newline.
+    static func lines(of file: String) throws -> [String] {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw SiteError(file: file, line: nil, message: "cannot read the file")
+        }
+        var lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\n")
+        if lines.last == "" { lines.removeLast() }
+        return lines
     }
 
     /// Replaces the file with these lines once they load as a site, atomically.

@@ -99,3 +99,21 @@ public struct ReplayFixture {
         try (lines().joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
 }
+
+extension ReplayFixture.Badge {
+    /// The example campus's three lab beacons (b-lab-door, b-lab-bench, b-lab-shelf) heard by
+    /// kiosk-lab at their plan distances, 7.5, 7.5 and 2.5 m: its calibration references.
+    public static func exampleLabBeacons(from: Double, to: Double) -> [Self] {
+        [(7, 7.5), (8, 7.5), (13, 2.5)].map { minor, d in
+            Self(
+                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
+                major: 2,
+                minor: UInt16(minor),
+                address: "BB:00:00:00:00:\(minor)",
+                distance: d,
+                from: from,
+                to: to
+            )
+        }
+    }
+}

@@ -64,7 +64,7 @@ struct Calibrate: AsyncParsableCommand {
                 format: "fitted: receiver offset %+.1f dB at n = %.2f%@; single readings scatter %.1f dB around it",
                 f.receiverOffset,
                 f.exponent,
-                f == result.free ? " (both fitted)" : " (the receiver's n so far)",
+                result.fittedExponent ? " (both fitted)" : " (the receiver's n so far)",
                 f.residual
             )
         )
@@ -91,7 +91,7 @@ struct Calibrate: AsyncParsableCommand {
             let note =
                 "tracer calibrate, \(stamp), from \((replay as NSString).lastPathComponent) (\(f.samples) readings)"
             if self.site {
-                guard f == result.free else {
+                guard result.fittedExponent else {
                     throw ValidationError(
                         String(
                             format:
@@ -118,25 +118,12 @@ struct Calibrate: AsyncParsableCommand {
             // The kiosk's own offset, on top of the site's: with a truth walk (people's badges)
             // what the site's offset leaves; from fixed beacons (which no body shadows) all of it.
             let own = truth == nil ? f.receiverOffset : f.receiverOffset - site.ranging.receiverOffset
-            try SiteFile.updateAnchor(
-                file: map,
-                key: kiosk,
-                "receiverOffset",
-                String(format: "%.1f", own),
-                comment: "receiverOffset of \(kiosk): \(note)"
-            )
-            var written = String(format: "receiverOffset: %.1f", own)
-            if f == result.free {
-                let n = String(format: "%.2f", f.exponent)
-                try SiteFile.updateAnchor(
-                    file: map,
-                    key: kiosk,
-                    "pathLossExponent",
-                    n,
-                    comment: "fit of \(kiosk): \(note)"
-                )
-                written += ", pathLossExponent: \(n)"
+            var values = [(key: "receiverOffset", value: String(format: "%.1f", own))]
+            if result.fittedExponent {
+                values.append((key: "pathLossExponent", value: String(format: "%.2f", f.exponent)))
             }
+            try SiteFile.updateAnchor(file: map, key: kiosk, values, comment: "fit of \(kiosk): \(note)")
+            let written = values.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
             Output.line("wrote \(written) on anchor \(kiosk) in \(map)")
         }
     }

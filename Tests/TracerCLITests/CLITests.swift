@@ -433,17 +433,7 @@ extension CalibrateCommandTests {
         f.noise = 3
         f.clutter = false
         let t0 = 1_795_341_600.0
-        f.badges = [(7, 7.5), (8, 7.5), (13, 2.5)].map { minor, d in
-            ReplayFixture.Badge(
-                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
-                major: 2,
-                minor: UInt16(minor),
-                address: "BB:00:00:00:00:\(minor)",
-                distance: d,
-                from: t0,
-                to: t0 + 600
-            )
-        }
+        f.badges = ReplayFixture.Badge.exampleLabBeacons(from: t0, to: t0 + 600)
         try f.write(to: dir.file("kiosk.jsonl"))
         let r = try await TracerProcess.running([
             "calibrate", "--map", DaemonCommandTests.map, "--replay", dir.file("kiosk.jsonl"), "--anchor", "kiosk-lab",

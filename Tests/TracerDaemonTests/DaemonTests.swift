@@ -192,17 +192,7 @@ extension DaemonReplayTests {
             from: Self.t0,
             to: Self.t0 + 600
         )
-        let beacons = [(7, 7.5), (8, 7.5), (13, 2.5)].map { minor, d in
-            ReplayFixture.Badge(
-                uuid: "e2c56db5-dffb-48d2-b060-d0f5a71096e0",
-                major: 2,
-                minor: UInt16(minor),
-                address: "BB:00:00:00:00:\(minor)",
-                distance: d,
-                from: Self.t0,
-                to: Self.t0 + 600
-            )
-        }
+        let beacons = ReplayFixture.Badge.exampleLabBeacons(from: Self.t0, to: Self.t0 + 600)
         f.badges = [badge] + beacons
         try f.write(to: dir.file("first.jsonl"))
         _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: dir.file("first.jsonl"), store: store)

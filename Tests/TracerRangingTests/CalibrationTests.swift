@@ -103,19 +103,22 @@ extension SiteFileTests {
                 try SiteFile.updateAnchor(
                     file: path,
                     key: "kiosk-lab",
-                    "receiverOffset",
-                    value,
+                    [("receiverOffset", value)],
                     comment: "tracer calibrate"
                 )
             }
             try SiteFile.updateAnchor(
                 file: path,
                 key: "kiosk-lab",
-                "pathLossExponent",
-                "2.30",
+                [("pathLossExponent", "2.30")],
                 comment: "tracer calibrate"
             )
-            try SiteFile.updateAnchor(file: path, key: "kiosk-b", "receiverOffset", "1.5", comment: "tracer calibrate")
+            try SiteFile.updateAnchor(
+                file: path,
+                key: "kiosk-b",
+                [("receiverOffset", "1.5")],
+                comment: "tracer calibrate"
+            )
             let site = try Site.load(file: path)
             #expect(site.anchor("kiosk-lab")?.receiverOffset == -4 && site.anchor("kiosk-lab")?.pathLossExponent == 2.3)
             #expect(site.anchor("kiosk-b")?.receiverOffset == 1.5)
