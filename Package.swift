@@ -89,7 +89,7 @@ let package = Package(
 
         // The co-location rule, with no I/O: windows in, episodes out (runs, hits, room
         // attribution, episodes), and the exposure policy with the rooms' geometry.
-        .target(name: "TracerColocation", dependencies: ["TracerSite"]),
+        .target(name: "TracerColocation", dependencies: ["TracerSite", "TracerRanging"]),
 
         // Self-reports: one path for the command and the API (verify under the site's policy,
         // find the reporter, record, flag); the report stored never holds the image.

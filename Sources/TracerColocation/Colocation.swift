@@ -2,15 +2,24 @@
 ///
 /// The exposure engine drives it in steps so that it reads only what it needs from the store:
 /// `reads(reporter:)` says which span of which anchor to read; `hits(_:neighbours:)` judges one
-/// read's windows; `whereaboutsReads(_:)` and `attributed(_:elsewhere:)` leave out devices heard
-/// through a wall; `episodes(_:)` merges what is left. `episodes(reporter:windows:)` runs them
+/// read's windows; `whereaboutsReads(_:)` says where else to read the hit devices' windows, with
+/// which `judged(_:reporter:elsewhere:)` decides by positions where several kiosks heard both
+/// and `attributed(_:elsewhere:)` leaves out devices heard through a wall; `episodes(_:)` merges
+/// what is left. `episodes(reporter:windows:)` runs them
 /// all over windows in memory.
 public struct Colocation: Sendable {
     public let policy: ExposurePolicy
     /// The geometric rule's answers so far (they depend on the policy only).
     let cache = GeometryCache()
+    /// Positions from several receivers, where the policy has a plan and uses them.
+    public let positioning: Positioning?
 
-    public init(policy: ExposurePolicy) { self.policy = policy }
+    public init(policy: ExposurePolicy) {
+        self.policy = policy
+        positioning =
+            policy.separation == .geometric && policy.positions
+            ? policy.plan.map { Positioning(plan: $0, slot: policy.slot) } : nil
+    }
 
     /// One range read of an anchor's presence, for a run of the reporter's windows there.
     public struct Read: Sendable, Equatable {
@@ -21,8 +30,9 @@ public struct Colocation: Sendable {
         public var reporter: [Window]
     }
 
-    /// A neighbour's window near the reporter's: the span they cover together, the closest
-    /// separation bounds, and the seconds both were heard.
+    /// A neighbour's window near the reporter's: the reporter's windows it may have been near
+    /// (each with the verdict), and from those it was near, the span they cover together, the
+    /// closest separation bounds and the seconds both were heard.
     public struct Hit: Sendable, Equatable {
         public var device: String
         public var anchor: String
@@ -30,16 +40,34 @@ public struct Colocation: Sendable {
         public var start: Double
         public var end: Double
         public var distance: Double
-        public var from: Double
-        public var to: Double
-        public var low: Double
-        public var high: Double
-        public var together: [Pair]
+        /// The reporter's windows within the policy's window of this one whose distances allow
+        /// the radius, in time order.
+        public var pairs: [Pairing]
+
+        public struct Pairing: Sendable, Equatable {
+            public var mine: Window
+            /// Whether the two count as within the radius: the geometric rule's answer from the
+            /// two distances, replaced by the positions' where both badges have one.
+            public var near: Bool
+        }
 
         /// A stretch both were heard (`start` < `end`).
         public struct Pair: Sendable, Equatable {
             public var start: Double
             public var end: Double
+        }
+
+        var nearPairs: [Window] { pairs.filter(\.near).map(\.mine) }
+        public var isNear: Bool { pairs.contains(where: \.near) }
+        public var from: Double { nearPairs.map(\.start).min().map { min($0, start) } ?? start }
+        public var to: Double { nearPairs.map(\.end).max().map { max($0, end) } ?? end }
+        public var low: Double { nearPairs.map { abs($0.distance - distance) }.min() ?? .infinity }
+        public var high: Double { nearPairs.map { $0.distance + distance }.min() ?? .infinity }
+        public var together: [Pair] {
+            nearPairs.compactMap { mine in
+                let shared = Pair(start: max(start, mine.start), end: min(end, mine.end))
+                return shared.end > shared.start ? shared : nil
+            }
         }
     }
 
@@ -60,7 +88,7 @@ public struct Colocation: Sendable {
     /// can be within the policy's window of the run.
     public func reads(reporter windows: [Window]) -> [Read] {
         var byAnchor: [String: [Window]] = [:]
-        for w in policy.attributes ? Self.inRoom(windows) : windows { byAnchor[w.anchor, default: []].append(w) }
+        for w in policy.attributes ? inRoom(windows) : windows { byAnchor[w.anchor, default: []].append(w) }
         var reads: [Read] = []
         for anchor in byAnchor.keys.sorted() {
             for run in Spans.merge(byAnchor[anchor]!, gap: 2 * policy.window, span: { ($0.start, $0.end) }) {
@@ -82,47 +110,37 @@ public struct Colocation: Sendable {
     /// windows are skipped.
     public func hits(_ read: Read, neighbours: [Window]) -> [Hit] {
         let reporter = read.reporter.first?.device
+        let positions = positioning?.plan.receiver(read.anchor) != nil
         let starts = read.reporter.map(\.start)
         var out: [Hit] = []
         for theirs in neighbours where theirs.device != reporter {
             // The reporter's windows that can be within the window of this one: those starting
             // from (its start − window − the longest interaction) on.
             var i = Self.firstIndex(in: starts, atLeast: theirs.start - policy.window - policy.longestInteraction)
-            var hit: Hit?
+            var pairs: [Hit.Pairing] = []
             while i < starts.count, starts[i] <= theirs.end + policy.window {
                 defer { i += 1 }
                 let mine = read.reporter[i]
                 let gap = max(theirs.start, mine.start) - min(theirs.end, mine.end)
-                guard gap <= policy.window, within(anchor: read.anchor, mine.distance, theirs.distance) else {
-                    continue
+                guard gap <= policy.window else { continue }
+                let near = within(anchor: read.anchor, mine.distance, theirs.distance)
+                // Where positions may decide, every pair the two distances allow is kept.
+                if near || (positions && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9) {
+                    pairs.append(Hit.Pairing(mine: mine, near: near))
                 }
-                let low = abs(mine.distance - theirs.distance)
-                let high = mine.distance + theirs.distance
-                let shared = Hit.Pair(start: max(theirs.start, mine.start), end: min(theirs.end, mine.end))
-                let together = shared.end > shared.start ? [shared] : []
-                if var h = hit {
-                    h.from = min(h.from, theirs.start, mine.start)
-                    h.to = max(h.to, theirs.end, mine.end)
-                    h.low = min(h.low, low)
-                    h.high = min(h.high, high)
-                    h.together += together
-                    hit = h
-                } else {
-                    hit = Hit(
+            }
+            if !pairs.isEmpty {
+                out.append(
+                    Hit(
                         device: theirs.device,
                         anchor: read.anchor,
                         start: theirs.start,
                         end: theirs.end,
                         distance: theirs.distance,
-                        from: min(theirs.start, mine.start),
-                        to: max(theirs.end, mine.end),
-                        low: low,
-                        high: high,
-                        together: together
+                        pairs: pairs
                     )
-                }
+                )
             }
-            if let hit { out.append(hit) }
         }
         return out
     }
@@ -135,10 +153,11 @@ public struct Colocation: Sendable {
         return policy.within((abs(d1 - d2), d1 + d2))
     }
 
-    /// Under attribution, the spans of each hit device's whereabouts to read (by device, in time
-    /// order): where else it was heard around its hits. Empty when the policy does not attribute.
+    /// Under attribution or positions, the spans of each hit device's whereabouts to read (by
+    /// device, in time order): where else it was heard around its hits. Empty when the policy
+    /// uses neither.
     public func whereaboutsReads(_ hits: [Hit]) -> [(device: String, from: Double, through: Double)] {
-        guard policy.attributes else { return [] }
+        guard policy.attributes || positioning != nil else { return [] }
         var byDevice: [String: [Hit]] = [:]
         for h in hits { byDevice[h.device, default: []].append(h) }
         return byDevice.keys.sorted().flatMap { device in
@@ -148,13 +167,14 @@ public struct Colocation: Sendable {
     }
 
     /// The hits left once those heard through a wall are gone: a hit whose window another kiosk
-    /// within hearing range heard closer at the time is someone in the next room.
+    /// within hearing range heard closer at the time is someone in the next room. Where the
+    /// policy has positions, `judged` attributes rooms instead and this leaves the hits as they are.
     public func attributed(_ hits: [Hit], elsewhere: [String: [Window]]) -> [Hit] {
-        guard policy.attributes else { return hits }
+        guard policy.attributes, positioning == nil else { return hits }
         return hits.filter { h in
             guard let here = policy.geometry[h.anchor] else { return true }
             return !(elsewhere[h.device] ?? []).contains { w in
-                guard w.anchor != h.anchor, let there = policy.geometry[w.anchor],
+                guard policy.room(of: w.anchor) != policy.room(of: h.anchor), let there = policy.geometry[w.anchor],
                     there.kioskDistance(to: here) <= RoomGeometry.hearingRange
                 else { return false }
                 return w.start < h.end && w.end > h.start && w.distance < h.distance
@@ -162,10 +182,52 @@ public struct Colocation: Sendable {
         }
     }
 
+    /// The hits judged by positions where both badges have one: a pair of windows is near when
+    /// the chance that the two were within the radius, from their fixes in the anchor's room,
+    /// reaches the policy's likelihood; elsewhere the geometric rule's answer stands. Only hits
+    /// near the reporter at least once are left. `reporter` holds the reporter's windows at
+    /// every anchor, `elsewhere` each hit device's around its hits.
+    ///
+    /// Under attribution, a hit is also left out when the room its device was in at the time,
+    /// by `Positioning.rooms` over its whereabouts, is not the anchor's.
+    public func judged(_ hits: [Hit], reporter: [Window], elsewhere: [String: [Window]]) -> [Hit] {
+        guard let positioning else { return hits.filter(\.isNear) }
+        var rooms: [String: RoomTrack] = [:]
+        var tracks: [String: [Int: Fix]] = [:]
+        func track(_ device: String, _ room: String, _ windows: [Window]) -> [Int: Fix] {
+            let key = "\(device)\n\(room)"
+            if let known = tracks[key] { return known }
+            let t = positioning.track(windows, device: device, room: room)
+            tracks[key] = t
+            return t
+        }
+        return hits.compactMap { h in
+            guard let room = positioning.plan.receiver(h.anchor)?.room else { return h.isNear ? h : nil }
+            if policy.attribution {
+                if rooms[h.device] == nil {
+                    rooms[h.device] = positioning.rooms(elsewhere[h.device] ?? [], device: h.device)
+                }
+                if let chance = rooms[h.device]!.chance(of: room, at: (h.start + h.end) / 2), chance < Self.roomChance {
+                    return nil
+                }
+            }
+            let me = reporter.first?.device ?? ""
+            let mine = track(me, room, reporter)
+            let theirs = track(h.device, room, elsewhere[h.device] ?? [])
+            guard let b = theirs[positioning.slot(of: h.start)], b.receivers >= 2 else { return h.isNear ? h : nil }
+            var judged = h
+            for k in judged.pairs.indices {
+                guard let a = mine[positioning.slot(of: judged.pairs[k].mine.start)], a.receivers >= 2 else { continue }
+                judged.pairs[k].near = Positioning.probability(a, b, radius: policy.radius) >= policy.likelihood
+            }
+            return judged.isNear ? judged : nil
+        }
+    }
+
     /// A device's hits at one anchor, merged where they are within the window of each other.
     public func episodes(_ hits: [Hit]) -> [Episode] {
         var groups: [String: [Hit]] = [:]
-        for h in hits { groups["\(h.anchor)\n\(h.device)", default: []].append(h) }
+        for h in hits where h.isNear { groups["\(h.anchor)\n\(h.device)", default: []].append(h) }
         var out: [Episode] = []
         for key in groups.keys.sorted() {
             let merged = Spans.merge(
@@ -209,12 +271,24 @@ public struct Colocation: Sendable {
                 $0.device == device && $0.start >= from && $0.start <= through
             }
         }
-        return episodes(attributed(hits, elsewhere: elsewhere))
+        return episodes(attributed(judged(hits, reporter: mine, elsewhere: elsewhere), elsewhere: elsewhere))
     }
 
-    /// The windows of one device at the kiosk that heard it closest at the time: a window is
-    /// dropped when a window at another anchor overlaps it with a shorter distance.
-    public static func inRoom(_ windows: [Window]) -> [Window] {
+    /// The windows of one device in the room it was in at the time: by `Positioning.rooms` where
+    /// the policy has positions, else by the closest kiosk (`inRoom(_:room:)`).
+    public func inRoom(_ windows: [Window]) -> [Window] {
+        guard let positioning, let device = windows.first?.device else {
+            return Self.inRoom(windows, room: policy.room(of:))
+        }
+        let rooms = positioning.rooms(windows, device: device)
+        return windows.filter { w in
+            (rooms.chance(of: policy.room(of: w.anchor), at: (w.start + w.end) / 2) ?? 1) >= Self.roomChance
+        }
+    }
+
+    /// The windows of one device in the room whose kiosk heard it closest at the time: a window
+    /// is dropped when a window at an anchor in another room overlaps it with a shorter distance.
+    public static func inRoom(_ windows: [Window], room: (String) -> String = { $0 }) -> [Window] {
         let sorted = windows.sorted { $0.start < $1.start }
         let longest = sorted.map { $0.end - $0.start }.max() ?? 0
         return sorted.enumerated().filter { i, w in
@@ -223,7 +297,9 @@ public struct Colocation: Sendable {
             while j > 0, sorted[j - 1].start > w.start - longest - 1e-9 { j -= 1 }
             while j < sorted.count, sorted[j].start < w.end {
                 let o = sorted[j]
-                if o.anchor != w.anchor, o.end > w.start, o.distance < w.distance { return false }
+                if o.anchor != w.anchor, o.end > w.start, o.distance < w.distance, room(o.anchor) != room(w.anchor) {
+                    return false
+                }
                 j += 1
             }
             return true
@@ -240,6 +316,9 @@ public struct Colocation: Sendable {
         }
         return low
     }
+
+    /// A window counts in a room while the chance that its badge was there is at least this.
+    static let roomChance = 0.2
 
     static func centimetres(_ v: Double) -> Double { (v * 100).rounded() / 100 }
 }

@@ -35,8 +35,18 @@ public struct ExposurePolicy: Sendable, Equatable {
     /// Under the `geometric` rule, windows of a device at a kiosk while another kiosk heard it
     /// closer are taken as heard through a wall and left out.
     public var attribution = true
+    /// Under the `geometric` rule, a pair of windows is judged by the two badges' positions
+    /// where several kiosks heard both (`Positioning`), else by their distances to the anchor.
+    public var positions = true
+    /// The site's rooms and kiosks, for positions (from the map).
+    public var plan: Plan?
+    /// Seconds per interaction window, to which kiosks align their windows.
+    public var slot: Double = 30
 
     public init() {}
+
+    /// The room an anchor is in (the anchor itself when the map does not place it).
+    public func room(of anchor: String) -> String { geometry[anchor]?.room ?? anchor }
 
     /// Whether windows heard through a wall are left out (the geometric rule's attribution).
     public var attributes: Bool { separation == .geometric && attribution }
@@ -60,7 +70,10 @@ extension ExposurePolicy {
         lookback = site.exposure.lookbackDays * 86_400
         separation = Separation(rawValue: site.exposure.separation) ?? .geometric
         likelihood = site.exposure.likelihood
+        positions = site.exposure.positions
         longestInteraction = max(60, site.ranging.window * 2)
+        slot = site.ranging.window
+        plan = Plan(site: site)
         for a in site.anchors where a.kind == .kiosk {
             if let room = site.room(a.room) { geometry[a.key] = RoomGeometry(kiosk: a.position, room: room) }
         }

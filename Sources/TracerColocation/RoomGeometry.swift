@@ -11,6 +11,8 @@ import TracerSite
 /// are. A distance that fits nowhere in the room, even allowing for ranging error (`slack`), is a
 /// device in another room heard through a wall: it is near nobody here.
 public struct RoomGeometry: Sendable, Equatable {
+    /// The room's key.
+    public var room: String
     public var kiosk: Point
     public var outline: [Point]
     /// The farthest point of the room from the kiosk, metres.
@@ -30,6 +32,7 @@ public struct RoomGeometry: Sendable, Equatable {
 
     public init(kiosk: Point, room: Room) {
         self.kiosk = kiosk
+        self.room = room.key
         outline = room.outline
         // The farthest point of a polygon from a point is one of its corners.
         farthest =

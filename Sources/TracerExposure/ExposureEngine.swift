@@ -72,7 +72,7 @@ public struct ExposureEngine: ExposureFlagging {
         let windows = mine.compactMap { (try? Interaction($0)).flatMap(Presence.init).map(Self.window) }
 
         // Neighbours from the presence index, one covering range read per run of the reporter's
-        // windows; under attribution, the hit devices' whereabouts from theirs.
+        // windows; under attribution or positions, the hit devices' whereabouts from theirs.
         var hits: [Colocation.Hit] = []
         for read in colocation.reads(reporter: windows) {
             let entries = try store.indexEntries(
@@ -96,7 +96,8 @@ public struct ExposureEngine: ExposureFlagging {
             elsewhere[device, default: []] += entries.compactMap { WhereaboutsIndex.decode($0).map(Self.window) }
         }
         var wanted: [DocumentPath: Exposure] = [:]
-        for e in colocation.episodes(colocation.attributed(hits, elsewhere: elsewhere)) {
+        let judged = colocation.judged(hits, reporter: windows, elsewhere: elsewhere)
+        for e in colocation.episodes(colocation.attributed(judged, elsewhere: elsewhere)) {
             let exposure = Exposure(
                 deviceID: e.device,
                 reportID: reportID,

@@ -90,6 +90,83 @@ public struct Evaluation: Sendable {
     public var scatter: [(truth: Double, estimate: Double)] = []
     /// Interaction windows of badges in another room than the kiosk's (heard through a wall).
     public var throughWalls = 0
+    /// Position error where several kiosks heard a badge sitting still in the room it was
+    /// placed in (`position(_:truth:)`).
+    public var positionError = PositionError()
+
+    /// Seconds in which a kiosk heard a badge that was in a kiosk's room, and of those, the
+    /// seconds whose room tracer attributed right (`rooms(_:truth:)`).
+    public var roomSeconds = 0.0
+    public var roomSecondsRight = 0.0
+    public var roomAttribution: Double? { roomSeconds == 0 ? nil : roomSecondsRight / roomSeconds }
+
+    /// Judges room attribution: each step's room against the room the badge was in at its
+    /// middle, weighed by the step's length (badges outdoors or in a room with no kiosk are
+    /// not counted).
+    public mutating func rooms(_ estimates: [PositionEstimate], truth: GroundTruth) {
+        let kioskRooms = Set(truth.kiosks.map(\.room))
+        roomSeconds = 0
+        roomSecondsRight = 0
+        for e in estimates {
+            guard let s = truth.segment(of: e.device, at: (e.from + e.to) / 2), let room = s.room,
+                kioskRooms.contains(room)
+            else { continue }
+            roomSeconds += e.to - e.from
+            if room == e.room { roomSecondsRight += e.to - e.from }
+        }
+    }
+
+    /// How far estimated positions were from the truth.
+    public struct PositionError: Sendable {
+        /// Slots judged: a badge still throughout, in the room it was placed in.
+        public var count = 0
+        /// Metres.
+        public var median = 0.0
+        public var p90 = 0.0
+        /// Slots placed in a room the badge was not in.
+        public var wrongRoom = 0
+        /// (true, estimated) points of the slots judged.
+        public var points: [(truth: Point, estimate: Point, device: String, time: Double)] = []
+    }
+
+    /// One estimated position: a device in a room over a window slot.
+    public struct PositionEstimate: Sendable {
+        public var device: String
+        public var room: String
+        public var from: Double
+        public var to: Double
+        public var point: Point
+
+        public init(device: String, room: String, from: Double, to: Double, point: Point) {
+            self.device = device
+            self.room = room
+            self.from = from
+            self.to = to
+            self.point = point
+        }
+    }
+
+    /// Judges positions against the truth: each estimate whose badge sat at one point in that room
+    /// throughout its slot.
+    public mutating func position(_ estimates: [PositionEstimate], truth: GroundTruth) {
+        var e = PositionError()
+        var errors: [Double] = []
+        for p in estimates {
+            guard let s = truth.segment(of: p.device, at: (p.from + p.to) / 2) else { continue }
+            guard s.room == p.room else {
+                if s.room != nil { e.wrongRoom += 1 }
+                continue
+            }
+            guard s.from <= p.from, s.to >= p.to else { continue }
+            errors.append(s.position.distance(to: p.point))
+            e.points.append((s.position, p.point, p.device, p.from))
+        }
+        errors.sort()
+        e.count = errors.count
+        e.median = Self.quantile(errors, 0.5)
+        e.p90 = Self.quantile(errors, 0.9)
+        positionError = e
+    }
 
     public var detectionRate: Double? { stays == 0 ? nil : Double(staysDetected) / Double(stays) }
     public var continuity: Double? { windows == 0 ? nil : Double(windowsCovered) / Double(windows) }

@@ -285,7 +285,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration",
+                "calibration", "positions",
             ]
         )
         var e = ExposureSettings()
@@ -305,6 +305,13 @@ private struct Reader {
             case "running": e.runningCalibration = true
             case "map": e.runningCalibration = false
             case let other: throw fail(n, "settings: calibration must be running or map, not '\(other)'")
+            }
+        }
+        if let n = f["positions"] {
+            switch try string(n, "settings: positions", parent: node.mark) {
+            case "on": e.positions = true
+            case "off": e.positions = false
+            case let other: throw fail(n, "settings: positions must be on or off, not '\(other)'")
             }
         }
         var v = VerificationSettings()

@@ -41,6 +41,10 @@ struct EvaluateCommand: ParsableCommand {
     var likelihood: Double?
     @Option(help: "Under the geometric rule, leave out windows another kiosk heard closer: on (default) or off.")
     var attribution: String?
+    @Option(
+        help: "Under the geometric rule, judge pairs by positions where several kiosks heard both: on (default) or off."
+    )
+    var positions: String?
     @Option(help: "Where to draw the pictures (default: SIM/eval).") var pictures: String?
     @Flag(help: "Print the figures as JSON.") var json = false
 
@@ -65,6 +69,10 @@ struct EvaluateCommand: ParsableCommand {
         if let attribution {
             guard ["on", "off"].contains(attribution) else { throw ValidationError("--attribution takes on or off") }
             policy.attribution = attribution == "on"
+        }
+        if let positions {
+            guard ["on", "off"].contains(positions) else { throw ValidationError("--positions takes on or off") }
+            policy.positions = positions == "on"
         }
         let chosen: [String]
         if !reporter.isEmpty {
@@ -125,7 +133,10 @@ struct EvaluateCommand: ParsableCommand {
                 "\(options.display): no interactions: run tracer daemon on the replays in \(sim)/replays first"
             )
         }
-        let e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
+        var e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
+        let (positions, rooms) = Self.positions(observed, site: site, slot: policy.slot)
+        e.position(positions, truth: truth)
+        e.rooms(rooms, truth: truth)
 
         let dir = pictures ?? (sim as NSString).appendingPathComponent("eval")
         let drawn = try Drawing.write(evaluation: e, truth: truth, site: site, exposures: exposures, to: dir)
@@ -135,6 +146,48 @@ struct EvaluateCommand: ParsableCommand {
             Self.table(e, policy: policy, truth: truth).forEach(Output.line)
             Output.line("pictures: " + drawn.joined(separator: " "))
         }
+    }
+
+    /// Every badge's position in each room where two or more of its kiosks heard it in a slot,
+    /// and the room it was attributed to in every slot a kiosk heard it (the point unused).
+    static func positions(
+        _ observed: [ObservedWindow],
+        site: Site,
+        slot: Double
+    ) -> (positions: [Evaluation.PositionEstimate], rooms: [Evaluation.PositionEstimate]) {
+        let positioning = Positioning(plan: Plan(site: site), slot: slot)
+        let roomOf = Dictionary(site.anchors.map { ($0.key, $0.room) }, uniquingKeysWith: { a, _ in a })
+        var byDevice: [String: [Window]] = [:]
+        for o in observed {
+            guard let d = o.distance else { continue }
+            byDevice[o.device, default: []].append(
+                Window(device: o.device, anchor: o.anchor, start: o.start, end: o.end, distance: d)
+            )
+        }
+        var out: [Evaluation.PositionEstimate] = []
+        var rooms: [Evaluation.PositionEstimate] = []
+        for device in byDevice.keys.sorted() {
+            let windows = byDevice[device]!
+            let track = positioning.rooms(windows, device: device)
+            for step in track.steps {
+                guard let room = track.likeliest(step) else { continue }
+                rooms.append(.init(device: device, room: room, from: step.from, to: step.to, point: Point(0, 0)))
+            }
+            for room in Set(windows.compactMap { roomOf[$0.anchor] }).sorted() {
+                for (s, fix) in positioning.track(windows, device: device, room: room) where fix.receivers >= 2 {
+                    out.append(
+                        .init(
+                            device: device,
+                            room: room,
+                            from: Double(s) * slot,
+                            to: Double(s + 1) * slot,
+                            point: fix.mean
+                        )
+                    )
+                }
+            }
+        }
+        return (out, rooms)
     }
 
     /// The reporter's accepted report, or a simulated one written for it.
@@ -189,6 +242,14 @@ struct EvaluateCommand: ParsableCommand {
                     )
             )
         }
+        let p = e.positionError
+        lines.append(
+            "positions (2+ kiosks, badge still): \(p.count) slots, error median \(String(format: "%.2f", p.median)) m, "
+                + "p90 \(String(format: "%.2f", p.p90)) m"
+        )
+        lines.append(
+            "rooms: \(percent(e.roomAttribution)) of \(Int(e.roomSeconds / 60)) badge-minutes heard in a kiosk's room attributed to it"
+        )
         return lines
     }
 
@@ -205,6 +266,12 @@ struct EvaluateCommand: ParsableCommand {
             "attribution": policy.attribution, "overall": counts(e.overall),
             "byRoom": e.byRoom.mapValues(counts), "detectionRate": e.detectionRate ?? NSNull(),
             "continuity": e.continuity ?? NSNull(), "stays": e.stays, "windows": e.windows,
+            "positions": policy.positions,
+            "positionError": [
+                "count": e.positionError.count, "median": e.positionError.median, "p90": e.positionError.p90,
+                "wrongRoom": e.positionError.wrongRoom,
+            ],
+            "roomAttribution": e.roomAttribution ?? NSNull(), "roomSeconds": e.roomSeconds,
             "distanceError": e.distanceErrors.map {
                 [
                     "nominal": $0.nominal, "count": $0.count, "medianAbsolute": $0.medianAbsolute,

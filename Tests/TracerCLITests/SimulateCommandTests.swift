@@ -28,7 +28,7 @@ import TracerTesting
         // Deterministic: the same seed writes the same bytes; another seed, others.
         let fm = FileManager.default
         let replays = try fm.contentsOfDirectory(atPath: dir.file("a/replays")).sorted()
-        #expect(replays.count == 12 && replays.contains("kiosk-lab.jsonl"))
+        #expect(replays.count == 16 && replays.contains("kiosk-lecture-2.jsonl"))
         for name in ["replays/kiosk-cafe.jsonl", "truth/positions.jsonl", "truth/pairs.jsonl"] {
             #expect(fm.contents(atPath: dir.file("a/\(name)")) == fm.contents(atPath: dir.file("b/\(name)")), "\(name)")
         }

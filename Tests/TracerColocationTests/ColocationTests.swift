@@ -75,7 +75,7 @@ import TracerSite
     }
 
     static func square(_ x: Double) -> Room {
-        Room(key: "r", name: "r", outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)])
+        Room(key: "r\(Int(x))", name: "r", outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)])
     }
 
     /// Two 4 m rooms side by side, A (x 0–4) and B (x 4–8), kiosks mid-wall.

@@ -144,7 +144,11 @@ import TracerTesting
         var policy = ExposurePolicy()
         policy.separation = .geometric
         let square = { (x: Double) in
-            TracerSite.Room(key: "r", name: "r", outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)])
+            TracerSite.Room(
+                key: "r\(Int(x))",
+                name: "r",
+                outline: [.init(x, 0), .init(x + 4, 0), .init(x + 4, 4), .init(x, 4)]
+            )
         }
         policy.geometry = [
             "A": RoomGeometry(kiosk: TracerSite.Point(2, 0), room: square(0)),

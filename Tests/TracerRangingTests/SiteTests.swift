@@ -63,7 +63,9 @@ import Testing
                 .split(separator: "\n").filter { !$0.hasPrefix("settings:") }.joined(separator: "\n"),
             file: "t.yaml"
         )
-        #expect(plain.exposure.separation == "geometric" && plain.exposure.likelihood == 0.3)
+        #expect(
+            plain.exposure.separation == "geometric" && plain.exposure.likelihood == 0.3 && plain.exposure.positions
+        )
         #expect(plain.rooms[0].use == .teaching && site.rooms[0].use == .work)
     }
 
@@ -96,6 +98,10 @@ import Testing
         (
             "separation: possible", "separation: maybe",
             "t.yaml:8: settings: separation must be sum, possible or geometric, not 'maybe'"
+        ),
+        (
+            "separation: possible", "separation: possible, positions: maybe",
+            "t.yaml:8: settings: positions must be on or off, not 'maybe'"
         ),
         (
             "exposureRadius: 4", "exposureRadius: 400",

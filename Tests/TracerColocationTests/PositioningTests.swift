@@ -1,0 +1,246 @@
+import Foundation
+import Testing
+import TracerSite
+
+@testable import TracerColocation
+
+/// The position likelihood on hand-built rooms: every reading is worked out from the model's own
+/// formula, 10·n·log10(range) + 10 dB per wall, range counting the half metre of height.
+@Suite struct PositioningTests {
+    /// Room `a` (x 0–12, y 0–6) with kiosks on its west and east walls; room `b` beside it
+    /// (x 12–24) with one kiosk on its far wall.
+    static let plan = Plan(
+        rooms: [
+            .init(key: "a", outline: [Point(0, 0), Point(12, 0), Point(12, 6), Point(0, 6)]),
+            .init(key: "b", outline: [Point(12, 0), Point(24, 0), Point(24, 6), Point(12, 6)]),
+        ],
+        receivers: [
+            .init(key: "west", room: "a", position: Point(0, 3)),
+            .init(key: "east", room: "a", position: Point(12, 1)),
+            .init(key: "far", room: "b", position: Point(24, 3)),
+        ]
+    )
+
+    /// The distance a kiosk at `kiosk` ranges for a badge at `p`, `walls` walls away, reading
+    /// `db` dB weaker than the model (the badge's own offset, a receiver's error).
+    static func ranged(_ p: Point, from kiosk: Point, walls: Int = 0, db: Double = 0) -> Double {
+        let d = p.distance(to: kiosk)
+        let range = (d * d + 0.25).squareRoot()
+        return range * pow(10, (Double(walls) * 10 + db) / 20)
+    }
+
+    static func w(_ anchor: String, _ slot: Int, _ distance: Double) -> Window {
+        Window(device: "x", anchor: anchor, start: Double(slot) * 30, end: Double(slot) * 30 + 29, distance: distance)
+    }
+
+    /// Slots 0–3 of a badge standing still at `p`.
+    static func still(at p: Point, _ heard: [(String, Int, Double)]) -> [Window] {
+        (0..<4).flatMap { s in
+            heard.map { key, walls, db in
+                w(key, s, ranged(p, from: plan.receiver(key)!.position, walls: walls, db: db))
+            }
+        }
+    }
+
+    @Test func aBadgeMidwayBetweenTwoKiosksIsPlacedThereEvenWhenItIsLoud() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let truth = Point(6, 2)
+        for db in [0.0, -6] {  // −6: both kiosks read 6 dB loud, so both distances come out half
+            let windows = Self.still(at: truth, [("west", 0, db), ("east", 0, db), ("far", 1, db)])
+            let fix = try #require(positioning.track(windows, device: "x", room: "a")[1])
+            #expect(fix.receivers == 2)
+            // The posterior mean, over the cells within the model's spread (2.5 dB of each
+            // kiosk's own error is ±1.5 m at 6 m): not the point, but within a metre of it.
+            #expect(fix.mean.distance(to: truth) < 1, "\(db) dB: \(fix.mean)")
+        }
+    }
+
+    @Test func oneKioskAloneGivesAnArcNotAPoint() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let fix = try #require(
+            positioning.track(Self.still(at: Point(6, 3), [("west", 0, 0)]), device: "x", room: "a")[0]
+        )
+        #expect(fix.receivers == 1)
+        // Every cell kept lies near the 6 m circle round the kiosk, on both sides of its axis.
+        #expect(fix.points.allSatisfy { abs($0.distance(to: Point(0, 3)) - 6) < 3 })
+        #expect(fix.points.contains { $0.y < 2 } && fix.points.contains { $0.y > 4 })
+    }
+
+    /// A badge in room b, 3 m from its kiosk, also heard by room a's two kiosks through the wall:
+    /// their readings are 10 dB weaker than the distance, and the model knows it.
+    @Test func aBadgeHeardThroughAWallIsPlacedInItsRoom() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let truth = Point(21, 3)
+        let windows = Self.still(at: truth, [("far", 0, 0), ("west", 1, 0), ("east", 1, 0)])
+        let fix = try #require(positioning.track(windows, device: "x", room: "b")[0])
+        #expect(fix.receivers == 1)
+        #expect(fix.mean.distance(to: truth) < 1.5, "\(fix.mean)")
+        // Taken as if there were no wall, room a's kiosks would put it 3.2 times as far.
+        #expect(fix.mean.x > 19)
+    }
+
+    /// Not being heard is evidence: room b's badge heard by `far` only, while `west` heard it
+    /// earlier, is placed further from `west` than without that. With a floor of 40 dB, `west`
+    /// (one wall away: 10 dB) would hear a badge at x = 12 (31.6 dB) almost surely and one at
+    /// x = 24 (37.6 dB) three times in four.
+    @Test func notBeingHeardPushesTheBadgeAway() throws {
+        let plan = Plan(
+            rooms: Self.plan.rooms,
+            receivers: Self.plan.receivers.map {
+                var r = $0
+                r.floor = 40
+                return r
+            }
+        )
+        let positioning = Positioning(plan: plan)
+        let mid = Point(18, 3)
+        let heardNow = [Self.w("far", 10, Self.ranged(mid, from: Point(24, 3)))]
+        let earlier = [Self.w("west", 8, 20)]
+        let without = try #require(positioning.track(heardNow, device: "x", room: "b")[10])
+        let with = try #require(positioning.track(heardNow + earlier, device: "x", room: "b")[10])
+        #expect(with.mean.x > without.mean.x + 1, "\(with.mean) against \(without.mean)")
+    }
+
+    /// A receiver 6 dB off (before its running calibration converges): the other kiosks pull
+    /// the position back towards the truth, but not all the way (the model cannot tell which
+    /// kiosk is wrong; it takes part of the error as the badge's own).
+    @Test func aReceiverReadingOffMovesThePositionLessThanItsOwnDistance() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let truth = Point(4, 4)
+        let windows = Self.still(at: truth, [("west", 0, 6), ("east", 0, 0), ("far", 1, 0)])
+        let fix = try #require(positioning.track(windows, device: "x", room: "a")[0])
+        // West alone, 6 dB off, ranges 4.1 m as 8.2 m: 4.2 m wrong.
+        let alone = Self.ranged(truth, from: Point(0, 3), db: 6) - truth.distance(to: Point(0, 3))
+        #expect(fix.mean.distance(to: truth) < alone * 0.75, "\(fix.mean), west alone \(alone) m off")
+        let calibrated = Self.still(at: truth, [("west", 0, 0), ("east", 0, 0), ("far", 1, 0)])
+        let right = try #require(positioning.track(calibrated, device: "x", room: "a")[0])
+        #expect(right.mean.distance(to: truth) < fix.mean.distance(to: truth))
+    }
+
+    /// A badge that walks from room a into room b mid-slot: a's kiosks' windows end where b's
+    /// starts, and the rooms follow it within the slot, not a slot late.
+    @Test func theRoomFollowsABadgeThroughADoorWithinItsSlot() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let inA = Point(10, 3)
+        let inB = Point(20, 3)
+        var windows = Self.still(at: inA, [("west", 0, 0), ("east", 0, 0), ("far", 1, 0)])  // slots 0–3
+        windows += Self.still(at: inB, [("west", 1, 0), ("east", 1, 0), ("far", 0, 0)]).map {
+            var w = $0
+            w.start += 150  // slots 5–8
+            w.end += 150
+            return w
+        }
+        // Slot 4 (120–150 s): in a until 132, in b after.
+        func cut(_ key: String, _ p: Point, walls: Int, _ from: Double, _ to: Double) -> Window {
+            Window(
+                device: "x",
+                anchor: key,
+                start: from,
+                end: to,
+                distance: Self.ranged(p, from: Self.plan.receiver(key)!.position, walls: walls)
+            )
+        }
+        windows += [
+            cut("west", inA, walls: 0, 120, 131), cut("east", inA, walls: 0, 120, 132),
+            cut("far", inB, walls: 0, 133, 149), cut("east", inB, walls: 1, 133, 149),
+        ]
+        let track = positioning.rooms(windows, device: "x")
+        #expect(try #require(track.chance(of: "a", at: 60)) > 0.99)
+        #expect(try #require(track.chance(of: "a", at: 126)) > 0.9)
+        #expect(try #require(track.chance(of: "b", at: 141)) > 0.9)
+        #expect(try #require(track.chance(of: "b", at: 200)) > 0.99)
+        #expect(track.chance(of: "a", at: 1000) == nil, "no step after the last window")
+    }
+
+    /// One window in which room b's kiosk heard the badge 10 dB loud (a door left open) does not
+    /// move a badge that every other window puts in room a.
+    @Test func oneLoudWindowNextDoorDoesNotMoveTheRoom() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let inA = Point(9, 3)
+        var windows = (0..<10).flatMap { s in
+            Self.still(at: inA, [("west", 0, 0), ("east", 0, 0), ("far", 1, 0)]).filter { $0.start < 30 }.map {
+                var w = $0
+                w.start += Double(s) * 30
+                w.end += Double(s) * 30
+                return w
+            }
+        }
+        // Slot 5: far reads 15 m, as if there were no wall, instead of 47 m.
+        windows = windows.map { w in
+            guard w.anchor == "far", positioning.slot(of: w.start) == 5 else { return w }
+            var loud = w
+            loud.distance /= pow(10, 10.0 / 20)
+            return loud
+        }
+        let track = positioning.rooms(windows, device: "x")
+        for s in 0..<10 {
+            #expect(try #require(track.chance(of: "a", at: Double(s) * 30 + 15)) > 0.5, "slot \(s)")
+        }
+    }
+
+    @Test func thePairProbabilityCountsTheChancesWithinTheRadius() {
+        // a: two points, 0.5 each; b: one point. Within 6 m of b: only a's first.
+        let a = Fix(
+            points: [Point(0, 0), Point(10, 0)],
+            weights: [0.5, 0.5],
+            mean: Point(5, 0),
+            mode: Point(0, 0),
+            receivers: 2
+        )
+        let b = Fix(points: [Point(3, 0)], weights: [1], mean: Point(3, 0), mode: Point(3, 0), receivers: 2)
+        #expect(Positioning.probability(a, b, radius: 6) == 0.5)
+        #expect(Positioning.probability(a, b, radius: 7) == 1)
+        #expect(Positioning.probability(a, b, radius: 2.9) == 0)
+    }
+
+    /// A 20 × 14 m hall with two kiosks on its south wall, at (2, 0) and (18, 0): the whole hall
+    /// lies on one side of the line between them, so two distances give one point. The reporter
+    /// sits at (10, 6); one neighbour 1.4 m away at (11, 7); another at (2, 10), 8.9 m away but
+    /// at the same 10 m from the west kiosk. From that kiosk alone the arc rule cannot tell them
+    /// apart (two points of the 10 m arc inside the hall, 0° to 101.5° round the kiosk, are
+    /// within 6 m, 34.9° apart, with a chance of 1 − (101.5 − 34.9)² / 101.5² = 0.57); the east
+    /// kiosk's 10 m against 18.9 m can.
+    @Test func pairsAreJudgedByPositionsWhereTwoKiosksHeardBoth() {
+        let hall = TracerSite.Room(
+            key: "hall",
+            name: "hall",
+            outline: [Point(0, 0), Point(20, 0), Point(20, 14), Point(0, 14)]
+        )
+        let west = Point(2, 0)
+        let east = Point(18, 0)
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        policy.geometry = [
+            "west": RoomGeometry(kiosk: west, room: hall), "east": RoomGeometry(kiosk: east, room: hall),
+        ]
+        policy.plan = Plan(
+            rooms: [.init(key: "hall", outline: hall.outline)],
+            receivers: [
+                .init(key: "west", room: "hall", position: west), .init(key: "east", room: "hall", position: east),
+            ]
+        )
+        var windows: [Window] = []
+        for (device, p) in [("R", Point(10, 6)), ("near", Point(11, 7)), ("far", Point(2, 10))] {
+            for s in 0..<4 {
+                for (key, k) in [("west", west), ("east", east)] {
+                    windows.append(
+                        Window(
+                            device: device,
+                            anchor: key,
+                            start: Double(s) * 30,
+                            end: Double(s) * 30 + 29,
+                            distance: Self.ranged(p, from: k)
+                        )
+                    )
+                }
+            }
+        }
+        let arc = RoomGeometry(kiosk: west, room: hall).probability(10, 10, radius: 6)
+        #expect(arc > 0.5 && arc < 0.65, "the arc rule's chance, 0.57 by hand: \(arc)")
+        let judged = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
+        #expect(Set(judged.map(\.device)) == ["near"])
+        policy.positions = false
+        let byDistance = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
+        #expect(Set(byDistance.map(\.device)) == ["near", "far"])
+    }
+}
