@@ -110,7 +110,8 @@ public struct Colocation: Sendable {
     /// windows are skipped.
     public func hits(_ read: Read, neighbours: [Window]) -> [Hit] {
         let reporter = read.reporter.first?.device
-        let positions = positioning?.plan.receiver(read.anchor) != nil
+        // Positions decide only where two kiosks of the room heard both badges.
+        let positions = (positioning?.plan.kiosks(inRoomOf: read.anchor) ?? 0) >= 2
         let starts = read.reporter.map(\.start)
         var out: [Hit] = []
         for theirs in neighbours where theirs.device != reporter {

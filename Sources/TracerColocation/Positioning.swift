@@ -68,6 +68,12 @@ public struct Plan: Sendable, Equatable {
 
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
     func receiver(_ key: String) -> Receiver? { receivers.first { $0.key == key } }
+
+    /// How many kiosks the room of this kiosk has (0 for an anchor the plan does not have).
+    func kiosks(inRoomOf key: String) -> Int {
+        guard let room = receiver(key)?.room else { return 0 }
+        return receivers.filter { $0.room == room }.count
+    }
 }
 
 /// Where in a room a badge was in one window slot: a few cells of the room's grid with their

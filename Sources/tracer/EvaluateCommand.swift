@@ -134,7 +134,13 @@ struct EvaluateCommand: ParsableCommand {
             )
         }
         var e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
-        let (positions, rooms) = Self.positions(observed, site: site, slot: policy.slot)
+        // The reporters' own positions and rooms (everyone's with --reporters all).
+        let reporters = Set(chosen)
+        let (positions, rooms) = Self.positions(
+            observed.filter { reporters.contains($0.device) },
+            site: site,
+            slot: policy.slot
+        )
         e.position(positions, truth: truth)
         e.rooms(rooms, truth: truth)
 
@@ -244,11 +250,11 @@ struct EvaluateCommand: ParsableCommand {
         }
         let p = e.positionError
         lines.append(
-            "positions (2+ kiosks, badge still): \(p.count) slots, error median \(String(format: "%.2f", p.median)) m, "
+            "positions (the reporters', 2+ kiosks, badge still): \(p.count) slots, error median \(String(format: "%.2f", p.median)) m, "
                 + "p90 \(String(format: "%.2f", p.p90)) m"
         )
         lines.append(
-            "rooms: \(percent(e.roomAttribution)) of \(Int(e.roomSeconds / 60)) badge-minutes heard in a kiosk's room attributed to it"
+            "rooms: \(percent(e.roomAttribution)) of the reporters' \(Int(e.roomSeconds / 60)) badge-minutes heard in a kiosk's room attributed to it"
         )
         return lines
     }
