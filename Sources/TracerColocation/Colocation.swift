@@ -231,23 +231,25 @@ public struct Colocation: Sendable {
         for h in hits where h.isNear { groups["\(h.anchor)\n\(h.device)", default: []].append(h) }
         var out: [Episode] = []
         for key in groups.keys.sorted() {
+            // Each hit's span worked out once (the sort compares it many times).
+            let spanned = groups[key]!.map { (hit: $0, from: $0.from, to: $0.to) }
             let merged = Spans.merge(
-                groups[key]!,
+                spanned,
                 gap: policy.window,
                 span: { ($0.from, $0.to) },
-                order: { ($0.from, $0.start) < ($1.from, $1.start) }
+                order: { ($0.from, $0.hit.start) < ($1.from, $1.hit.start) }
             )
             for m in merged {
-                let first = m.members[0]
+                let members = m.members.map(\.hit)
                 out.append(
                     Episode(
-                        device: first.device,
-                        anchor: first.anchor,
+                        device: members[0].device,
+                        anchor: members[0].anchor,
                         from: m.start,
                         to: m.end,
-                        low: Self.centimetres(m.members.map(\.low).min()!),
-                        high: Self.centimetres(m.members.map(\.high).min()!),
-                        overlapSeconds: Spans.covered(m.members.flatMap(\.together).map { ($0.start, $0.end) })
+                        low: Self.centimetres(members.map(\.low).min()!),
+                        high: Self.centimetres(members.map(\.high).min()!),
+                        overlapSeconds: Spans.covered(members.flatMap(\.together).map { ($0.start, $0.end) })
                     )
                 )
             }

@@ -6,20 +6,6 @@ import TracerSite
 /// The site as positioning sees it: the rooms, and every kiosk with what it takes to turn its
 /// distances back into decibels.
 public struct Plan: Sendable, Equatable {
-    public struct Room: Sendable, Equatable {
-        public var key: String
-        public var building: String?
-        public var outline: [Point]
-
-        public init(key: String, building: String? = nil, outline: [Point]) {
-            self.key = key
-            self.building = building
-            self.outline = outline
-        }
-
-        func contains(_ p: Point) -> Bool { TracerSite.Room(key: key, name: key, outline: outline).contains(p) }
-    }
-
     public struct Receiver: Sendable, Equatable {
         public var key: String
         public var room: String
@@ -38,6 +24,10 @@ public struct Plan: Sendable, Equatable {
             self.exponent = exponent
             self.floor = floor
         }
+
+        /// Path loss at a distance by this kiosk's model, 10·n·log10(d) dB: a window's distance
+        /// turned back into decibels, or a cell's range into what the kiosk would read.
+        func loss(at distance: Double) -> Double { 10 * exponent * log10(max(distance, 0.1)) }
     }
 
     public var rooms: [Room]
@@ -50,7 +40,7 @@ public struct Plan: Sendable, Equatable {
 
     /// The map's rooms and kiosks, each kiosk with its own ranging (offset and exponent).
     public init(site: Site) {
-        rooms = site.rooms.map { Room(key: $0.key, building: $0.building, outline: $0.outline) }
+        rooms = site.rooms
         receivers = site.anchors.filter { $0.kind == .kiosk }.map { a in
             let ranging = site.ranging(at: a.key)
             var n = 2.0
@@ -67,6 +57,7 @@ public struct Plan: Sendable, Equatable {
     }
 
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
+    func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
     func receiver(_ key: String) -> Receiver? { receivers.first { $0.key == key } }
 
     /// How many kiosks the room of this kiosk has (0 for an anchor the plan does not have).
@@ -83,8 +74,6 @@ public struct Fix: Sendable, Equatable {
     public var weights: [Double]
     /// The posterior mean.
     public var mean: Point
-    /// The likeliest cell.
-    public var mode: Point
     /// Kiosks of the room that heard the badge in this slot (others may have heard it through
     /// its walls).
     public var receivers: Int
@@ -132,8 +121,6 @@ public struct Positioning: Sendable {
     /// A fix keeps the likeliest cells up to this share of the chance, at most `fixCells` of them.
     static let fixMass = 0.97
     static let fixCells = 64
-    /// Kiosks further than this from a room are not expected to hear it.
-    static let hearingRange = 40.0
     /// The chance per slot that a badge goes into another room.
     static let roomChange = 0.01
 
@@ -154,7 +141,7 @@ public struct Positioning: Sendable {
         var alive = Set<String>()
         for w in windows where w.device == device {
             guard let r = plan.receiver(w.anchor), grid.predicted[r.key] != nil else { continue }
-            let y = 10 * r.exponent * log10(max(w.distance, 0.1))
+            let y = r.loss(at: w.distance)
             heard[slot(of: w.start), default: [:]][r.key, default: (0, 0)].sum += y
             heard[slot(of: w.start)]![r.key]!.count += 1
             alive.insert(r.key)
@@ -189,7 +176,7 @@ public struct Positioning: Sendable {
         var candidates = Set<String>()
         for w in windows where w.device == device {
             guard let r = plan.receiver(w.anchor) else { continue }
-            bySlot[slot(of: w.start), default: []].append((w, 10 * r.exponent * log10(max(w.distance, 0.1))))
+            bySlot[slot(of: w.start), default: []].append((w, r.loss(at: w.distance)))
             alive.insert(r.key)
             candidates.insert(r.room)
         }
@@ -346,7 +333,7 @@ final class RoomGrid: Sendable {
     let floors: [String: Double]
 
     /// A grid of at most about 400 cells (0.5 m in rooms up to 100 m², 0.9 m in a 20 × 16 m hall).
-    init?(room: Plan.Room, plan: Plan) {
+    init?(room: Room, plan: Plan) {
         let xs = room.outline.map(\.x)
         let ys = room.outline.map(\.y)
         guard let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max(), x1 > x0, y1 > y0 else {
@@ -371,44 +358,26 @@ final class RoomGrid: Sendable {
         self.cells = cells
         self.index = index
         let centre = Point((x0 + x1) / 2, (y0 + y1) / 2)
-        let reach = Positioning.hearingRange + Point(x0, y0).distance(to: centre)
+        let reach = RoomGeometry.hearingRange + Point(x0, y0).distance(to: centre)
         var predicted: [String: [Double]] = [:]
         var floors: [String: Double] = [:]
+        let here = plan.roomIndex(room.key)
         for r in plan.receivers where r.position.distance(to: centre) <= reach {
-            let kioskRoom = plan.room(r.room)
-            if let a = room.building, let b = kioskRoom?.building, a != b { continue }
+            guard let there = plan.roomIndex(r.room) else { continue }
+            if let a = room.building, let b = plan.rooms[there].building, a != b { continue }
             predicted[r.key] = cells.map { p in
                 let d = p.distance(to: r.position)
                 let range = (d * d + Positioning.height * Positioning.height).squareRoot()
                 let walls =
-                    r.room == room.key ? 0 : Self.walls(from: p, in: room.key, to: r.position, in: r.room, plan: plan)
-                return 10 * r.exponent * log10(max(0.1, range)) + Double(walls) * Positioning.wallLoss
+                    here.map {
+                        here == there ? 0 : Room.walls(from: p, in: $0, to: r.position, in: there, rooms: plan.rooms)
+                    } ?? 0
+                return r.loss(at: range) + Double(walls) * Positioning.wallLoss
             }
             floors[r.key] = r.floor
         }
         self.predicted = predicted
         self.floors = floors
-    }
-
-    /// Walls on the straight line between two points: each change of room along it (leaving the
-    /// rooms counts as one), sampled every 25 cm, as the simulator counts them.
-    static func walls(from p: Point, in a: String, to q: Point, in b: String, plan: Plan) -> Int {
-        let d = p.distance(to: q)
-        let steps = max(1, Int(d / 0.25))
-        var current: String? = a
-        var count = 0
-        for i in 1...steps {
-            let f = Double(i) / Double(steps)
-            let s = Point(p.x + (q.x - p.x) * f, p.y + (q.y - p.y) * f)
-            if let c = current, plan.room(c)?.contains(s) == true { continue }
-            let next = plan.rooms.first { $0.contains(s) }?.key
-            if next != current {
-                count += 1
-                current = next
-            }
-        }
-        if current != b { count += 1 }
-        return count
     }
 
     /// The log-likelihood of one slot's readings (y by kiosk) at every cell. With `complete`,
@@ -535,7 +504,6 @@ final class RoomGrid: Sendable {
             points: kept.map { cells[$0] },
             weights: kept.map { posterior[$0] / mass },
             mean: mean,
-            mode: cells[order[0]],
             receivers: receivers
         )
     }

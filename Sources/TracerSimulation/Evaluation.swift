@@ -125,8 +125,6 @@ public struct Evaluation: Sendable {
         public var p90 = 0.0
         /// Slots placed in a room the badge was not in.
         public var wrongRoom = 0
-        /// (true, estimated) points of the slots judged.
-        public var points: [(truth: Point, estimate: Point, device: String, time: Double)] = []
     }
 
     /// One estimated position: a device in a room over a window slot.
@@ -159,7 +157,6 @@ public struct Evaluation: Sendable {
             }
             guard s.from <= p.from, s.to >= p.to else { continue }
             errors.append(s.position.distance(to: p.point))
-            e.points.append((s.position, p.point, p.device, p.from))
         }
         errors.sort()
         e.count = errors.count

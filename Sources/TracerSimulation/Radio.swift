@@ -33,7 +33,9 @@ struct Radio {
         var rssi = power - 10 * exponent * log10(max(0.1, Self.range(p, kiosk.position)))
         rssi += parameters.receiverErrors[kiosk.key] ?? 0
         if room != kioskRoom {
-            rssi -= Double(walls(from: p, room: room, to: kiosk.position, room: kioskRoom)) * parameters.wallLoss
+            rssi -=
+                Double(Room.walls(from: p, in: room, to: kiosk.position, in: kioskRoom, rooms: site.rooms))
+                * parameters.wallLoss
         }
         if let facing {
             // 0 dB facing the kiosk, the whole shadow with the back to it.
@@ -41,26 +43,5 @@ struct Radio {
             rssi -= parameters.shadow * (1 - cos(toward - facing)) / 2
         }
         return rssi
-    }
-
-    /// Walls crossed on the straight line between two points: each change of room (or going
-    /// outdoors) along it, sampled every 25 cm.
-    func walls(from p: Point, room a: Int, to q: Point, room b: Int) -> Int {
-        let d = Geometry.distance(p, q)
-        let steps = max(1, Int(d / 0.25))
-        var current: Int? = a
-        var count = 0
-        for i in 1...steps {
-            let f = Double(i) / Double(steps)
-            let s = Point(p.x + (q.x - p.x) * f, p.y + (q.y - p.y) * f)
-            if let c = current, site.rooms[c].contains(s) { continue }
-            let next = site.rooms.indices.first { site.rooms[$0].contains(s) }
-            if next != current {
-                count += 1
-                current = next
-            }
-        }
-        if current != b { count += 1 }
-        return count
     }
 }

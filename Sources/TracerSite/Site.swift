@@ -142,7 +142,7 @@ public struct Point: Sendable, Hashable {
 }
 
 /// A room: its outline on the floor plan.
-public struct Room: Sendable {
+public struct Room: Sendable, Equatable {
     /// What a room is used for: the simulator's schedules send people by it.
     public enum Use: String, Sendable, CaseIterable {
         /// Classes and lectures: people arrive together, sit in rows, leave together.
@@ -212,6 +212,31 @@ public struct Room: Sendable {
             j = i
         }
         return inside
+    }
+}
+
+extension Room {
+    /// Walls crossed on the straight line from `p` (in `rooms[a]`) to `q` (in `rooms[b]`): each
+    /// change of room along it (going outside the rooms counts as one), sampled every 25 cm. The
+    /// simulator's radio and the position model count walls with this one function, so that the
+    /// model expects what the simulated world does.
+    public static func walls(from p: Point, in a: Int, to q: Point, in b: Int, rooms: [Room]) -> Int {
+        let d = p.distance(to: q)
+        let steps = max(1, Int(d / 0.25))
+        var current: Int? = a
+        var count = 0
+        for i in 1...steps {
+            let f = Double(i) / Double(steps)
+            let s = Point(p.x + (q.x - p.x) * f, p.y + (q.y - p.y) * f)
+            if let c = current, rooms[c].contains(s) { continue }
+            let next = rooms.indices.first { rooms[$0].contains(s) }
+            if next != current {
+                count += 1
+                current = next
+            }
+        }
+        if current != b { count += 1 }
+        return count
     }
 }
 

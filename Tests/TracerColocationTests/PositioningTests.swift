@@ -11,8 +11,8 @@ import TracerSite
     /// (x 12–24) with one kiosk on its far wall.
     static let plan = Plan(
         rooms: [
-            .init(key: "a", outline: [Point(0, 0), Point(12, 0), Point(12, 6), Point(0, 6)]),
-            .init(key: "b", outline: [Point(12, 0), Point(24, 0), Point(24, 6), Point(12, 6)]),
+            .init(key: "a", name: "a", outline: [Point(0, 0), Point(12, 0), Point(12, 6), Point(0, 6)]),
+            .init(key: "b", name: "b", outline: [Point(12, 0), Point(24, 0), Point(24, 6), Point(12, 6)]),
         ],
         receivers: [
             .init(key: "west", room: "a", position: Point(0, 3)),
@@ -184,10 +184,9 @@ import TracerSite
             points: [Point(0, 0), Point(10, 0)],
             weights: [0.5, 0.5],
             mean: Point(5, 0),
-            mode: Point(0, 0),
             receivers: 2
         )
-        let b = Fix(points: [Point(3, 0)], weights: [1], mean: Point(3, 0), mode: Point(3, 0), receivers: 2)
+        let b = Fix(points: [Point(3, 0)], weights: [1], mean: Point(3, 0), receivers: 2)
         #expect(Positioning.probability(a, b, radius: 6) == 0.5)
         #expect(Positioning.probability(a, b, radius: 7) == 1)
         #expect(Positioning.probability(a, b, radius: 2.9) == 0)
@@ -214,7 +213,7 @@ import TracerSite
             "west": RoomGeometry(kiosk: west, room: hall), "east": RoomGeometry(kiosk: east, room: hall),
         ]
         policy.plan = Plan(
-            rooms: [.init(key: "hall", outline: hall.outline)],
+            rooms: [hall],
             receivers: [
                 .init(key: "west", room: "hall", position: west), .init(key: "east", room: "hall", position: east),
             ]

@@ -76,13 +76,36 @@ import TracerSite
 
     @Test func wallsAreCountedAlongTheLine() throws {
         let sim = try Self.simulation(people: 1)
-        let radio = sim.radio
         let rooms = Dictionary(uniqueKeysWithValues: sim.site.rooms.enumerated().map { ($1.key, $0) })
         // Lab (south) to the corridor north of it: one wall. Lab to the café, across the
         // corridor: two. Building B to building A, across the courtyard: out and in again.
-        #expect(radio.walls(from: Point(6, 8), room: rooms["lab"]!, to: Point(12, 11.5), room: rooms["corridor"]!) == 1)
-        #expect(radio.walls(from: Point(6, 8), room: rooms["lab"]!, to: Point(7, 23.5), room: rooms["cafe"]!) == 2)
-        #expect(radio.walls(from: Point(7, 20), room: rooms["cafe"]!, to: Point(5, 40.5), room: rooms["a-lobby"]!) == 2)
+        #expect(
+            Room.walls(
+                from: Point(6, 8),
+                in: rooms["lab"]!,
+                to: Point(12, 11.5),
+                in: rooms["corridor"]!,
+                rooms: sim.site.rooms
+            ) == 1
+        )
+        #expect(
+            Room.walls(
+                from: Point(6, 8),
+                in: rooms["lab"]!,
+                to: Point(7, 23.5),
+                in: rooms["cafe"]!,
+                rooms: sim.site.rooms
+            ) == 2
+        )
+        #expect(
+            Room.walls(
+                from: Point(7, 20),
+                in: rooms["cafe"]!,
+                to: Point(5, 40.5),
+                in: rooms["a-lobby"]!,
+                rooms: sim.site.rooms
+            ) == 2
+        )
     }
 
     @Test func theRSSIFollowsThePathLossModelWithoutNoise() throws {
