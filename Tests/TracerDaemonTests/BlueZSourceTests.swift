@@ -190,7 +190,9 @@ import TracerTesting
         try bluez.control("AddAdapter", [.string("hci0"), .string("kiosk-lab")])
         // A new adapter object: its own call log.
         try #require(try await Self.wait { try Self.starts(bluez) >= 1 } != nil)
-        #expect(running.source.status.discoveryStarts >= 3)
+        // The stand-in logs StartDiscovery before its reply reaches the daemon, which counts the
+        // start only then: wait for the count too.
+        #expect(try await Self.wait { running.source.status.discoveryStarts >= 3 } != nil)
     }
 
     /// Discovery claims to be on but nothing arrives: the watchdog restarts it, and adverts flow.
@@ -208,7 +210,8 @@ import TracerTesting
         // Restarting calls StopDiscovery then StartDiscovery, which clears the stall.
         #expect(try await Self.wait { try Self.starts(bluez) >= 2 } != nil)
         #expect(try bluez.calls(on: "/org/bluez/hci0").contains("StopDiscovery"))
-        #expect(running.source.status.watchdogRestarts >= 1)
+        // The daemon publishes its counters after the round that made the calls: wait for them.
+        #expect(try await Self.wait { running.source.status.watchdogRestarts >= 1 } != nil)
         #expect(try await Self.wait { running.count >= before + 5 } != nil)
     }
 
@@ -231,6 +234,9 @@ import TracerTesting
         let paths = try bluez.objectPaths()
         #expect(paths.contains(stayer))
         #expect(paths.contains("/org/bluez/hci0/dev_11_22_33_44_55_66"), "a paired device was removed")
+        // Counted when RemoveDevice's reply reaches the daemon, after the stand-in dropped the
+        // object: wait for it, then check it is the only one.
+        #expect(try await Self.wait { running.source.status.devicesRemoved >= 1 } != nil)
         #expect(running.source.status.devicesRemoved == 1)
     }
 
