@@ -225,10 +225,12 @@ public struct Colocation: Sendable {
         }
     }
 
-    /// A device's hits at one anchor, merged where they are within the window of each other.
+    /// A device's hits in one room, merged where they are within the window of each other: two
+    /// kiosks of a room that both heard a pair make one episode, not two. Its anchor is the kiosk
+    /// that heard the pair together longest (the first by key on a tie).
     public func episodes(_ hits: [Hit]) -> [Episode] {
         var groups: [String: [Hit]] = [:]
-        for h in hits where h.isNear { groups["\(h.anchor)\n\(h.device)", default: []].append(h) }
+        for h in hits where h.isNear { groups["\(policy.room(of: h.anchor))\n\(h.device)", default: []].append(h) }
         var out: [Episode] = []
         for key in groups.keys.sorted() {
             // Each hit's span worked out once (the sort compares it many times).
@@ -241,10 +243,14 @@ public struct Colocation: Sendable {
             )
             for m in merged {
                 let members = m.members.map(\.hit)
+                let anchors = Dictionary(grouping: members, by: \.anchor).mapValues {
+                    Spans.covered($0.flatMap(\.together).map { ($0.start, $0.end) })
+                }
+                let anchor = anchors.min { ($1.value, $0.key) < ($0.value, $1.key) }!.key
                 out.append(
                     Episode(
                         device: members[0].device,
-                        anchor: members[0].anchor,
+                        anchor: anchor,
                         from: m.start,
                         to: m.end,
                         low: Self.centimetres(members.map(\.low).min()!),

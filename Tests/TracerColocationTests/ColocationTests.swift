@@ -48,6 +48,37 @@ import TracerSite
         )
     }
 
+    /// Two kiosks of one room, A and A2, both heard the reporter and X: one episode for the room,
+    /// at the kiosk that heard them together longer (A, 120 s against A2's 60 s), with the
+    /// tighter of the two kiosks' bounds (A2's 0–2 m). Kiosk B's room is an episode of its own.
+    @Test func twoKiosksOfOneRoomMakeOneEpisode() {
+        var windows: [Window] = []
+        for k in 0..<4 {
+            let start = Double(k) * 30
+            windows += [Self.w("R", "A", start, start + 30, 1), Self.w("X", "A", start, start + 30, 2)]
+            if k >= 2 { windows += [Self.w("R", "A2", start, start + 30, 1), Self.w("X", "A2", start, start + 30, 1)] }
+        }
+        windows += [Self.w("R", "B", 3600, 3630, 1), Self.w("X", "B", 3610, 3640, 2)]
+        var policy = ExposurePolicy()
+        let room = Self.square(0)
+        policy.geometry = [
+            "A": RoomGeometry(kiosk: Point(2, 0), room: room), "A2": RoomGeometry(kiosk: Point(2, 4), room: room),
+            "B": RoomGeometry(kiosk: Point(6, 0), room: Self.square(4)),
+        ]
+        #expect(
+            Colocation(policy: policy).episodes(reporter: "R", windows: windows) == [
+                .init(device: "X", anchor: "A", from: 0, to: 120, low: 0, high: 2, overlapSeconds: 120),
+                .init(device: "X", anchor: "B", from: 3600, to: 3640, low: 1, high: 3, overlapSeconds: 20),
+            ]
+        )
+        // Without the map each kiosk is a room of its own: A2 is an episode too.
+        #expect(
+            Colocation(policy: ExposurePolicy()).episodes(reporter: "R", windows: windows).map(\.anchor) == [
+                "A", "A2", "B",
+            ]
+        )
+    }
+
     /// The reads the engine makes: one per run of the reporter's windows at an anchor, wide
     /// enough for every neighbour window that can count.
     @Test func readsCoverEachRunOfTheReportersWindows() {

@@ -238,6 +238,7 @@ import TracerSite
         #expect(arc > 0.5 && arc < 0.65, "the arc rule's chance, 0.57 by hand: \(arc)")
         let judged = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
         #expect(Set(judged.map(\.device)) == ["near"])
+        #expect(judged.count == 1, "both kiosks heard the pair: one episode for the hall")
         policy.positions = false
         let byDistance = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
         #expect(Set(byDistance.map(\.device)) == ["near", "far"])
