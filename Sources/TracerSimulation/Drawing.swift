@@ -3,12 +3,14 @@ import TracerSite
 
 /// Pictures of an evaluation, as SVG (no dependencies; any browser shows them).
 public enum Drawing {
-    /// Writes distance-error.svg, timeline.svg and floorplan.svg; returns their paths.
+    /// Writes distance-error.svg, timeline.svg and floorplan.svg, and positions.svg when there
+    /// are positions (for the reporter with the most); returns their paths.
     public static func write(
         evaluation e: Evaluation,
         truth: GroundTruth,
         site: Site,
         exposures: [FlaggedExposure],
+        positions: [Evaluation.PositionEstimate] = [],
         to directory: String
     ) throws -> [String] {
         do {
@@ -32,6 +34,10 @@ public enum Drawing {
             "floorplan.svg",
             floorPlan(site: site, truth: truth, reporter: e.reporters.first, exposures: exposures)
         )
+        let placed = Dictionary(grouping: positions, by: \.device)
+        if let device = e.reporters.filter({ placed[$0] != nil }).max(by: { placed[$0]!.count < placed[$1]!.count }) {
+            try save("positions.svg", Self.positions(of: device, placed[device]!, truth: truth, site: site))
+        }
         return written
     }
 
@@ -245,6 +251,80 @@ public enum Drawing {
             s +=
                 "<circle cx=\"225\" cy=\"\(f(ly - 4))\" r=\"3\" fill=\"#cc0000\"/><text x=\"234\" y=\"\(f(ly))\">where \(escape(short(reporter))) was (reporter)</text>"
         }
+        s += "\n</svg>\n"
+        return s
+    }
+
+    /// Where one badge was placed in each slot in which two kiosks of its room heard it (a dot,
+    /// coloured by the time of day) against where it was at the slot's middle (a ring), joined by
+    /// a line: the rooms it was placed in, alone and to scale, with their kiosks.
+    static func positions(
+        of device: String,
+        _ estimates: [Evaluation.PositionEstimate],
+        truth: GroundTruth,
+        site: Site
+    ) -> String {
+        let keys = Set(estimates.map(\.room))
+        let rooms = site.rooms.filter { keys.contains($0.key) }
+        let xs = rooms.flatMap { $0.outline.map(\.x) }
+        let ys = rooms.flatMap { $0.outline.map(\.y) }
+        let (minX, maxX, minY, maxY) = (xs.min() ?? 0, xs.max() ?? 1, ys.min() ?? 0, ys.max() ?? 1)
+        let scale = min(860 / max(maxX - minX, 1), 560 / max(maxY - minY, 1))
+        let w = max(Int((maxX - minX) * scale + 80), 820)
+        let h = Int((maxY - minY) * scale + 160)
+        let left = (Double(w) - (maxX - minX) * scale) / 2
+        func px(_ p: Point) -> (Double, Double) { (left + (p.x - minX) * scale, 70 + (maxY - p.y) * scale) }
+        func hue(_ t: Double) -> String {
+            let u = truth.end > truth.start ? min(max((t - truth.start) / (truth.end - truth.start), 0), 1) : 0
+            return "hsl(\(Int(240 - 240 * u)), 70%, 45%)"
+        }
+        var errors: [Double] = []
+        var marks = ""
+        for e in estimates.sorted(by: { $0.from < $1.from }) {
+            let mid = (e.from + e.to) / 2
+            let (x, y) = px(e.point)
+            if let seg = truth.segment(of: device, at: mid), seg.room == e.room {
+                errors.append(seg.position.distance(to: e.point))
+                let (tx, ty) = px(seg.position)
+                marks +=
+                    "<line x1=\"\(f(tx))\" y1=\"\(f(ty))\" x2=\"\(f(x))\" y2=\"\(f(y))\" stroke=\"#888\" stroke-width=\"0.8\"/>"
+                    + "<circle cx=\"\(f(tx))\" cy=\"\(f(ty))\" r=\"5\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\"/>"
+            }
+            marks +=
+                "<circle cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"3.2\" fill=\"\(hue(mid))\"><title>\(clock(e.from))</title></circle>\n"
+        }
+        errors.sort()
+        let median = errors.isEmpty ? nil : errors[errors.count / 2]
+        var s = header(w, h, "Where \(short(device)) was placed, and where it was")
+        s +=
+            "<text x=\"\(w / 2)\" y=\"42\" text-anchor=\"middle\">\(estimates.count) slots in which two kiosks of a "
+            + "room heard it" + (median.map { String(format: "; median error %.1f m", $0) } ?? "") + "</text>\n"
+        for room in rooms {
+            let points = room.outline.map { p -> String in
+                let (x, y) = px(p)
+                return "\(f(x)),\(f(y))"
+            }.joined(separator: " ")
+            s += "<polygon points=\"\(points)\" fill=\"\(colour(room.key))\" fill-opacity=\"0.3\" stroke=\"#555\"/>"
+            let (lo, hi) = room.bounds
+            let (cx, _) = px(Point((lo.x + hi.x) / 2, hi.y))
+            let (_, top) = px(Point(lo.x, hi.y))
+            s +=
+                "<text x=\"\(f(cx))\" y=\"\(f(top + 14))\" text-anchor=\"middle\" font-size=\"11\">\(escape(room.name))</text>\n"
+        }
+        s += marks
+        for a in site.anchors where a.kind == .kiosk && keys.contains(a.room) {
+            let (x, y) = px(a.position)
+            s +=
+                "<rect x=\"\(f(x - 5))\" y=\"\(f(y - 5))\" width=\"10\" height=\"10\" fill=\"#204a87\"><title>\(escape(a.key))</title></rect>"
+        }
+        let ly = Double(h) - 30
+        s +=
+            "\n<rect x=\"40\" y=\"\(f(ly - 9))\" width=\"10\" height=\"10\" fill=\"#204a87\"/><text x=\"56\" y=\"\(f(ly))\">kiosk</text>"
+            + "<circle cx=\"115\" cy=\"\(f(ly - 4))\" r=\"3.2\" fill=\"\(hue(truth.start))\"/>"
+            + "<circle cx=\"127\" cy=\"\(f(ly - 4))\" r=\"3.2\" fill=\"\(hue(truth.end))\"/>"
+            + "<text x=\"136\" y=\"\(f(ly))\">placed (\(clock(truth.start)) to \(clock(truth.end)))</text>"
+            + "<circle cx=\"320\" cy=\"\(f(ly - 4))\" r=\"5\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\"/>"
+            + "<text x=\"331\" y=\"\(f(ly))\">where it was (the line joins the two)</text>"
         s += "\n</svg>\n"
         return s
     }

@@ -20,7 +20,8 @@ struct EvaluateCommand: ParsableCommand {
             (again) under the policy, then the flagged exposures are compared with the true pairs: \
             precision and recall overall and by room, and Herald's detection rate, continuity and \
             distance error. Pictures go to --pictures (SVG): distance-error.svg, timeline.svg (the \
-            first reporter's day), floorplan.svg.
+            first reporter's day), floorplan.svg, positions.svg (where the reporter with the most \
+            positions was placed against where they were).
             """
     )
 
@@ -145,7 +146,14 @@ struct EvaluateCommand: ParsableCommand {
         e.rooms(rooms, truth: truth)
 
         let dir = pictures ?? (sim as NSString).appendingPathComponent("eval")
-        let drawn = try Drawing.write(evaluation: e, truth: truth, site: site, exposures: exposures, to: dir)
+        let drawn = try Drawing.write(
+            evaluation: e,
+            truth: truth,
+            site: site,
+            exposures: exposures,
+            positions: positions,
+            to: dir
+        )
         if json {
             Output.line(Self.json(e, policy: policy, pictures: drawn))
         } else {

@@ -80,7 +80,18 @@ import TracerTesting
         let overall = o["overall"] as! [String: Any]
         let counted = ["truePositives", "falsePositives", "falseNegatives"].map { (overall[$0] as! NSNumber).intValue }
         #expect(counted[0] + counted[2] > 0, "the truth has pairs to find")
-        for picture in ["distance-error.svg", "timeline.svg", "floorplan.svg"] {
+        // Issue 16's targets, precision ≥ 0.90 and recall ≥ 0.95, on this CI-sized morning (0.917
+        // and 1.000 when written: 22 right, 2 wrong, none missed), so that a change that flags
+        // worse fails here. EFFICACY.md measures the 60-person day, where they are not yet met.
+        let precision = (overall["precision"] as? NSNumber)?.doubleValue ?? 0
+        let recall = (overall["recall"] as? NSNumber)?.doubleValue ?? 0
+        #expect(precision >= 0.9 && recall >= 0.95, "precision \(precision), recall \(recall): \(counted)")
+        // Positions where two kiosks of a room heard a reporter, and nearly every minute in a
+        // kiosk's room attributed to it.
+        let positions = try #require(o["positionError"] as? [String: Any])
+        #expect((positions["count"] as? NSNumber)?.intValue ?? 0 > 0)
+        #expect((o["roomAttribution"] as? NSNumber)?.doubleValue ?? 0 >= 0.95, "\(e.stdout)")
+        for picture in ["distance-error.svg", "timeline.svg", "floorplan.svg", "positions.svg"] {
             let text = String(decoding: fm.contents(atPath: dir.file("pictures/\(picture)")) ?? Data(), as: UTF8.self)
             #expect(text.hasPrefix("<svg") && text.hasSuffix("</svg>\n"), "\(picture)")
         }

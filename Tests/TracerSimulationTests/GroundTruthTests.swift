@@ -107,4 +107,56 @@ import Testing
         #expect(abs(three.medianSigned - (3.5 - 9.25.squareRoot())) < 1e-9)
         #expect(e.distanceErrors.first { $0.nominal == 1 }!.count == 0)
     }
+
+    /// positions.svg for the reporter with positions: each slot's estimate joined to where the
+    /// badge was. The lab is 10 × 10 m drawn at 56 px a metre (560 / 10), 130 px from the left of
+    /// an 820 px picture and 70 px from the top, north up: (3, 0) is at (298, 630), (3, 1) at
+    /// (298, 574).
+    @Test func thePositionsPictureJoinsEachEstimateToTheTruth() throws {
+        let truth = GroundTruth(
+            map: "t.yaml",
+            seed: 1,
+            start: 0,
+            end: 300,
+            noise: 4,
+            loss: 0.2,
+            radius: 6,
+            window: 300,
+            kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
+            roles: [:],
+            segments: ["R": [Self.seg("R", "lab", 0, 300, 3, 0)], "S": [Self.seg("S", "lab", 0, 300, 5, 5)]],
+            pairs: []
+        )
+        let placed = [(3.0, 1.0), (4, 0), (3, 3)].enumerated().map { s, p in
+            Evaluation.PositionEstimate(
+                device: "R",
+                room: "lab",
+                from: Double(s) * 30,
+                to: Double(s + 1) * 30,
+                point: Point(p.0, p.1)
+            )
+        }
+        let e = Evaluation(truth: truth, site: Self.site, reporters: ["S", "R"], exposures: [], observed: [])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tracer-drawing-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let drawn = try Drawing.write(
+            evaluation: e,
+            truth: truth,
+            site: Self.site,
+            exposures: [],
+            positions: placed,
+            to: dir
+        )
+        let path = try #require(drawn.first { $0.hasSuffix("/positions.svg") })
+        let svg = try String(contentsOfFile: path, encoding: .utf8)
+        // Errors 1, 1 and 3 m: the median 1.0; S has no positions, so the picture is R's.
+        #expect(svg.contains("Where R was placed, and where it was"))
+        #expect(svg.contains("3 slots in which two kiosks of a room heard it; median error 1.0 m"))
+        #expect(svg.contains("<line x1=\"298.0\" y1=\"630.0\" x2=\"298.0\" y2=\"574.0\""))
+        #expect(svg.components(separatedBy: "<line ").count - 1 == 3)
+        #expect(svg.contains("<title>k</title>"))
+        // No positions, no picture.
+        let none = try Drawing.write(evaluation: e, truth: truth, site: Self.site, exposures: [], to: dir + "/none")
+        #expect(!none.contains { $0.hasSuffix("positions.svg") })
+    }
 }
