@@ -28,6 +28,9 @@ public struct Colocation: Sendable {
         public var through: Double
         /// The reporter's windows this read serves, in time order.
         public var reporter: [Window]
+        /// The window slots in which two receivers of the anchor's room heard the reporter: only
+        /// there can positions decide a pair (`judged`), so only there are undecided pairs kept.
+        public var placed: Set<Int> = []
     }
 
     /// A neighbour's window near the reporter's: the reporter's windows it may have been near
@@ -89,15 +92,27 @@ public struct Colocation: Sendable {
     public func reads(reporter windows: [Window]) -> [Read] {
         var byAnchor: [String: [Window]] = [:]
         for w in policy.attributes ? inRoom(windows) : windows { byAnchor[w.anchor, default: []].append(w) }
+        // Slots in which two receivers of one room heard the reporter, by room.
+        var placed: [String: Set<Int>] = [:]
+        if let positioning {
+            var heard: [String: [Int: Set<String>]] = [:]
+            for w in windows {
+                guard let r = positioning.plan.receiver(w.anchor) else { continue }
+                heard["\(r.kind)\n\(r.room)", default: [:]][positioning.slot(of: w.start), default: []].insert(r.key)
+            }
+            placed = heard.mapValues { Set($0.filter { $0.value.count >= 2 }.keys) }
+        }
         var reads: [Read] = []
         for anchor in byAnchor.keys.sorted() {
+            let room = positioning?.plan.receiver(anchor).map { "\($0.kind)\n\($0.room)" }
             for run in Spans.merge(byAnchor[anchor]!, gap: 2 * policy.window, span: { ($0.start, $0.end) }) {
                 reads.append(
                     Read(
                         anchor: anchor,
                         from: run.start - policy.window - policy.longestInteraction,
                         through: run.end + policy.window,
-                        reporter: run.members
+                        reporter: run.members,
+                        placed: room.flatMap { placed[$0] } ?? []
                     )
                 )
             }
@@ -110,8 +125,9 @@ public struct Colocation: Sendable {
     /// windows are skipped.
     public func hits(_ read: Read, neighbours: [Window]) -> [Hit] {
         let reporter = read.reporter.first?.device
-        // Positions decide only where two kiosks of the room heard both badges.
-        let positions = (positioning?.plan.kiosks(inRoomOf: read.anchor) ?? 0) >= 2
+        // Positions decide only where two receivers of the room heard both badges: here, the
+        // reporter's slots in which they did.
+        func placed(_ w: Window) -> Bool { positioning.map { read.placed.contains($0.slot(of: w.start)) } ?? false }
         let starts = read.reporter.map(\.start)
         var out: [Hit] = []
         for theirs in neighbours where theirs.device != reporter {
@@ -126,7 +142,7 @@ public struct Colocation: Sendable {
                 guard gap <= policy.window else { continue }
                 let near = within(anchor: read.anchor, mine.distance, theirs.distance)
                 // Where positions may decide, every pair the two distances allow is kept.
-                if near || (positions && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9) {
+                if near || (placed(mine) && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9) {
                     pairs.append(Hit.Pairing(mine: mine, near: near))
                 }
             }
@@ -212,10 +228,11 @@ public struct Colocation: Sendable {
                     return nil
                 }
             }
-            let me = reporter.first?.device ?? ""
-            let mine = track(me, room, reporter)
+            // The neighbour's fix first: where two receivers did not hear them, the reporter's
+            // track in this room is not needed.
             let theirs = track(h.device, room, elsewhere[h.device] ?? [])
             guard let b = theirs[positioning.slot(of: h.start)], b.receivers >= 2 else { return h.isNear ? h : nil }
+            let mine = track(reporter.first?.device ?? "", room, reporter)
             var judged = h
             for k in judged.pairs.indices {
                 guard let a = mine[positioning.slot(of: judged.pairs[k].mine.start)], a.receivers >= 2 else { continue }

@@ -74,7 +74,8 @@ extension ExposurePolicy {
         longestInteraction = max(60, site.ranging.window * 2)
         slot = site.ranging.window
         plan = Plan(site: site)
-        for a in site.anchors where a.kind == .kiosk {
+        // Kiosks, and fixed beacons for phones in scanner mode (their windows are at the beacon).
+        for a in site.anchors {
             if let room = site.room(a.room) { geometry[a.key] = RoomGeometry(kiosk: a.position, room: room) }
         }
     }

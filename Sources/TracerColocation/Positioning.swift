@@ -3,11 +3,15 @@ import Synchronization
 import TracerRanging
 import TracerSite
 
-/// The site as positioning sees it: the rooms, and every kiosk with what it takes to turn its
-/// distances back into decibels.
+/// The site as positioning sees it: the rooms, and every anchor with what it takes to turn its
+/// distances back into decibels. Kiosks hear badges; fixed beacons are heard by phones in scanner
+/// mode (DESIGN.md), whose windows are at the beacon with the distance from it, so to the
+/// likelihood a beacon is a receiver like a kiosk: a known point, a distance, a path loss.
 public struct Plan: Sendable, Equatable {
     public struct Receiver: Sendable, Equatable {
         public var key: String
+        /// A kiosk, or a fixed beacon heard by phones.
+        public var kind: Anchor.Kind
         public var room: String
         public var position: Point
         /// The path-loss exponent its distances were ranged with.
@@ -17,8 +21,16 @@ public struct Plan: Sendable, Equatable {
         /// window's loudest advert beats its mean (`Positioning.hearingMargin`).
         public var floor: Double
 
-        public init(key: String, room: String, position: Point, exponent: Double = 2, floor: Double = 45) {
+        public init(
+            key: String,
+            kind: Anchor.Kind = .kiosk,
+            room: String,
+            position: Point,
+            exponent: Double = 2,
+            floor: Double = 45
+        ) {
             self.key = key
+            self.kind = kind
             self.room = room
             self.position = position
             self.exponent = exponent
@@ -38,20 +50,22 @@ public struct Plan: Sendable, Equatable {
         self.receivers = receivers
     }
 
-    /// The map's rooms and kiosks, each kiosk with its own ranging (offset and exponent).
+    /// The map's rooms and anchors: each kiosk with its own ranging (offset and exponent); each
+    /// fixed beacon with the site's, which phones range it with, and its own measured power.
     public init(site: Site) {
         rooms = site.rooms
-        receivers = site.anchors.filter { $0.kind == .kiosk }.map { a in
-            let ranging = site.ranging(at: a.key)
+        receivers = site.anchors.map { a in
+            let ranging = a.kind == .kiosk ? site.ranging(at: a.key) : site.ranging
             var n = 2.0
             if case .logDistance(let e) = ranging.model { n = e }
+            let power = a.kind == .kiosk ? Positioning.typicalPower : Double(a.measuredPower ?? -59)
             return Receiver(
                 key: a.key,
+                kind: a.kind,
                 room: a.room,
                 position: a.position,
                 exponent: n,
-                floor: Positioning.typicalPower + ranging.receiverOffset - Positioning.adapterFloor
-                    + Positioning.hearingMargin
+                floor: power + ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin
             )
         }
     }
@@ -60,11 +74,6 @@ public struct Plan: Sendable, Equatable {
     func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
     func receiver(_ key: String) -> Receiver? { receivers.first { $0.key == key } }
 
-    /// How many kiosks the room of this kiosk has (0 for an anchor the plan does not have).
-    func kiosks(inRoomOf key: String) -> Int {
-        guard let room = receiver(key)?.room else { return 0 }
-        return receivers.filter { $0.room == room }.count
-    }
 }
 
 /// Where in a room a badge was in one window slot: a few cells of the room's grid with their
@@ -330,7 +339,11 @@ final class RoomGrid: Sendable {
     let index: [Int]
     /// 10·n·log10(range) + wall loss, per cell, by kiosk key.
     let predicted: [String: [Double]]
-    let floors: [String: Double]
+    /// log Φ((predicted − floor)/σ) per cell, by kiosk key: what not being heard by that kiosk
+    /// weighs at each cell. It depends on the grid alone, so it is worked out once here: erfc
+    /// per cell and silent kiosk in every slot was most of the time a report took to flag
+    /// (`Tools/bench/exposure`, BENCHMARKS.md).
+    let notHeard: [String: [Double]]
 
     /// A grid of at most about 400 cells (0.5 m in rooms up to 100 m², 0.9 m in a 20 × 16 m hall).
     init?(room: Room, plan: Plan) {
@@ -360,7 +373,7 @@ final class RoomGrid: Sendable {
         let centre = Point((x0 + x1) / 2, (y0 + y1) / 2)
         let reach = RoomGeometry.hearingRange + Point(x0, y0).distance(to: centre)
         var predicted: [String: [Double]] = [:]
-        var floors: [String: Double] = [:]
+        var notHeard: [String: [Double]] = [:]
         let here = plan.roomIndex(room.key)
         for r in plan.receivers where r.position.distance(to: centre) <= reach {
             guard let there = plan.roomIndex(r.room) else { continue }
@@ -374,10 +387,10 @@ final class RoomGrid: Sendable {
                     } ?? 0
                 return r.loss(at: range) + Double(walls) * Positioning.wallLoss
             }
-            floors[r.key] = r.floor
+            notHeard[r.key] = predicted[r.key]!.map { Self.logPhi(($0 - r.floor) / Positioning.notHeardSigma) }
         }
         self.predicted = predicted
-        self.floors = floors
+        self.notHeard = notHeard
     }
 
     /// The log-likelihood of one slot's readings (y by kiosk) at every cell. With `complete`,
@@ -391,7 +404,7 @@ final class RoomGrid: Sendable {
         let sb2 = Positioning.badgeSigma * Positioning.badgeSigma
         let observed = heard.keys.sorted().compactMap { k in predicted[k].map { (heard[k]!, $0) } }
         let unheard = alive.subtracting(heard.keys).sorted().compactMap { k in
-            predicted[k].map { ($0, floors[k]!) }
+            notHeard[k]
         }
         let m = Double(observed.count)
         let shrink = sb2 / (se2 + m * sb2)
@@ -408,9 +421,7 @@ final class RoomGrid: Sendable {
                 squares += r * r
             }
             var l = norm - 0.5 / se2 * (squares - shrink * sum * sum)
-            for (mu, floor) in unheard {
-                l += Self.logPhi((mu[c] - floor) / Positioning.notHeardSigma)
-            }
+            for silent in unheard { l += silent[c] }
             ll[c] = l
         }
         return ll

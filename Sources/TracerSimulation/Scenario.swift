@@ -27,6 +27,9 @@ public struct SimulationParameters: Sendable, Equatable {
     public var exponent: Double?
     /// Seconds between a fixed beacon's adverts (0: fixed beacons are not simulated).
     public var beaconInterval = 1.0
+    /// Whether each person's phone scans too (scanner mode, the original app's design): what it
+    /// hears of the fixed beacons is written as a replay of its own.
+    public var phones = false
     /// Kiosks whose receivers read off, by key: dB added to all they hear (a receiver that reads
     /// 6 dB low is −6). The map does not know it; calibration as the kiosks run has to find it.
     public var receiverErrors: [String: Double] = [:]

@@ -33,15 +33,17 @@ extension Simulation {
 
     /// What `write` wrote.
     public struct Written: Sendable {
+        /// Kiosks' replays, and phones' with `phones`.
         public var replays: Int
+        public var phones: Int
         public var adverts: Int
         public var segments: Int
         public var pairs: Int
     }
 
-    /// Writes the replays (`replays/KIOSK.jsonl`) and the truth (`truth/*.jsonl`,
-    /// `manifest.json`) into a directory, kiosks two at a time; `progress` hears of each
-    /// kiosk done.
+    /// Writes the replays (`replays/KIOSK.jsonl`, and `phones/phone-N.jsonl` for person N with
+    /// `phones`) and the truth (`truth/*.jsonl`, `manifest.json`) into a directory, two replays
+    /// at a time; `progress` hears of each replay done.
     @discardableResult
     public func write(
         to directory: String,
@@ -112,22 +114,44 @@ extension Simulation {
             try Self.writeLines(spans, to: (calibration as NSString).appendingPathComponent("\(kiosk.key).jsonl"))
         }
 
-        // The replays, two kiosks at a time (the machine this was written for has two cores).
+        // The replays, two at a time (the machine this was written for has two cores): the
+        // kiosks', then the phones'.
+        let phones = parameters.phones ? people : []
+        if !phones.isEmpty {
+            do {
+                try fm.createDirectory(
+                    atPath: (directory as NSString).appendingPathComponent("phones"),
+                    withIntermediateDirectories: true
+                )
+            } catch {
+                throw SimulationError("cannot create \(directory)/phones: \(error.localizedDescription)")
+            }
+        }
+        @Sendable func phoneReplay(_ person: Person) -> String { "phones/phone-\(person.index + 1).jsonl" }
         let lock = NSLock()
-        nonisolated(unsafe) var counts = Array(repeating: 0, count: kiosks.count)
+        let jobs = kiosks.count + phones.count
+        nonisolated(unsafe) var counts = Array(repeating: 0, count: jobs)
         nonisolated(unsafe) var failure: (any Error)?
         nonisolated(unsafe) var done = 0
         nonisolated(unsafe) var total = 0
         let kiosks = self.kiosks
-        DispatchQueue.concurrentPerform(iterations: kiosks.count) { i in
-            let path = (replays as NSString).appendingPathComponent("\(kiosks[i].key).jsonl")
+        DispatchQueue.concurrentPerform(iterations: jobs) { i in
             do {
-                let n = try writeReplay(for: kiosks[i], to: path)
+                let n =
+                    i < kiosks.count
+                    ? try writeReplay(
+                        for: kiosks[i],
+                        to: (replays as NSString).appendingPathComponent("\(kiosks[i].key).jsonl")
+                    )
+                    : try writePhoneReplay(
+                        for: phones[i - kiosks.count],
+                        to: (directory as NSString).appendingPathComponent(phoneReplay(phones[i - kiosks.count]))
+                    )
                 lock.lock()
                 counts[i] = n
                 done += 1
                 total += n
-                progress(done, kiosks.count, total)
+                progress(done, jobs, total)
                 lock.unlock()
             } catch {
                 lock.lock()
@@ -137,7 +161,7 @@ extension Simulation {
         }
         if let failure { throw failure }
 
-        let manifest: [String: Any] = [
+        var manifest: [String: Any] = [
             "site": site.name, "map": mapPath, "seed": NSNumber(value: parameters.seed), "people": parameters.people,
             "hours": parameters.hours, "start": parameters.start, "end": parameters.end, "noise": parameters.noise,
             "loss": parameters.loss, "shadow": parameters.shadow, "wallLoss": parameters.wallLoss,
@@ -149,6 +173,11 @@ extension Simulation {
                 ]
             },
         ]
+        if !phones.isEmpty {
+            manifest["phones"] = phones.enumerated().map { j, person in
+                ["device": person.deviceID, "replay": phoneReplay(person), "adverts": counts[kiosks.count + j]]
+            }
+        }
         let data = try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])
         guard
             fm.createFile(
@@ -156,7 +185,13 @@ extension Simulation {
                 contents: data + [10]
             )
         else { throw SimulationError("cannot write \(directory)/manifest.json") }
-        return Written(replays: kiosks.count, adverts: total, segments: positions.count, pairs: pairs.count)
+        return Written(
+            replays: kiosks.count,
+            phones: phones.count,
+            adverts: total,
+            segments: positions.count,
+            pairs: pairs.count
+        )
     }
 
     static func round(_ x: Double, _ places: Int) -> Double {
@@ -195,6 +230,10 @@ extension GroundTruth {
                 return nil
             }
             return Kiosk(anchor: a, room: r, replay: p, adverts: (k["adverts"] as? NSNumber)?.intValue ?? 0)
+        }
+        var phones: [String: String] = [:]
+        for p in m["phones"] as? [[String: Any]] ?? [] {
+            if let d = p["device"] as? String, let r = p["replay"] as? String { phones[d] = r }
         }
         let truth = (directory as NSString).appendingPathComponent("truth")
         var roles: [String: String] = [:]
@@ -242,7 +281,8 @@ extension GroundTruth {
             kiosks: kiosks,
             roles: roles,
             segments: segments,
-            pairs: pairs
+            pairs: pairs,
+            phones: phones
         )
     }
 

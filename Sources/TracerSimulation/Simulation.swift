@@ -40,6 +40,14 @@ public struct Simulation: Sendable {
         guard !kiosks.isEmpty else {
             throw SimulationError("\(site.file): the site has no kiosk to hear anyone")
         }
+        if parameters.phones {
+            guard site.anchors.contains(where: { $0.kind == .beacon }) else {
+                throw SimulationError("\(site.file): the site has no fixed beacon for phones to hear")
+            }
+            guard parameters.beaconInterval > 0 else {
+                throw SimulationError("phones hear the fixed beacons: their advert interval must be above 0")
+            }
+        }
         self.site = site
         self.parameters = parameters
         self.kiosks = kiosks
@@ -151,6 +159,51 @@ public struct Simulation: Sendable {
         return out
     }
 
+    /// Everything the phone of one person hears of the site's fixed beacons (scanner mode), in
+    /// time order: each beacon's adverts every `beaconInterval` while the person is in its
+    /// building, at the kiosk model's mean with the roles swapped (the beacon transmits; the phone,
+    /// carried like a badge, receives, its wearer's body shadowing it from beacons behind), plus
+    /// the phone's own offset (the person's, as for their badge). Deterministic for the seed and
+    /// the person.
+    public func heard(byPhoneOf person: Person) -> [Heard] {
+        var rng = SeededGenerator(seed: parameters.seed, stream: "phone:\(person.index)")
+        let sigma = parameters.noise
+        let interval = parameters.beaconInterval
+        let beacons = site.anchors.enumerated().filter { $0.element.kind == .beacon }
+        let phases = beacons.map { _ in rng.uniform(0, interval) }
+        var out: [Heard] = []
+        for s in segments[person.index] {
+            guard let room = s.room else { continue }
+            for (j, (i, beacon)) in beacons.enumerated() {
+                let beaconRoom = roomIndex(beacon.room)
+                guard site.rooms[beaconRoom].building == site.rooms[room].building else { continue }
+                let mean =
+                    radio.meanRSSI(
+                        power: Double(beacon.measuredPower ?? -59),
+                        at: s.position,
+                        room: room,
+                        facing: s.facing,
+                        kiosk: beacon,
+                        kioskRoom: beaconRoom
+                    ) + person.offset
+                guard mean + 3 * sigma >= parameters.sensitivity else { continue }
+                var k = ((s.from - phases[j]) / interval).rounded(.up)
+                while true {
+                    let t = phases[j] + k * interval + rng.uniform(0, 0.01)
+                    k += 1
+                    if t >= s.to { break }
+                    if t < s.from { continue }
+                    if parameters.loss > 0, rng.chance(parameters.loss) { continue }
+                    let rssi = (mean + rng.gaussian(sigma)).rounded()
+                    guard rssi >= parameters.sensitivity, rssi < 0 else { continue }
+                    out.append(Heard(time: t, emitter: Int32(-1 - i), rssi: Int16(rssi)))
+                }
+            }
+        }
+        out.sort { $0.time < $1.time }
+        return out
+    }
+
     /// The iBeacon payload after the company id, as hex: type, length, UUID, major, minor, power.
     static func payload(uuid: String, major: UInt16, minor: UInt16, power: Int) -> String {
         "0215" + uuid.replacingOccurrences(of: "-", with: "").lowercased()
@@ -160,7 +213,17 @@ public struct Simulation: Sendable {
     /// Writes one kiosk's replay in DESIGN.md's format; returns the adverts written.
     @discardableResult
     public func writeReplay(for kiosk: Anchor, to path: String) throws -> Int {
-        let heard = heard(by: kiosk)
+        try writeReplay(heard(by: kiosk), to: path)
+    }
+
+    /// Writes what one person's phone hears (`heard(byPhoneOf:)`) as a replay; returns the
+    /// adverts written.
+    @discardableResult
+    public func writePhoneReplay(for person: Person, to path: String) throws -> Int {
+        try writeReplay(heard(byPhoneOf: person), to: path)
+    }
+
+    func writeReplay(_ heard: [Heard], to path: String) throws -> Int {
         // Each emitter's line, but for the time and the RSSI.
         var beaconAddress: [Int: String] = [:]
         var rng = SeededGenerator(seed: parameters.seed, stream: "beacon-addresses")

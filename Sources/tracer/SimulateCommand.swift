@@ -35,6 +35,13 @@ struct SimulateCommand: ParsableCommand {
         )
     )
     var receiverError: [String] = []
+    @Flag(
+        help: """
+            Also write what each person's phone hears of the map's fixed beacons (scanner mode), \
+            one replay per person in phones/, for tracer daemon --device.
+            """
+    )
+    var phones = false
     @Option(help: "The radius of the true pairs, metres (default: the map's exposureRadius).") var radius: Double?
     @Option(help: "The window of the true pairs, minutes (default: the map's exposureWindow).") var window: Double?
 
@@ -49,6 +56,7 @@ struct SimulateCommand: ParsableCommand {
         p.shadow = shadow
         p.wallLoss = wallLoss
         p.exponent = exponent
+        p.phones = phones
         for text in receiverError {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let db = Double(parts[1]), abs(db) <= 40 else {
@@ -71,9 +79,9 @@ struct SimulateCommand: ParsableCommand {
             radius: radius,
             window: window
         ) { done, total, adverts in
-            Output.progress("simulate: kiosks", done, total)
+            Output.progress("simulate: replays", done, total)
             if !Output.stderrIsTerminal {
-                Output.error("simulate: \(done)/\(total) kiosks, \(adverts) adverts")
+                Output.error("simulate: \(done)/\(total) replays, \(adverts) adverts")
             }
         }
         Output.endProgress()
@@ -83,7 +91,10 @@ struct SimulateCommand: ParsableCommand {
                 + "\(Int((loss * 100).rounded()))% lost) in \(String(format: "%.1f", seconds)) s"
         )
         Output.line(
-            "  \(written.replays) replays, \(written.adverts) adverts: \(out)/replays/"
+            written.phones > 0
+                ? "  \(written.replays) kiosks' replays and \(written.phones) phones', \(written.adverts) adverts: "
+                    + "\(out)/replays/, \(out)/phones/"
+                : "  \(written.replays) replays, \(written.adverts) adverts: \(out)/replays/"
         )
         Output.line(
             "  truth: \(written.segments) position segments, "

@@ -143,6 +143,43 @@ import TracerSite
         )
     }
 
+    /// A phone in scanner mode hears the fixed beacons as a kiosk hears a badge, the roles
+    /// swapped: without noise, loss, shadow or spread, each advert is the path-loss model's value
+    /// from the beacon to where the person is, at most one a second per beacon, and nothing else.
+    @Test func aPhoneHearsTheFixedBeaconsByThePathLossModel() throws {
+        var p = SimulationParameters(people: 1, hours: 1, seed: 1, start: Self.start)
+        p.noise = 0
+        p.loss = 0
+        p.shadow = 0
+        p.badgeSpread = 0
+        p.phones = true
+        let sim = try Simulation(site: Self.site, parameters: p)
+        let heard = sim.heard(byPhoneOf: sim.people[0])
+        #expect(heard.count > 100)
+        var perBeacon: [Int32: [Double]] = [:]
+        for h in heard {
+            let beacon = sim.site.anchors[Int(-1 - h.emitter)]
+            #expect(h.emitter < 0 && beacon.kind == .beacon)
+            let segment = try #require(sim.segments[0].first { $0.from <= h.time && h.time < $0.to && $0.room != nil })
+            let room = segment.room!
+            let beaconRoom = sim.roomIndex(beacon.room)
+            #expect(sim.site.rooms[room].building == sim.site.rooms[beaconRoom].building)
+            let mean = sim.radio.meanRSSI(
+                power: Double(beacon.measuredPower ?? -59),
+                at: segment.position,
+                room: room,
+                facing: nil,
+                kiosk: beacon,
+                kioskRoom: beaconRoom
+            )
+            #expect(Double(h.rssi) == mean.rounded(), "\(beacon.key) at \(h.time)")
+            perBeacon[h.emitter, default: []].append(h.time)
+        }
+        for times in perBeacon.values {
+            #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 >= 0.98 })
+        }
+    }
+
     @Test func badRequestsAreRefusedWithTheOptionNamed() {
         func refused(_ change: (inout SimulationParameters) -> Void) -> String {
             var p = SimulationParameters(people: 5, hours: 1, seed: 1, start: Self.start)
