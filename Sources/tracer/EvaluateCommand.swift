@@ -92,12 +92,16 @@ struct EvaluateCommand: ParsableCommand {
         let store = try options.open(mustExist: true)
         let engine = ExposureEngine(policy: policy)
         var reportOf: [String: String] = [:]
+        var flagging: [Double] = []
         for (i, device) in chosen.enumerated() {
             Output.progress("evaluate: flagging reports", i, chosen.count)
             let id = try Self.report(for: device, at: truth.end, in: store)
+            let began = ContinuousClock.now
             try engine.flag(reportID: id, store: store)
+            flagging.append((ContinuousClock.now - began) / .milliseconds(1))
             reportOf[id] = device
         }
+        flagging.sort()
         Output.progress("evaluate: flagging reports", chosen.count, chosen.count)
         Output.endProgress()
 
@@ -155,9 +159,17 @@ struct EvaluateCommand: ParsableCommand {
             to: dir
         )
         if json {
-            Output.line(Self.json(e, policy: policy, pictures: drawn))
+            Output.line(Self.json(e, policy: policy, pictures: drawn, flagging: flagging))
         } else {
             Self.table(e, policy: policy, truth: truth).forEach(Output.line)
+            Output.line(
+                "flagging: \(flagging.count) report\(flagging.count == 1 ? "" : "s"), median "
+                    + String(
+                        format: "%.0f ms, worst %.0f ms",
+                        flagging.isEmpty ? 0 : flagging[flagging.count / 2],
+                        flagging.last ?? 0
+                    )
+            )
             Output.line("pictures: " + drawn.joined(separator: " "))
         }
     }
@@ -267,7 +279,8 @@ struct EvaluateCommand: ParsableCommand {
         return lines
     }
 
-    static func json(_ e: Evaluation, policy: ExposurePolicy, pictures: [String]) -> String {
+    /// `flagging`: milliseconds each report took to flag, in order.
+    static func json(_ e: Evaluation, policy: ExposurePolicy, pictures: [String], flagging: [Double]) -> String {
         func counts(_ c: Counts) -> [String: Any] {
             [
                 "truePositives": c.truePositives, "falsePositives": c.falsePositives,
@@ -294,6 +307,9 @@ struct EvaluateCommand: ParsableCommand {
                 ]
             },
             "pictures": pictures,
+            "flagMilliseconds": [
+                "median": flagging.isEmpty ? 0 : flagging[flagging.count / 2], "max": flagging.last ?? 0,
+            ],
         ]
         let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)

@@ -101,6 +101,49 @@ import TracerTesting
             "evaluate", "--sim", dir.file("a"), "--store", store, "--reporters", "3",
         ])
         #expect(table.status == 0 && table.stdout.contains("all (per device)") && table.stdout.contains("continuity"))
+        #expect(table.stdout.contains("flagging: 3 reports, median "), "\(table.stdout)")
+    }
+
+    /// Phones as scanners: `--phones` writes what each person's phone heard of the fixed beacons,
+    /// and `tracer daemon --device` ranges it into windows at the beacons, under the phone's id.
+    @Test func phonesHearTheFixedBeaconsAndAreRangedInScannerMode() async throws {
+        let r = try await TracerProcess.running([
+            "simulate", "--map", Self.map, "--people", "8", "--hours", "1", "--seed", "5",
+            "--start", "2026-11-23T11:30:00Z", "--out", dir.file("p"), "--phones",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("16 kiosks' replays and 8 phones'"), "\(r.stdout)")
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("p/manifest.json"))))
+                as? [String: Any]
+        )
+        let phones = try #require(manifest["phones"] as? [[String: Any]])
+        #expect(phones.count == 8)
+        func adverts(_ p: [String: Any]) -> Int { (p["adverts"] as? NSNumber)?.intValue ?? 0 }
+        let busiest = try #require(phones.max { adverts($0) < adverts($1) })
+        #expect(adverts(busiest) > 0)
+        let device = try #require(busiest["device"] as? String)
+        let replay = try #require(busiest["replay"] as? String)
+        let store = dir.file("phone.sqlite")
+        let daemon = try await TracerProcess.running([
+            "daemon", "--map", Self.map, "--device", device, "--source", "replay:\(dir.file("p/\(replay)"))",
+            "--store", store,
+        ])
+        #expect(daemon.status == 0, "\(daemon.stderr)")
+        let query = try await TracerProcess.running([
+            "db", "query", "interactions", "--group", "--json", "--store", store,
+        ])
+        let docs = try JSONSerialization.jsonObject(with: Data(query.stdout.utf8)) as? [[String: Any]] ?? []
+        let data = docs.compactMap { $0["data"] as? [String: Any] }
+        #expect(!data.isEmpty)
+        // Every window is this phone's, at one of the map's fixed beacons, with a distance.
+        let beacons: Set = [
+            "b-lab-door", "b-lab-bench", "b-lab-shelf", "b-seminar", "b-lecture-front", "b-lecture-back", "b-cafe",
+            "b-library", "b-clinic",
+        ]
+        #expect(data.allSatisfy { $0["deviceId"] as? String == device })
+        #expect(Set(data.compactMap { $0["anchor"] as? String }).isSubset(of: beacons))
+        #expect(data.allSatisfy { ($0["distance"] as? NSNumber)?.doubleValue ?? 0 > 0 })
     }
 
     @Test func badInputIsOneLineAndExitOne() async throws {
