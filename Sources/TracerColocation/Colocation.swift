@@ -62,6 +62,23 @@ public struct Colocation: Sendable {
 
         var nearPairs: [Window] { pairs.filter(\.near).map(\.mine) }
         public var isNear: Bool { pairs.contains(where: \.near) }
+
+        /// `from`, `to`, `low`, `high` and `together` in one pass over the pairs, copying no
+        /// window: `episodes` needs all five of every hit, and working each out on its own was a
+        /// fifth of the time a report took to flag (perf on `Tools/bench/exposure`).
+        func summary() -> (from: Double, to: Double, low: Double, high: Double, together: [Pair]) {
+            var (from, to, low, high) = (start, end, Double.infinity, Double.infinity)
+            var together: [Pair] = []
+            for p in pairs where p.near {
+                from = min(from, p.mine.start)
+                to = max(to, p.mine.end)
+                low = min(low, abs(p.mine.distance - distance))
+                high = min(high, p.mine.distance + distance)
+                let shared = Pair(start: max(start, p.mine.start), end: min(end, p.mine.end))
+                if shared.end > shared.start { together.append(shared) }
+            }
+            return (from, to, low, high, together)
+        }
         public var from: Double { nearPairs.map(\.start).min().map { min($0, start) } ?? start }
         public var to: Double { nearPairs.map(\.end).max().map { max($0, end) } ?? end }
         public var low: Double { nearPairs.map { abs($0.distance - distance) }.min() ?? .infinity }
@@ -228,10 +245,16 @@ public struct Colocation: Sendable {
                     return nil
                 }
             }
-            // The neighbour's fix first: where two receivers did not hear them, the reporter's
-            // track in this room is not needed.
+            // Without two receivers of the room hearing the neighbour in the hit's slot there is
+            // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
+            let slot = positioning.slot(of: h.start)
+            var heardBy = Set<String>()
+            for w in elsewhere[h.device] ?? [] where positioning.slot(of: w.start) == slot {
+                if let r = positioning.plan.receiver(w.anchor), r.room == room { heardBy.insert(r.key) }
+            }
+            guard heardBy.count >= 2 else { return h.isNear ? h : nil }
             let theirs = track(h.device, room, elsewhere[h.device] ?? [])
-            guard let b = theirs[positioning.slot(of: h.start)], b.receivers >= 2 else { return h.isNear ? h : nil }
+            guard let b = theirs[slot], b.receivers >= 2 else { return h.isNear ? h : nil }
             let mine = track(reporter.first?.device ?? "", room, reporter)
             var judged = h
             for k in judged.pairs.indices {
@@ -250,29 +273,29 @@ public struct Colocation: Sendable {
         for h in hits where h.isNear { groups["\(policy.room(of: h.anchor))\n\(h.device)", default: []].append(h) }
         var out: [Episode] = []
         for key in groups.keys.sorted() {
-            // Each hit's span worked out once (the sort compares it many times).
-            let spanned = groups[key]!.map { (hit: $0, from: $0.from, to: $0.to) }
+            // Each hit's span, bounds and shared stretches worked out once.
+            let summed = groups[key]!.map { (hit: $0, summary: $0.summary()) }
             let merged = Spans.merge(
-                spanned,
+                summed,
                 gap: policy.window,
-                span: { ($0.from, $0.to) },
-                order: { ($0.from, $0.hit.start) < ($1.from, $1.hit.start) }
+                span: { ($0.summary.from, $0.summary.to) },
+                order: { ($0.summary.from, $0.hit.start) < ($1.summary.from, $1.hit.start) }
             )
             for m in merged {
-                let members = m.members.map(\.hit)
-                let anchors = Dictionary(grouping: members, by: \.anchor).mapValues {
-                    Spans.covered($0.flatMap(\.together).map { ($0.start, $0.end) })
+                var byAnchor: [String: [(start: Double, end: Double)]] = [:]
+                for member in m.members {
+                    byAnchor[member.hit.anchor, default: []] += member.summary.together.map { ($0.start, $0.end) }
                 }
-                let anchor = anchors.min { ($1.value, $0.key) < ($0.value, $1.key) }!.key
+                let anchor = byAnchor.mapValues(Spans.covered).min { ($1.value, $0.key) < ($0.value, $1.key) }!.key
                 out.append(
                     Episode(
-                        device: members[0].device,
+                        device: m.members[0].hit.device,
                         anchor: anchor,
                         from: m.start,
                         to: m.end,
-                        low: Self.centimetres(members.map(\.low).min()!),
-                        high: Self.centimetres(members.map(\.high).min()!),
-                        overlapSeconds: Spans.covered(members.flatMap(\.together).map { ($0.start, $0.end) })
+                        low: Self.centimetres(m.members.map(\.summary.low).min()!),
+                        high: Self.centimetres(m.members.map(\.summary.high).min()!),
+                        overlapSeconds: Spans.covered(byAnchor.values.flatMap { $0 })
                     )
                 )
             }

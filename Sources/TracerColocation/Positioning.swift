@@ -179,21 +179,55 @@ public struct Positioning: Sendable {
     /// Markov model over those rooms (staying put from one step to the next but for
     /// `roomChange` per slot) smooths them forward and backward: a badge is not in the next room
     /// for one window because that kiosk heard it loud once.
+    ///
+    /// Slots further apart than `longestGap` start the chain afresh, so each run of slots is a
+    /// chain of its own: over the rooms whose kiosks heard the device in that run, with the
+    /// kiosks that heard it in that run (not in a fortnight's) as the silent ones.
     public func rooms(_ windows: [Window], device: String) -> RoomTrack {
         var bySlot: [Int: [(window: Window, y: Double)]] = [:]
-        var alive = Set<String>()
-        var candidates = Set<String>()
         for w in windows where w.device == device {
             guard let r = plan.receiver(w.anchor) else { continue }
             bySlot[slot(of: w.start), default: []].append((w, r.loss(at: w.distance)))
-            alive.insert(r.key)
-            candidates.insert(r.room)
+        }
+        var runs: [[Int]] = []
+        for s in bySlot.keys.sorted() {
+            if let last = runs.last?.last, s - last <= Positioning.longestGap {
+                runs[runs.count - 1].append(s)
+            } else {
+                runs.append([s])
+            }
+        }
+        let chains = runs.map { chain($0, bySlot) }
+        let rooms = Set(chains.flatMap(\.rooms)).sorted()
+        let column = Dictionary(uniqueKeysWithValues: rooms.enumerated().map { ($1, $0) })
+        var steps: [RoomTrack.Step] = []
+        for c in chains {
+            for var step in c.steps {
+                var chances = [Double](repeating: 0, count: rooms.count)
+                for (k, p) in step.chances.enumerated() { chances[column[c.rooms[k]]!] = p }
+                step.chances = chances
+                steps.append(step)
+            }
+        }
+        return RoomTrack(rooms: rooms, steps: steps)
+    }
+
+    /// One run's room chain (`rooms(_:device:)`).
+    func chain(_ slots: [Int], _ bySlot: [Int: [(window: Window, y: Double)]]) -> RoomTrack {
+        var alive = Set<String>()
+        var candidates = Set<String>()
+        for s in slots {
+            for (w, _) in bySlot[s]! {
+                guard let r = plan.receiver(w.anchor) else { continue }
+                alive.insert(r.key)
+                candidates.insert(r.room)
+            }
         }
         let rooms = candidates.sorted().compactMap { key in grids.grid(key, plan: plan).map { (key, $0) } }
-        guard !rooms.isEmpty, !bySlot.isEmpty else { return RoomTrack(rooms: [], steps: []) }
+        guard !rooms.isEmpty else { return RoomTrack(rooms: [], steps: []) }
         var steps: [RoomTrack.Step] = []
         var readings: [[String: Double]] = []
-        for s in bySlot.keys.sorted() {
+        for s in slots {
             for (from, to, heard) in Self.steps(bySlot[s]!, slot: s, length: slot) {
                 steps.append(RoomTrack.Step(slot: s, from: from, to: to, chances: []))
                 readings.append(heard)
