@@ -60,7 +60,6 @@ public struct Colocation: Sendable {
             public var end: Double
         }
 
-        var nearPairs: [Window] { pairs.filter(\.near).map(\.mine) }
         public var isNear: Bool { pairs.contains(where: \.near) }
 
         /// `from`, `to`, `low`, `high` and `together` in one pass over the pairs, copying no
@@ -79,16 +78,11 @@ public struct Colocation: Sendable {
             }
             return (from, to, low, high, together)
         }
-        public var from: Double { nearPairs.map(\.start).min().map { min($0, start) } ?? start }
-        public var to: Double { nearPairs.map(\.end).max().map { max($0, end) } ?? end }
-        public var low: Double { nearPairs.map { abs($0.distance - distance) }.min() ?? .infinity }
-        public var high: Double { nearPairs.map { $0.distance + distance }.min() ?? .infinity }
-        public var together: [Pair] {
-            nearPairs.compactMap { mine in
-                let shared = Pair(start: max(start, mine.start), end: min(end, mine.end))
-                return shared.end > shared.start ? shared : nil
-            }
-        }
+        public var from: Double { summary().from }
+        public var to: Double { summary().to }
+        public var low: Double { summary().low }
+        public var high: Double { summary().high }
+        public var together: [Pair] { summary().together }
     }
 
     /// One device near the reporter at one anchor, over a contiguous stretch.

@@ -73,7 +73,6 @@ public struct Plan: Sendable, Equatable {
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
     func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
     func receiver(_ key: String) -> Receiver? { receivers.first { $0.key == key } }
-
 }
 
 /// Where in a room a badge was in one window slot: a few cells of the room's grid with their
@@ -374,9 +373,8 @@ final class RoomGrid: Sendable {
     /// 10·n·log10(range) + wall loss, per cell, by kiosk key.
     let predicted: [String: [Double]]
     /// log Φ((predicted − floor)/σ) per cell, by kiosk key: what not being heard by that kiosk
-    /// weighs at each cell. It depends on the grid alone, so it is worked out once here: erfc
-    /// per cell and silent kiosk in every slot was most of the time a report took to flag
-    /// (`Tools/bench/exposure`, BENCHMARKS.md).
+    /// weighs at each cell. It depends on the grid alone, so it is worked out once here, not as
+    /// an erfc per cell, silent kiosk and slot (BENCHMARKS.md, "With positions").
     let notHeard: [String: [Double]]
 
     /// A grid of at most about 400 cells (0.5 m in rooms up to 100 m², 0.9 m in a 20 × 16 m hall).

@@ -52,9 +52,6 @@ public struct GroundTruth: Sendable {
     /// Each device's segments, in time order.
     public var segments: [String: [TruthSegment]]
     public var pairs: [TruthPair]
-    /// What each person's phone heard of the fixed beacons (`--phones`): device id → replay,
-    /// relative to the simulation's directory.
-    public var phones: [String: String] = [:]
 
     /// The true pairs from everyone's segments: for each room with a kiosk, every two segments of
     /// different people there whose times are within `window` of each other and whose points are

@@ -33,8 +33,9 @@ extension Simulation {
 
     /// What `write` wrote.
     public struct Written: Sendable {
-        /// Kiosks' replays, and phones' with `phones`.
+        /// Kiosks' replays.
         public var replays: Int
+        /// Phones' replays (`SimulationParameters.phones`).
         public var phones: Int
         public var adverts: Int
         public var segments: Int
@@ -231,10 +232,6 @@ extension GroundTruth {
             }
             return Kiosk(anchor: a, room: r, replay: p, adverts: (k["adverts"] as? NSNumber)?.intValue ?? 0)
         }
-        var phones: [String: String] = [:]
-        for p in m["phones"] as? [[String: Any]] ?? [] {
-            if let d = p["device"] as? String, let r = p["replay"] as? String { phones[d] = r }
-        }
         let truth = (directory as NSString).appendingPathComponent("truth")
         var roles: [String: String] = [:]
         for (o, _) in try lines((truth as NSString).appendingPathComponent("people.jsonl")) {
@@ -281,8 +278,7 @@ extension GroundTruth {
             kiosks: kiosks,
             roles: roles,
             segments: segments,
-            pairs: pairs,
-            phones: phones
+            pairs: pairs
         )
     }
 
