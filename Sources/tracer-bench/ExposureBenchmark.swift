@@ -109,12 +109,13 @@ struct ExposureBenchmark: Measuring {
         )
 
         // And with positions, the default with a map: the anchors as rooms of 24 × 10 m, two
-        // kiosks in each (kiosk 2k on the north wall, 2k + 1 on the south), so that every hit in
-        // them is judged by the grid likelihood and every hit device's room by the hidden Markov
-        // model. This store's visits are each heard by one kiosk, so the fixes have one receiver
-        // and the pairs fall back to the arc rule: the cost of positions is all paid (a grid per
-        // window slot of the reporter and of each hit device, a room track per hit device), the
-        // probability of a pair, which is cheap, is not.
+        // kiosks in each (kiosk 2k on the north wall, 2k + 1 on the south), so that every hit
+        // device's room is judged by the hidden Markov model and its pairs may be judged by
+        // positions. This store's visits are each heard by one kiosk, so no pair has fixes from
+        // two receivers and every one falls back to the arc rule: what is measured is what
+        // positions cost when they cannot decide (the room chains of the reporter and of every hit
+        // device, the counting of receivers), not the tracks and pair probabilities of a room
+        // whose two kiosks both hear (BENCHMARKS.md).
         var positions = ExposurePolicy()
         positions.separation = .geometric
         var rooms: [Room] = []
