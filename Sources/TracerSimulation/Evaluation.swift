@@ -211,7 +211,9 @@ public struct Evaluation: Sendable {
         var byKey: [Key: [ObservedWindow]] = [:]
         for o in observed { byKey[Key(device: o.device, anchor: o.anchor), default: []].append(o) }
         for k in byKey.keys { byKey[k]!.sort { $0.start < $1.start } }
-        let kiosksByRoom = Dictionary(grouping: site.anchors.filter { $0.kind == .kiosk }, by: \.room)
+        // The receivers of each room: its kiosks, and its fixed beacons, at which a phone in
+        // scanner mode has its windows (a badge's are only ever at kiosks).
+        let receiversByRoom = Dictionary(grouping: site.anchors, by: \.room)
 
         func overlapping(_ list: [ObservedWindow], _ from: Double, _ to: Double) -> ArraySlice<ObservedWindow> {
             // Windows last at most a few minutes: start from the first that starts within an hour.
@@ -238,7 +240,7 @@ public struct Evaluation: Sendable {
                 }
             }
             for stay in stays where kioskRooms.contains(stay.room) && stay.to - stay.from >= 60 {
-                let lists = (kiosksByRoom[stay.room] ?? []).compactMap { byKey[Key(device: device, anchor: $0.key)] }
+                let lists = (receiversByRoom[stay.room] ?? []).compactMap { byKey[Key(device: device, anchor: $0.key)] }
                 self.stays += 1
                 if lists.contains(where: { l in overlapping(l, stay.from, stay.to).contains { $0.end > stay.from } }) {
                     staysDetected += 1

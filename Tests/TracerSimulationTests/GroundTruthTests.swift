@@ -108,6 +108,34 @@ import Testing
         #expect(e.distanceErrors.first { $0.nominal == 1 }!.count == 0)
     }
 
+    /// A phone in scanner mode has its windows at the room's fixed beacon, not its kiosk: its
+    /// stay counts as detected and its windows as covered by the beacon's.
+    @Test func aPhonesStayIsDetectedByItsRoomsBeacon() {
+        var site = Self.site
+        site.anchors.append(Anchor(key: "b", kind: .beacon, room: "lab", position: Point(10, 10)))
+        let truth = GroundTruth(
+            map: "t.yaml",
+            seed: 1,
+            start: 0,
+            end: 300,
+            noise: 4,
+            loss: 0.2,
+            radius: 6,
+            window: 300,
+            kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
+            roles: [:],
+            segments: ["P": [Self.seg("P", "lab", 0, 300, 3, 0)]],
+            pairs: []
+        )
+        // Windows 0–7 of 10 at the beacon, with a distance.
+        let observed = (0..<8).map {
+            ObservedWindow(device: "P", anchor: "b", start: Double($0) * 30, end: Double($0) * 30 + 29, distance: 4)
+        }
+        let e = Evaluation(truth: truth, site: site, reporters: ["P"], exposures: [], observed: observed)
+        #expect(e.stays == 1 && e.staysDetected == 1)
+        #expect(e.windows == 10 && e.windowsCovered == 8)
+    }
+
     /// positions.svg for the reporter with positions: each slot's estimate joined to where the
     /// badge was. The lab is 10 × 10 m drawn at 56 px a metre (560 / 10), 130 px from the left of
     /// an 820 px picture and 70 px from the top, north up: (3, 0) is at (298, 630), (3, 1) at
