@@ -49,25 +49,33 @@ import Testing
         return s
     }()
 
-    @Test func evaluationCountsExposuresDetectionContinuityAndDistanceError() {
-        let truth = GroundTruth(
+    /// A truth on `site`'s lab and its kiosk, from 0 to `end`, with these segments and no pairs.
+    static func truth(_ segments: [String: [TruthSegment]], end: Double = 300) -> GroundTruth {
+        GroundTruth(
             map: "t.yaml",
             seed: 1,
             start: 0,
-            end: 1000,
+            end: end,
             noise: 4,
             loss: 0.2,
             radius: 6,
             window: 300,
             kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
             roles: [:],
-            segments: [
+            segments: segments,
+            pairs: []
+        )
+    }
+
+    @Test func evaluationCountsExposuresDetectionContinuityAndDistanceError() {
+        let truth = Self.truth(
+            [
                 "R": [Self.seg("R", "lab", 0, 300, 3, 0)],
                 "N": [Self.seg("N", "lab", 0, 300, 3, 4)],  // 4 m from R: truly near; 5 m from the kiosk
                 "M": [Self.seg("M", "lab", 0, 300, 9, 9)],  // 10.8 m from R
                 "O": [Self.seg("O", "lab", 0, 120, 3, 5)],  // 5 m from R: truly near, missed
             ],
-            pairs: []
+            end: 1000
         )
         var t = truth
         t.pairs = GroundTruth.pairs(
@@ -113,20 +121,7 @@ import Testing
     @Test func aPhonesStayIsDetectedByItsRoomsBeacon() {
         var site = Self.site
         site.anchors.append(Anchor(key: "b", kind: .beacon, room: "lab", position: Point(10, 10)))
-        let truth = GroundTruth(
-            map: "t.yaml",
-            seed: 1,
-            start: 0,
-            end: 300,
-            noise: 4,
-            loss: 0.2,
-            radius: 6,
-            window: 300,
-            kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
-            roles: [:],
-            segments: ["P": [Self.seg("P", "lab", 0, 300, 3, 0)]],
-            pairs: []
-        )
+        let truth = Self.truth(["P": [Self.seg("P", "lab", 0, 300, 3, 0)]])
         // Windows 0–7 of 10 at the beacon, with a distance.
         let observed = (0..<8).map {
             ObservedWindow(device: "P", anchor: "b", start: Double($0) * 30, end: Double($0) * 30 + 29, distance: 4)
@@ -141,20 +136,7 @@ import Testing
     /// an 820 px picture and 70 px from the top, north up: (3, 0) is at (298, 630), (3, 1) at
     /// (298, 574).
     @Test func thePositionsPictureJoinsEachEstimateToTheTruth() throws {
-        let truth = GroundTruth(
-            map: "t.yaml",
-            seed: 1,
-            start: 0,
-            end: 300,
-            noise: 4,
-            loss: 0.2,
-            radius: 6,
-            window: 300,
-            kiosks: [.init(anchor: "k", room: "lab", replay: "replays/k.jsonl", adverts: 0)],
-            roles: [:],
-            segments: ["R": [Self.seg("R", "lab", 0, 300, 3, 0)], "S": [Self.seg("S", "lab", 0, 300, 5, 5)]],
-            pairs: []
-        )
+        let truth = Self.truth(["R": [Self.seg("R", "lab", 0, 300, 3, 0)], "S": [Self.seg("S", "lab", 0, 300, 5, 5)]])
         let placed = [(3.0, 1.0), (4, 0), (3, 3)].enumerated().map { s, p in
             Evaluation.PositionEstimate(
                 device: "R",
