@@ -65,6 +65,44 @@ public enum Drawing {
         """
     }
 
+    /// Rooms drawn to scale, north up: fitted into `width` × `height` pixels, `top` pixels from
+    /// the top of a picture at least 820 pixels wide, with `margin` pixels more in its height
+    /// for the title and the legend.
+    struct Plot {
+        let w: Int
+        let h: Int
+        let scale: Double
+        let left: Double
+        let top: Double
+        let minX: Double
+        let maxY: Double
+
+        init(rooms: [Room], width: Double, height: Double, top: Double, margin: Double) {
+            let xs = rooms.flatMap { $0.outline.map(\.x) }
+            let ys = rooms.flatMap { $0.outline.map(\.y) }
+            let (minX, maxX, minY, maxY) = (xs.min() ?? 0, xs.max() ?? 1, ys.min() ?? 0, ys.max() ?? 1)
+            scale = min(width / max(maxX - minX, 1), height / max(maxY - minY, 1))
+            w = max(Int((maxX - minX) * scale + 80), 820)
+            h = Int((maxY - minY) * scale + margin)
+            left = (Double(w) - (maxX - minX) * scale) / 2
+            self.top = top
+            self.minX = minX
+            self.maxY = maxY
+        }
+
+        func px(_ p: Point) -> (Double, Double) { (left + (p.x - minX) * scale, top + (maxY - p.y) * scale) }
+
+        /// A room's outline, filled with its colour.
+        func outline(_ room: Room, opacity: Double) -> String {
+            let points = room.outline.map { p -> String in
+                let (x, y) = px(p)
+                return "\(f(x)),\(f(y))"
+            }.joined(separator: " ")
+            return
+                "<polygon points=\"\(points)\" fill=\"\(colour(room.key))\" fill-opacity=\"\(opacity)\" stroke=\"#555\"/>"
+        }
+    }
+
     /// Estimated against true distance, with the median per metre and the line of no error.
     static func distanceError(_ e: Evaluation) -> String {
         let w = 640
@@ -189,26 +227,14 @@ public enum Drawing {
 
     /// The site: rooms, kiosks and beacons; the first reporter's path; exposures per room.
     static func floorPlan(site: Site, truth: GroundTruth, reporter: String?, exposures: [FlaggedExposure]) -> String {
-        let xs = site.rooms.flatMap { $0.outline.map(\.x) }
-        let ys = site.rooms.flatMap { $0.outline.map(\.y) }
-        let (minX, maxX, minY, maxY) = (xs.min() ?? 0, xs.max() ?? 1, ys.min() ?? 0, ys.max() ?? 1)
-        let scale = min(900 / (maxX - minX), 700 / (maxY - minY))
-        let w = max(Int((maxX - minX) * scale + 80), 820)
-        let h = Int((maxY - minY) * scale + 120)
-        let left = (Double(w) - (maxX - minX) * scale) / 2
-        func px(_ p: Point) -> (Double, Double) {
-            (left + (p.x - minX) * scale, 60 + (maxY - p.y) * scale)  // north up
-        }
+        let plot = Plot(rooms: site.rooms, width: 900, height: 700, top: 60, margin: 120)
+        let (w, h, px) = (plot.w, plot.h, plot.px)
         var s = header(w, h, "\(site.name): people flagged per room, and the reporter's path")
         let roomOfAnchor = Dictionary(site.anchors.map { ($0.key, $0.room) }, uniquingKeysWith: { a, _ in a })
         var exposed: [String: Set<String>] = [:]
         for e in exposures { exposed[roomOfAnchor[e.anchor] ?? "", default: []].insert(e.device) }
         for room in site.rooms {
-            let points = room.outline.map { p -> String in
-                let (x, y) = px(p)
-                return "\(f(x)),\(f(y))"
-            }.joined(separator: " ")
-            s += "<polygon points=\"\(points)\" fill=\"\(colour(room.key))\" fill-opacity=\"0.45\" stroke=\"#555\"/>"
+            s += plot.outline(room, opacity: 0.45)
             let (lo, hi) = room.bounds
             let (cx, cy) = px(Point((lo.x + hi.x) / 2, (lo.y + hi.y) / 2))
             s +=
@@ -266,14 +292,8 @@ public enum Drawing {
     ) -> String {
         let keys = Set(estimates.map(\.room))
         let rooms = site.rooms.filter { keys.contains($0.key) }
-        let xs = rooms.flatMap { $0.outline.map(\.x) }
-        let ys = rooms.flatMap { $0.outline.map(\.y) }
-        let (minX, maxX, minY, maxY) = (xs.min() ?? 0, xs.max() ?? 1, ys.min() ?? 0, ys.max() ?? 1)
-        let scale = min(860 / max(maxX - minX, 1), 560 / max(maxY - minY, 1))
-        let w = max(Int((maxX - minX) * scale + 80), 820)
-        let h = Int((maxY - minY) * scale + 160)
-        let left = (Double(w) - (maxX - minX) * scale) / 2
-        func px(_ p: Point) -> (Double, Double) { (left + (p.x - minX) * scale, 70 + (maxY - p.y) * scale) }
+        let plot = Plot(rooms: rooms, width: 860, height: 560, top: 70, margin: 160)
+        let (w, h, px) = (plot.w, plot.h, plot.px)
         func hue(_ t: Double) -> String {
             let u = truth.end > truth.start ? min(max((t - truth.start) / (truth.end - truth.start), 0), 1) : 0
             return "hsl(\(Int(240 - 240 * u)), 70%, 45%)"
@@ -300,11 +320,7 @@ public enum Drawing {
             "<text x=\"\(w / 2)\" y=\"42\" text-anchor=\"middle\">\(estimates.count) slots in which two kiosks of a "
             + "room heard it" + (median.map { String(format: "; median error %.1f m", $0) } ?? "") + "</text>\n"
         for room in rooms {
-            let points = room.outline.map { p -> String in
-                let (x, y) = px(p)
-                return "\(f(x)),\(f(y))"
-            }.joined(separator: " ")
-            s += "<polygon points=\"\(points)\" fill=\"\(colour(room.key))\" fill-opacity=\"0.3\" stroke=\"#555\"/>"
+            s += plot.outline(room, opacity: 0.3)
             let (lo, hi) = room.bounds
             let (cx, _) = px(Point((lo.x + hi.x) / 2, hi.y))
             let (_, top) = px(Point(lo.x, hi.y))
