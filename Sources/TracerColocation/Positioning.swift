@@ -43,18 +43,25 @@ public struct Plan: Sendable, Equatable {
     }
 
     public var rooms: [Room]
-    public var receivers: [Receiver]
+    public var receivers: [Receiver] { didSet { index = Self.index(receivers) } }
+    /// Each receiver's place in `receivers` by key (the first of a key): `receiver(_:)` is asked
+    /// once per window the engine reads.
+    private var index: [String: Int]
 
     public init(rooms: [Room], receivers: [Receiver]) {
         self.rooms = rooms
         self.receivers = receivers
+        index = Self.index(receivers)
+    }
+
+    static func index(_ receivers: [Receiver]) -> [String: Int] {
+        Dictionary(receivers.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The map's rooms and anchors: each kiosk with its own ranging (offset and exponent); each
     /// fixed beacon with the site's, which phones range it with, and its own measured power.
     public init(site: Site) {
-        rooms = site.rooms
-        receivers = site.anchors.map { a in
+        let receivers = site.anchors.map { a in
             let ranging = a.kind == .kiosk ? site.ranging(at: a.key) : site.ranging
             var n = 2.0
             if case .logDistance(let e) = ranging.model { n = e }
@@ -68,11 +75,12 @@ public struct Plan: Sendable, Equatable {
                 floor: power + ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin
             )
         }
+        self.init(rooms: site.rooms, receivers: receivers)
     }
 
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
     func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
-    func receiver(_ key: String) -> Receiver? { receivers.first { $0.key == key } }
+    func receiver(_ key: String) -> Receiver? { index[key].map { receivers[$0] } }
 }
 
 /// Where in a room a badge was in one window slot: a few cells of the room's grid with their
