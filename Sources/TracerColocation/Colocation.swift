@@ -199,13 +199,14 @@ public struct Colocation: Sendable {
     /// policy has positions, `judged` attributes rooms instead and this leaves the hits as they are.
     public func attributed(_ hits: [Hit], elsewhere: [String: [Window]]) -> [Hit] {
         guard policy.attributes, positioning == nil else { return hits }
+        let timelines = elsewhere.mapValues(Timeline.init)
         return hits.filter { h in
-            guard let here = policy.geometry[h.anchor] else { return true }
-            return !(elsewhere[h.device] ?? []).contains { w in
-                guard policy.room(of: w.anchor) != policy.room(of: h.anchor), let there = policy.geometry[w.anchor],
-                    there.kioskDistance(to: here) <= RoomGeometry.hearingRange
+            guard let here = policy.geometry[h.anchor], let timeline = timelines[h.device] else { return true }
+            return !timeline.overlapping(h.start, h.end).contains { w in
+                guard w.distance < h.distance, policy.room(of: w.anchor) != here.room,
+                    let there = policy.geometry[w.anchor]
                 else { return false }
-                return w.start < h.end && w.end > h.start && w.distance < h.distance
+                return there.kioskDistance(to: here) <= RoomGeometry.hearingRange
             }
         }
     }
@@ -220,6 +221,7 @@ public struct Colocation: Sendable {
     /// by `Positioning.rooms` over its whereabouts, is not the anchor's.
     public func judged(_ hits: [Hit], reporter: [Window], elsewhere: [String: [Window]]) -> [Hit] {
         guard let positioning else { return hits.filter(\.isNear) }
+        let timelines = elsewhere.mapValues(Timeline.init)
         var rooms: [String: RoomTrack] = [:]
         var tracks: [String: [Int: Fix]] = [:]
         func track(_ device: String, _ room: String, _ windows: [Window]) -> [Int: Fix] {
@@ -243,7 +245,9 @@ public struct Colocation: Sendable {
             // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
             let slot = positioning.slot(of: h.start)
             var heardBy = Set<String>()
-            for w in elsewhere[h.device] ?? [] where positioning.slot(of: w.start) == slot {
+            let from = Double(slot) * positioning.slot
+            for w in timelines[h.device]?.starting(from: from - 1, before: from + positioning.slot + 1) ?? []
+            where positioning.slot(of: w.start) == slot {
                 if let r = positioning.plan.receiver(w.anchor), r.room == room { heardBy.insert(r.key) }
             }
             guard heardBy.count >= 2 else { return h.isNear ? h : nil }
@@ -358,6 +362,35 @@ public struct Colocation: Sendable {
             if values[mid] < bound { low = mid + 1 } else { high = mid }
         }
         return low
+    }
+
+    /// One device's windows in time order, to find those near a time by binary search. Attribution
+    /// and positions looked through a hit device's whole whereabouts once for every one of its
+    /// hits, which grows as hits × windows (BENCHMARKS.md, "With positions": the geometric rule's
+    /// attribution was a tenth of a report's flagging).
+    struct Timeline {
+        let windows: [Window]
+        let starts: [Double]
+        /// The longest window: one overlapping a time starts at most this long before it.
+        let longest: Double
+
+        init(_ windows: [Window]) {
+            self.windows = windows.sorted { $0.start < $1.start }
+            starts = self.windows.map(\.start)
+            longest = self.windows.map { $0.end - $0.start }.max() ?? 0
+        }
+
+        /// The windows starting in [from, before).
+        func starting(from: Double, before: Double) -> ArraySlice<Window> {
+            let low = Colocation.firstIndex(in: starts, atLeast: from)
+            return windows[low..<max(low, Colocation.firstIndex(in: starts, atLeast: before))]
+        }
+
+        /// The windows overlapping the open span (start, end): starting before its end, ending
+        /// after its start.
+        func overlapping(_ start: Double, _ end: Double) -> LazyFilterSequence<ArraySlice<Window>> {
+            starting(from: start - longest, before: end).lazy.filter { $0.end > start }
+        }
     }
 
     /// A window counts in a room while the chance that its badge was there is at least this.
