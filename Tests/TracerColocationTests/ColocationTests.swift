@@ -141,6 +141,40 @@ import TracerSite
         #expect(devices(policy) == ["W"])
     }
 
+    @Test func aDevicesWindowsNearATimeAreFoundInTimeOrder() {
+        // Out of order; one 90 s long; one ending where the span below starts.
+        let t = Colocation.Timeline([
+            Self.w("N", "B", 200, 230, 1), Self.w("N", "B", 0, 90, 1), Self.w("N", "C", 70, 100, 1),
+            Self.w("N", "B", 100, 130, 1), Self.w("N", "C", 131, 140, 1),
+        ])
+        #expect(t.windows.map(\.start) == [0, 70, 100, 131, 200])
+        #expect(t.longest == 90)
+        // (100, 131): 70–100 ends at its start, 0–90 before it.
+        #expect(t.overlapping(100, 131).map(\.start) == [100])
+        // (80, 135): 0–90, which started 80 s before, and every later one that starts before 135.
+        #expect(t.overlapping(80, 135).map(\.start) == [0, 70, 100, 131])
+        #expect(t.starting(from: 100, before: 200).map(\.start) == [100, 131])
+        #expect(Array(Colocation.Timeline([]).overlapping(0, 10)).isEmpty)
+    }
+
+    @Test func attributionFindsAWindowLongerThanTheHitsThatOverlapsIt() {
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        policy.geometry = [
+            "A": RoomGeometry(kiosk: Point(2, 0), room: Self.square(0)),
+            "B": RoomGeometry(kiosk: Point(6, 0), room: Self.square(4)),
+        ]
+        let windows = [
+            Self.w("R", "A", 100, 130, 2),
+            Self.w("W", "A", 100, 130, 3),
+            Self.w("W", "B", 150, 160, 1),  // closer to B, but later
+            Self.w("W", "B", 50, 110, 1),  // closer to B for 60 s, the last 10 of them with the hit
+        ]
+        let c = Colocation(policy: policy)
+        #expect(c.episodes(reporter: "R", windows: windows).isEmpty)
+        #expect(c.episodes(reporter: "R", windows: Array(windows.dropLast())).map(\.device) == ["W"])
+    }
+
     @Test func roomGeometryGivesTheChanceOfBeingWithinTheRadius() {
         let g = RoomGeometry(kiosk: Point(2, 0), room: Self.square(0))
         #expect(abs(g.farthest - 20.0.squareRoot()) < 1e-9)

@@ -177,6 +177,22 @@ import TracerSite
 
     /// One window in which room b's kiosk heard the badge 10 dB loud (a door left open) does not
     /// move a badge that every other window puts in room a.
+    @Test func aRunHeardByOneRoomsKiosksOnlyIsInThatRoom() throws {
+        let positioning = Positioning(plan: Self.plan)
+        // Heard by a's two kiosks in slots 0–3, from slot 2 at 60 m, which no point of a
+        // explains: no other room's kiosk heard it, so it was in a throughout.
+        let windows = Self.still(at: Point(6, 3), [("west", 0, 0), ("east", 0, 0)]).map { w in
+            var far = w
+            if w.start >= 60 { far.distance = 60 }
+            return far
+        }
+        let track = positioning.rooms(windows, device: "x")
+        #expect(track.rooms == ["a"])
+        for s in 0..<4 { #expect(track.chance(of: "a", at: Double(s) * 30 + 15) == 1, "slot \(s)") }
+        #expect(track.chance(of: "b", at: 15) == 0)
+        #expect(track.chance(of: "a", at: 200) == nil)
+    }
+
     @Test func oneLoudWindowNextDoorDoesNotMoveTheRoom() throws {
         let positioning = Positioning(plan: Self.plan)
         let inA = Point(9, 3)
