@@ -242,8 +242,9 @@ public struct Positioning: Sendable {
         }
         // Heard in one room's kiosks only, the run was in that room at every step, whatever the
         // evidence: the chain below gives it a chance of 1 throughout, and the evidence (every
-        // cell's likelihood at every step) need not be worked out. On Tools/bench/exposure,
-        // where each visit is heard by one kiosk, that is most hit devices' runs.
+        // cell's likelihood at every step) need not be worked out. Tools/bench/exposure, whose
+        // visits are each heard by one kiosk, flagged with positions in 603–631 ms a report
+        // before this and 435–471 ms after (BENCHMARKS.md).
         if rooms.count == 1 {
             for t in steps.indices { steps[t].chances = [1] }
             return RoomTrack(rooms: [rooms[0].0], steps: steps)
