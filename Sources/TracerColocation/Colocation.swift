@@ -336,21 +336,12 @@ public struct Colocation: Sendable {
     /// The windows of one device in the room whose kiosk heard it closest at the time: a window
     /// is dropped when a window at an anchor in another room overlaps it with a shorter distance.
     public static func inRoom(_ windows: [Window], room: (String) -> String = { $0 }) -> [Window] {
-        let sorted = windows.sorted { $0.start < $1.start }
-        let longest = sorted.map { $0.end - $0.start }.max() ?? 0
-        return sorted.enumerated().filter { i, w in
-            // Overlapping windows start before this one ends and after (its start − the longest).
-            var j = i
-            while j > 0, sorted[j - 1].start > w.start - longest - 1e-9 { j -= 1 }
-            while j < sorted.count, sorted[j].start < w.end {
-                let o = sorted[j]
-                if o.anchor != w.anchor, o.end > w.start, o.distance < w.distance, room(o.anchor) != room(w.anchor) {
-                    return false
-                }
-                j += 1
+        let timeline = Timeline(windows)
+        return timeline.windows.filter { w in
+            !timeline.overlapping(w.start, w.end).contains { o in
+                o.anchor != w.anchor && o.distance < w.distance && room(o.anchor) != room(w.anchor)
             }
-            return true
-        }.map(\.1)
+        }
     }
 
     /// The first index of sorted `values` at or above `bound` (binary search).

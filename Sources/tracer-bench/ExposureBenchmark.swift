@@ -114,8 +114,9 @@ struct ExposureBenchmark: Measuring {
         // positions. This store's visits are each heard by one kiosk, so no pair has fixes from
         // two receivers and every one falls back to the arc rule: what is measured is what
         // positions cost when they cannot decide (the room chains of the reporter and of every hit
-        // device, the counting of receivers), not the tracks and pair probabilities of a room
-        // whose two kiosks both hear (BENCHMARKS.md).
+        // device, most of them of runs heard in one room, which need no likelihoods; the counting
+        // of receivers), not the tracks and pair probabilities of a room whose two kiosks both
+        // hear, nor the chains of badges heard through walls (BENCHMARKS.md).
         var positions = ExposurePolicy()
         positions.separation = .geometric
         var rooms: [Room] = []
