@@ -138,7 +138,11 @@ public struct Colocation: Sendable {
         let reporter = read.reporter.first?.device
         // Positions decide only where two receivers of the room heard both badges: here, the
         // reporter's slots in which they did.
-        func placed(_ w: Window) -> Bool { positioning.map { read.placed.contains($0.slot(of: w.start)) } ?? false }
+        func placed(_ w: Window) -> Bool {
+            guard !read.placed.isEmpty, let positioning else { return false }
+            return read.placed.contains(positioning.slot(of: w.start))
+        }
+        let within = rule(at: read.anchor)
         let starts = read.reporter.map(\.start)
         var out: [Hit] = []
         for theirs in neighbours where theirs.device != reporter {
@@ -151,7 +155,7 @@ public struct Colocation: Sendable {
                 let mine = read.reporter[i]
                 let gap = max(theirs.start, mine.start) - min(theirs.end, mine.end)
                 guard gap <= policy.window else { continue }
-                let near = within(anchor: read.anchor, mine.distance, theirs.distance)
+                let near = within(mine.distance, theirs.distance)
                 // Where positions may decide, every pair the two distances allow is kept.
                 if near || (placed(mine) && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9) {
                     pairs.append(Hit.Pairing(mine: mine, near: near))
@@ -174,11 +178,17 @@ public struct Colocation: Sendable {
     }
 
     /// Whether two devices at d1 and d2 from an anchor count as within the radius.
-    public func within(anchor: String, _ d1: Double, _ d2: Double) -> Bool {
+    public func within(anchor: String, _ d1: Double, _ d2: Double) -> Bool { rule(at: anchor)(d1, d2) }
+
+    /// `within(anchor:_:_:)` at one anchor, its room's table found once for all of a read's pairs.
+    func rule(at anchor: String) -> (Double, Double) -> Bool {
         if policy.separation == .geometric, let g = policy.geometry[anchor] {
-            return cache.probability(g, anchor: anchor, d1, d2, radius: policy.radius) >= policy.likelihood
+            let table = cache.table(g, anchor: anchor, radius: policy.radius)
+            let likelihood = policy.likelihood
+            return { table.probability($0, $1) >= likelihood }
         }
-        return policy.within((abs(d1 - d2), d1 + d2))
+        let policy = policy
+        return { policy.within((abs($0 - $1), $0 + $1)) }
     }
 
     /// Under attribution or positions, the spans of each hit device's whereabouts to read (by
@@ -186,11 +196,11 @@ public struct Colocation: Sendable {
     /// uses neither.
     public func whereaboutsReads(_ hits: [Hit]) -> [(device: String, from: Double, through: Double)] {
         guard policy.attributes || positioning != nil else { return [] }
-        var byDevice: [String: [Hit]] = [:]
-        for h in hits { byDevice[h.device, default: []].append(h) }
+        // The spans alone, not the hits (each a copy of its pairs).
+        var byDevice: [String: [(start: Double, end: Double)]] = [:]
+        for h in hits { byDevice[h.device, default: []].append((h.start - policy.longestInteraction, h.end)) }
         return byDevice.keys.sorted().flatMap { device in
-            Spans.merge(byDevice[device]!, gap: policy.window, span: { ($0.start - policy.longestInteraction, $0.end) })
-                .map { (device, $0.start, $0.end) }
+            Spans.merge(byDevice[device]!, gap: policy.window, span: { $0 }).map { (device, $0.start, $0.end) }
         }
     }
 
@@ -227,13 +237,27 @@ public struct Colocation: Sendable {
         func track(_ device: String, _ room: String, _ windows: [Window]) -> [Int: Fix] {
             let key = "\(device)\n\(room)"
             if let known = tracks[key] { return known }
-            let t = positioning.track(windows, device: device, room: room)
+            let t = positioning.track(windows, device: device, room: room, least: 2)
             tracks[key] = t
             return t
         }
+        // A device whose whereabouts were all heard by one room's kiosks was in that room: its
+        // room chain would give that room a chance of 1 at every step, so it is not run. On
+        // Tools/bench/exposure that is most hit devices.
+        var onlyRooms: [String: String?] = [:]
+        func onlyRoom(_ device: String) -> String? {
+            if let known = onlyRooms[device] { return known }
+            var heardIn = Set<String>()
+            for w in elsewhere[device] ?? [] {
+                if let r = positioning.plan.receiver(w.anchor) { heardIn.insert(r.room) }
+            }
+            let only = heardIn.count == 1 ? heardIn.first : nil
+            onlyRooms[device] = .some(only)
+            return only
+        }
         return hits.compactMap { h in
             guard let room = positioning.plan.receiver(h.anchor)?.room else { return h.isNear ? h : nil }
-            if policy.attribution {
+            if policy.attribution, onlyRoom(h.device) != room {
                 if rooms[h.device] == nil {
                     rooms[h.device] = positioning.rooms(elsewhere[h.device] ?? [], device: h.device)
                 }

@@ -148,10 +148,12 @@ public struct Positioning: Sendable {
     /// The window slot a time falls in.
     public func slot(of t: Double) -> Int { Int((t / slot).rounded(.down)) }
 
-    /// One device's fixes in one room, by slot: for each slot in which a kiosk of that room heard
-    /// it, where in the room it was, from every window of the device in `windows` (other
-    /// devices' are ignored).
-    public func track(_ windows: [Window], device: String, room: String) -> [Int: Fix] {
+    /// One device's fixes in one room, by slot: for each slot in which `least` or more kiosks of
+    /// that room heard it, where in the room it was, from every window of the device in
+    /// `windows` (other devices' are ignored). The track is smoothed over every slot a kiosk of
+    /// the room heard it, whatever `least`; only the fixes asked for are worked out (each sorts
+    /// the room's cells).
+    public func track(_ windows: [Window], device: String, room: String, least: Int = 1) -> [Int: Fix] {
         guard let grid = grids.grid(room, plan: plan) else { return [:] }
         var heard: [Int: [String: (sum: Double, count: Int)]] = [:]
         var alive = Set<String>()
@@ -173,7 +175,8 @@ public struct Positioning: Sendable {
         let posteriors = grid.smooth(slots: slots, likelihoods: likelihoods)
         var out: [Int: Fix] = [:]
         for (k, s) in slots.enumerated() {
-            out[s] = grid.fix(posteriors[k], receivers: heard[s]!.keys.filter(inRoom.contains).count)
+            let receivers = heard[s]!.keys.filter(inRoom.contains).count
+            if receivers >= least { out[s] = grid.fix(posteriors[k], receivers: receivers) }
         }
         return out
     }
@@ -250,11 +253,40 @@ public struct Positioning: Sendable {
             return RoomTrack(rooms: [rooms[0].0], steps: steps)
         }
         // Log evidence for each room at each step: log of the mean likelihood over its cells.
+        // The kiosks that heard the run are numbered in key order and each room's rows for them
+        // found once, not by name at every step: looking them up, and the sets of who was heard
+        // and who was not, took half a room chain's time on the simulated day (BENCHMARKS.md,
+        // "With positions").
+        let kiosks = alive.sorted()
+        let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
+        let rows: [[(predicted: [Double], notHeard: [Double])?]] = rooms.map { _, grid in
+            kiosks.map { k in grid.predicted[k].map { ($0, grid.notHeard[k]!) } }
+        }
         let evidence: [[Double]] = readings.map { heard in
-            rooms.map { _, grid in
-                let ll = grid.logLikelihood(heard, alive: alive, complete: Set(heard.keys))
+            var y = [Double?](repeating: nil, count: kiosks.count)
+            for (k, v) in heard { y[number[k]!] = v }
+            return rooms.indices.map { r in
+                var observed: [(y: Double, predicted: [Double])] = []
+                var unheard: [[Double]] = []
+                for i in kiosks.indices {
+                    if let v = y[i] {
+                        // A reading this room has no model for (a kiosk in another building):
+                        // no cell of it explains the step.
+                        guard let row = rows[r][i] else { return -.infinity }
+                        observed.append((v, row.predicted))
+                    } else if let row = rows[r][i] {
+                        unheard.append(row.notHeard)
+                    }
+                }
+                let ll = rooms[r].1.logLikelihood(observed: observed, unheard: unheard)
                 guard let top = ll.max(), top > -.infinity else { return -.infinity }
-                return top + log(ll.reduce(0) { $0 + exp($1 - top) } / Double(ll.count))
+                // Cells 40 nats or more below the best are left out of the mean, and their exp
+                // calls with them: each is under 5·10⁻¹⁸ of the best cell's 1, so all of a room's
+                // (at most about 400) change the mean by under 2·10⁻¹⁵ of itself; every verdict
+                // of the seed-7 and seed-11 days is the same.
+                var total = 0.0
+                for v in ll where v - top > -40 { total += exp(v - top) }
+                return top + log(total / Double(ll.count))
             }
         }
         let k = rooms.count
@@ -387,6 +419,11 @@ final class RoomGrid: Sendable {
     let rows: Int
     /// Cell index by column + row × columns, −1 outside the room.
     let index: [Int]
+    /// Cell c's neighbours in the room are `neighbours[neighbourStart[c]..<neighbourStart[c + 1]]`;
+    /// `kept[c]`, what of its chance stays put (`move`).
+    let neighbours: [Int]
+    let neighbourStart: [Int]
+    let kept: [Double]
     /// 10·n·log10(range) + wall loss, per cell, by kiosk key.
     let predicted: [String: [Double]]
     /// log Φ((predicted − floor)/σ) per cell, by kiosk key: what not being heard by that kiosk
@@ -419,6 +456,12 @@ final class RoomGrid: Sendable {
         guard !cells.isEmpty else { return nil }
         self.cells = cells
         self.index = index
+        (neighbours, neighbourStart, kept) = Self.neighbourhood(
+            columns: columns,
+            rows: rows,
+            index: index,
+            cells: cells.count
+        )
         let centre = Point((x0 + x1) / 2, (y0 + y1) / 2)
         let reach = RoomGeometry.hearingRange + Point(x0, y0).distance(to: centre)
         var predicted: [String: [Double]] = [:]
@@ -442,36 +485,50 @@ final class RoomGrid: Sendable {
         self.notHeard = notHeard
     }
 
-    /// The log-likelihood of one slot's readings (y by kiosk) at every cell. With `complete`,
-    /// a reading from a kiosk this room's grid has no model for (one in another building) makes
-    /// every cell impossible, so that rooms compare on the same readings.
-    func logLikelihood(_ heard: [String: Double], alive: Set<String>, complete: Set<String>? = nil) -> [Double] {
-        if let complete, !complete.isSubset(of: predicted.keys) {
-            return [Double](repeating: -.infinity, count: cells.count)
-        }
-        let se2 = Positioning.receiverSigma * Positioning.receiverSigma
-        let sb2 = Positioning.badgeSigma * Positioning.badgeSigma
+    /// The log-likelihood of one slot's readings (y by kiosk) at every cell, the kiosks in
+    /// `alive` that did not hear it silent. A reading from a kiosk this grid has no model for
+    /// is left out (a room chain instead makes every cell impossible, so that rooms compare on
+    /// the same readings).
+    func logLikelihood(_ heard: [String: Double], alive: Set<String>) -> [Double] {
         let observed = heard.keys.sorted().compactMap { k in predicted[k].map { (heard[k]!, $0) } }
         let unheard = alive.subtracting(heard.keys).sorted().compactMap { k in
             notHeard[k]
         }
+        return logLikelihood(observed: observed, unheard: unheard)
+    }
+
+    /// The log-likelihood at every cell of the readings `observed` (each a reading y and its
+    /// kiosk's `predicted` row), with the kiosks of `unheard` (their `notHeard` rows) silent;
+    /// both in kiosk key order.
+    func logLikelihood(observed: [(y: Double, predicted: [Double])], unheard: [[Double]]) -> [Double] {
+        let se2 = Positioning.receiverSigma * Positioning.receiverSigma
+        let sb2 = Positioning.badgeSigma * Positioning.badgeSigma
         let m = Double(observed.count)
         let shrink = sb2 / (se2 + m * sb2)
         // The badge's own error integrated out: the determinant's share, which depends on how
         // many kiosks heard, keeps rooms with different numbers of readings comparable.
         let norm = -0.5 * (m * log(2 * .pi * se2) + log(1 + m * sb2 / se2))
-        var ll = [Double](repeating: 0, count: cells.count)
-        for c in cells.indices {
-            var sum = 0.0
-            var squares = 0.0
-            for (y, mu) in observed {
-                let r = y - mu[c]
-                sum += r
-                squares += r * r
+        // Kiosk by kiosk over every cell, each row read in place (each cell's sums are still
+        // taken in kiosk order, so the answer is the same to the last bit).
+        let n = cells.count
+        var sum = [Double](repeating: 0, count: n)
+        var squares = [Double](repeating: 0, count: n)
+        for (y, mu) in observed {
+            mu.withUnsafeBufferPointer { mu in
+                for c in 0..<n {
+                    let r = y - mu[c]
+                    sum[c] += r
+                    squares[c] += r * r
+                }
             }
-            var l = norm - 0.5 / se2 * (squares - shrink * sum * sum)
-            for silent in unheard { l += silent[c] }
-            ll[c] = l
+        }
+        var ll = [Double](repeating: 0, count: n)
+        let half = 0.5 / se2
+        for c in 0..<n { ll[c] = norm - half * (squares[c] - shrink * sum[c] * sum[c]) }
+        for silent in unheard {
+            silent.withUnsafeBufferPointer { silent in
+                for c in 0..<n { ll[c] += silent[c] }
+            }
         }
         return ll
     }
@@ -516,27 +573,47 @@ final class RoomGrid: Sendable {
     /// Symmetric, so it serves the backward pass as well.
     func move(_ p: [Double]) -> [Double] {
         let total = p.reduce(0, +)
-        let side = 0.05
         var out = [Double](repeating: 0, count: p.count)
+        for c in cells.indices {
+            for k in neighbourStart[c]..<neighbourStart[c + 1] { out[neighbours[k]] += Self.side * p[c] }
+            out[c] += kept[c] * p[c]
+        }
+        let spread = Positioning.jump * total / Double(p.count)
+        return out.map { (1 - Positioning.jump) * $0 + spread }
+    }
+
+    /// The share of a cell's chance that `move` blurs to each neighbouring cell per slot.
+    static let side = 0.05
+
+    /// Each cell's neighbouring cells in the room (west, east, south, north), and what of its
+    /// chance stays in it per slot: worked out once, not for every cell of every step.
+    static func neighbourhood(
+        columns: Int,
+        rows: Int,
+        index: [Int],
+        cells: Int
+    ) -> (neighbours: [Int], start: [Int], kept: [Double]) {
+        var neighbours: [Int] = []
+        var start = [0]
+        var kept = [Double](repeating: 1, count: cells)
+        // Cells are numbered row by row, column by column: this visits them in their order.
         for j in 0..<rows {
             for i in 0..<columns {
                 let c = index[i + j * columns]
                 guard c >= 0 else { continue }
-                var kept = 1.0
                 for (di, dj) in [(-1, 0), (1, 0), (0, -1), (0, 1)] {
                     let ni = i + di
                     let nj = j + dj
                     guard ni >= 0, ni < columns, nj >= 0, nj < rows else { continue }
                     let o = index[ni + nj * columns]
                     guard o >= 0 else { continue }
-                    out[o] += side * p[c]
-                    kept -= side
+                    neighbours.append(o)
+                    kept[c] -= side
                 }
-                out[c] += kept * p[c]
+                start.append(neighbours.count)
             }
         }
-        let spread = Positioning.jump * total / Double(p.count)
-        return out.map { (1 - Positioning.jump) * $0 + spread }
+        return (neighbours, start, kept)
     }
 
     static func normalised(_ p: [Double]) -> [Double] {
@@ -552,7 +629,20 @@ final class RoomGrid: Sendable {
             mean.x += posterior[c] * cells[c].x
             mean.y += posterior[c] * cells[c].y
         }
-        let order = cells.indices.sorted { posterior[$0] > posterior[$1] }
+        // The likeliest `fixCells` cells in order (ties by cell number), kept sorted as the cells
+        // are read, rather than every cell of the room sorted for a few of them.
+        var order: [Int] = []
+        order.reserveCapacity(Positioning.fixCells + 1)
+        func before(_ a: Int, _ b: Int) -> Bool {
+            posterior[a] > posterior[b] || (posterior[a] == posterior[b] && a < b)
+        }
+        for c in cells.indices {
+            if order.count == Positioning.fixCells, !before(c, order[order.count - 1]) { continue }
+            var at = order.count
+            while at > 0, before(c, order[at - 1]) { at -= 1 }
+            order.insert(c, at: at)
+            if order.count > Positioning.fixCells { order.removeLast() }
+        }
         var kept: [Int] = []
         var mass = 0.0
         for c in order {

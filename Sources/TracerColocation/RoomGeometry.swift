@@ -78,22 +78,55 @@ public struct RoomGeometry: Sendable, Equatable {
 /// The `geometric` rule's answers, by anchor and distances to 25 cm: an engine keeps one for
 /// all the reports it flags (computing one takes 72 × 72 point pairs).
 final class GeometryCache: Sendable {
-    private let cache = Mutex<[Key: Double]>([:])
+    private let tables = Mutex<[String: Table]>([:])
 
-    struct Key: Hashable {
-        var anchor: String
-        var d1: Int
-        var d2: Int
+    /// One anchor's table, made on first use.
+    func table(_ geometry: RoomGeometry, anchor: String, radius: Double) -> Table {
+        tables.withLock { tables in
+            if let known = tables[anchor] { return known }
+            let table = Table(geometry, radius: radius)
+            tables[anchor] = table
+            return table
+        }
     }
 
-    func probability(_ geometry: RoomGeometry, anchor: String, _ d1: Double, _ d2: Double, radius: Double) -> Double {
-        var q1 = Int((d1 * 4).rounded())
-        var q2 = Int((d2 * 4).rounded())
-        if q1 > q2 { swap(&q1, &q2) }
-        let key = Key(anchor: anchor, d1: q1, d2: q2)
-        if let known = cache.withLock({ $0[key] }) { return known }
-        let p = geometry.probability(Double(q1) / 4, Double(q2) / 4, radius: radius)
-        cache.withLock { $0[key] = p }
-        return p
+    /// One anchor's answers in a flat array by the two distances in quarter metres, each worked
+    /// out when first asked. The hits of a report ask once for every pair of windows (on
+    /// Tools/bench/exposure, tens of thousands a report): a dictionary keyed by anchor name and
+    /// distances, hashed at every ask, was a fifth of the geometric rule's flagging there
+    /// (BENCHMARKS.md, "With positions").
+    final class Table: Sendable {
+        let geometry: RoomGeometry
+        let radius: Double
+        /// Distances from 0 to `size − 1` quarter metres; beyond, no arc fits the room.
+        let size: Int
+        /// By q1 × size + q2 with q1 ≤ q2; NaN until worked out.
+        private let values: Mutex<[Double]>
+
+        init(_ geometry: RoomGeometry, radius: Double) {
+            self.geometry = geometry
+            self.radius = radius
+            size = Int((geometry.farthest * geometry.slack * 4).rounded(.down)) + 1
+            values = Mutex([Double](repeating: .nan, count: size * size))
+        }
+
+        /// The chance that devices at d1 and d2 from the kiosk are within the radius, from the
+        /// distances to 25 cm (0 when either cannot be in the room).
+        func probability(_ d1: Double, _ d2: Double) -> Double {
+            // A quarter metre rounding to `size` or more is beyond the room's far side (and NaN
+            // fails the test too).
+            let limit = Double(size) - 0.5
+            guard d1 * 4 < limit, d2 * 4 < limit, d1 >= 0, d2 >= 0 else { return 0 }
+            var q1 = Int((d1 * 4).rounded())
+            var q2 = Int((d2 * 4).rounded())
+            if q1 > q2 { swap(&q1, &q2) }
+            let i = q1 * size + q2
+            return values.withLock { values in
+                if !values[i].isNaN { return values[i] }
+                let p = geometry.probability(Double(q1) / 4, Double(q2) / 4, radius: radius)
+                values[i] = p
+                return p
+            }
+        }
     }
 }

@@ -200,7 +200,7 @@ struct EvaluateCommand: ParsableCommand {
                 rooms.append(.init(device: device, room: room, from: step.from, to: step.to, point: Point(0, 0)))
             }
             for room in Set(windows.compactMap { roomOf[$0.anchor] }).sorted() {
-                for (s, fix) in positioning.track(windows, device: device, room: room) where fix.receivers >= 2 {
+                for (s, fix) in positioning.track(windows, device: device, room: room, least: 2) {
                     out.append(
                         .init(
                             device: device,

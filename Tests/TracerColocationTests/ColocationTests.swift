@@ -188,6 +188,38 @@ import TracerSite
         #expect(g.probability(1, 6.5, radius: 6) == 0)
     }
 
+    /// The geometric rule's answers come from a table by quarter metre: each the room's own at
+    /// the two distances rounded to 25 cm, in either order; 0 beyond the far side (√20 × 1.3 =
+    /// 5.81 m here) and for a distance that is no number at all.
+    @Test func theGeometricRulesTableAnswersAsTheRoomDoes() {
+        let g = RoomGeometry(kiosk: Point(2, 0), room: Self.square(0))
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        policy.radius = 2
+        policy.likelihood = 0.3
+        policy.geometry["A"] = g
+        let c = Colocation(policy: policy)
+        func quarter(_ d: Double) -> Double { (d * 4).rounded() / 4 }
+        var near = 0
+        for i in 0...66 {
+            for j in 0...66 {
+                let (d1, d2) = (Double(i) * 0.09, Double(j) * 0.09)
+                let expected = g.probability(quarter(d1), quarter(d2), radius: 2) >= 0.3
+                #expect(c.within(anchor: "A", d1, d2) == expected, "\(d1) m and \(d2) m")
+                if expected { near += 1 }
+            }
+        }
+        // The sweep reaches both answers, and past the far side.
+        #expect(near > 500 && near < 67 * 67 - 500)
+        #expect(
+            !c.within(anchor: "A", 1, 5.9)
+                && c.within(anchor: "A", 5.8, 5.8) == (g.probability(5.75, 5.75, radius: 2) >= 0.3)
+        )
+        #expect(
+            !c.within(anchor: "A", .infinity, 1) && !c.within(anchor: "A", 1, .nan) && !c.within(anchor: "A", -1, 1)
+        )
+    }
+
     /// A device heard at two kiosks at once is where the closer one heard it.
     @Test func inRoomKeepsTheCloserKiosksWindows() {
         let kept = Colocation.inRoom([

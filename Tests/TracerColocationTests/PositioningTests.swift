@@ -89,6 +89,46 @@ import TracerSite
         #expect(fix.points.contains { $0.y < 2 } && fix.points.contains { $0.y > 4 })
     }
 
+    /// Asked for fixes where two of the room's kiosks heard, a track has those only, each the
+    /// same as in the whole track: it is smoothed over every slot a kiosk of the room heard
+    /// (here slots 4 and 5, heard by `west` alone), whatever is asked.
+    @Test func fixesAreWorkedOutOnlyWhereEnoughKiosksHeard() throws {
+        let positioning = Positioning(plan: Self.plan)
+        let truth = Point(6, 2)
+        let windows =
+            Self.still(at: truth, [("west", 0, 0), ("east", 0, 0)])
+            + [4, 5].map { Self.w("west", $0, Self.ranged(truth, from: Point(0, 3))) }
+        let all = positioning.track(windows, device: "x", room: "a")
+        let placed = positioning.track(windows, device: "x", room: "a", least: 2)
+        #expect(all.keys.sorted() == [0, 1, 2, 3, 4, 5] && all[4]?.receivers == 1)
+        #expect(placed.keys.sorted() == [0, 1, 2, 3])
+        for s in 0..<4 { #expect(placed[s] == all[s], "slot \(s)") }
+        // Without slots 4 and 5 the track is another one: what was asked did not change it.
+        let alone = positioning.track(Array(windows.prefix(8)), device: "x", room: "a")
+        #expect(alone[3] != all[3])
+    }
+
+    /// A fix keeps the likeliest cells in order of their chance, the first by cell number on a
+    /// tie, up to 97% of the chance or 64 cells.
+    @Test func aFixKeepsTheLikeliestCellsInOrder() throws {
+        let grid = try #require(RoomGrid(room: Self.plan.rooms[0], plan: Self.plan))
+        let n = grid.cells.count
+        // Even chances: the first 64 cells, 1/64 each.
+        let even = grid.fix([Double](repeating: 1 / Double(n), count: n), receivers: 2)
+        #expect(even.points == Array(grid.cells.prefix(64)) && even.weights.allSatisfy { abs($0 - 1 / 64) < 1e-12 })
+        // Cells 7, 3, 9 and 250 hold 0.5, 0.3, 0.3 and 0.18 of 1.3 (the rest 0.02): kept in that
+        // order (9 after 3, its tie), 0.846 of the chance after three and 0.985 after four.
+        var p = [Double](repeating: 0.02 / Double(n - 4), count: n)
+        p[7] = 0.5
+        p[3] = 0.3
+        p[9] = 0.3
+        p[250] = 0.18
+        let total = p.reduce(0, +)
+        let fix = grid.fix(p.map { $0 / total }, receivers: 2)
+        #expect(fix.points == [grid.cells[7], grid.cells[3], grid.cells[9], grid.cells[250]])
+        #expect(abs(fix.weights.reduce(0, +) - 1) < 1e-12 && fix.weights[0] > fix.weights[1])
+    }
+
     /// A badge in room b, 3 m from its kiosk, also heard by room a's two kiosks through the wall:
     /// their readings are 10 dB weaker than the distance, and the model knows it.
     @Test func aBadgeHeardThroughAWallIsPlacedInItsRoom() throws {
