@@ -14,6 +14,8 @@ import TracerTesting
         var failed: [String]
         var collected: String?
         var about: String
+        /// "photo": a page of the photographed set, judged as a set (below).
+        var set: String?
     }
 
     static let utc = TimeZone(identifier: "UTC")!
@@ -37,7 +39,7 @@ import TracerTesting
     }
 
     @Test func acceptsWhatIsARecentPositiveTest() throws {
-        let accepts = Self.entries.filter { $0.expect == "accept" }
+        let accepts = Self.entries.filter { $0.expect == "accept" && $0.set == nil }
         #expect(accepts.count >= 6)
         for entry in accepts {
             let v = try verify(entry)
@@ -54,7 +56,7 @@ import TracerTesting
     /// No false accept; the rules named in the manifest are among those that fail (a blurred
     /// low-resolution page may fail more).
     @Test func rejectsEverythingElseForTheRightReasons() throws {
-        let rejects = Self.entries.filter { $0.expect == "reject" }
+        let rejects = Self.entries.filter { $0.expect == "reject" && $0.set == nil }
         #expect(rejects.count >= 10)
         for entry in rejects {
             let v = try verify(entry)
@@ -69,6 +71,38 @@ import TracerTesting
                 failed.subtracting(entry.failed).subtracting(["date", "confidence"]).isEmpty,
                 "\(entry.file): also failed \(failed.subtracting(entry.failed).sorted())"
             )
+        }
+    }
+
+    /// The photographed set (issue 17): the readable positives at 2–8° either way, in mild
+    /// perspective, blurred, noisy, JPEG at quality 30–50, in dim light. Of the negatives, the
+    /// trap, the old result and the unrelated pages photographed the same way, none is accepted;
+    /// of the positives, at least three in four, each with the page's collection date. The
+    /// issue's target is 95%: 26 of 32 are accepted now (10 before pages were straightened and
+    /// cut from their surround), and this floor goes up to it as the rest lands.
+    @Test func acceptsPhotographedPositivesAndNothingElse() throws {
+        let photos = Self.entries.filter { $0.set == "photo" }
+        let positives = photos.filter { $0.expect == "accept" }
+        #expect(positives.count >= 32 && photos.count > positives.count + 10)
+        var accepted = 0
+        var refused: [String] = []
+        for entry in positives {
+            let v = try verify(entry)
+            if v.accepted {
+                accepted += 1
+                let day = v.collectedAt.map {
+                    let f = ISO8601DateFormatter()
+                    f.formatOptions = [.withFullDate]
+                    return f.string(from: $0)
+                }
+                #expect(day == entry.collected, "\(entry.file): collected \(day ?? "nil")")
+            } else {
+                refused.append("\(entry.file): \(v.failed.map { "\($0.name): \($0.detail)" })")
+            }
+        }
+        #expect(Double(accepted) >= 0.75 * Double(positives.count), "refused: \(refused)")
+        for entry in photos where entry.expect != "accept" {
+            #expect(!(try verify(entry)).accepted, "\(entry.file) (\(entry.about)) was accepted")
         }
     }
 

@@ -459,6 +459,54 @@ add("wrong-extension.png", "error", [], None,
     "A GIF named .png (content: the accepted light SMS); only PNG, JPEG, TIFF, WebP are accepted")
 
 
+# The photographed set (issue 17): each readable page as a phone photographs it, at 2-8 degrees
+# either way, each with its own mix of what phone photos suffer: the page's edges in mild
+# perspective on a darker ground, blur, sensor noise, JPEG at quality 30-50, dim light. The
+# positives are judged by a share (>= 95% accepted), the rest one by one (none accepted), so
+# each entry says "set": "photo".
+PHOTO_ANGLES = [-8, -6, -4, -2, 2, 4, 6, 8]
+
+
+def photograph(src, out, angle, k):
+    """`src` photographed: rotated `angle` degrees, with the k-th mix of degradations."""
+    blur = ["0x0.6", "0x0.9", "0x1.1", "0x0.8"][k % 4]
+    noise = ["0.3", "0.5", "0.4", "0.6"][k % 4]
+    quality = ["50", "40", "30", "45"][k % 4]
+    light = [[], ["-modulate", "70"], ["-level", "0%,100%,0.8"], ["-modulate", "60", "-level", "8%,100%"]][k % 4]
+    # Mild perspective: each corner pulled in by a few pixels, one side of the page more than the
+    # other (it was further from the lens).
+    a, b, c, d, e, f, g, h = [(14, 8, 4, 20, 4, 6, 16, 24), (4, 16, 18, 6, 20, 22, 2, 8),
+                              (18, 4, 6, 12, 10, 18, 4, 4), (6, 6, 20, 18, 8, 4, 22, 16)][k % 4]
+    warp = (f"0,0 {a},{b}  %[fx:w-1],0 %[fx:w-1-{c}],{d}  "
+            f"0,%[fx:h-1] {e},%[fx:h-1-{f}]  %[fx:w-1],%[fx:h-1] %[fx:w-1-{g}],%[fx:h-1-{h}]")
+    return ["convert", src,
+            "(", "+clone", "-fill", "#f3ecdc", "-colorize", "100", ")", "-compose", "Multiply", "-composite",
+            "-compose", "Over", "-bordercolor", "#f3ecdc", "-border", "10",
+            "-bordercolor", "#5a5048", "-border", "60",
+            "-background", "#5a5048", "-virtual-pixel", "background",
+            "-distort", "Perspective", warp,
+            "-rotate", str(angle), "+repage"] + light + [
+            "-blur", blur, "-seed", str(100 + k), "-attenuate", noise, "+noise", "Gaussian",
+            ] + NOMETA + ["-quality", quality, out]
+
+
+PHOTO_POSITIVES = ["lab-pcr-positive.png", "antigen-certificate-positive.png",
+                   "sms-positive-light.png", "sms-positive-dark.png"]
+# Negatives, a trap, an old result and unrelated pages: each at two angles.
+PHOTO_OTHERS = ["lab-pcr-negative.png", "lab-not-detected-many-positive.png", "lab-pcr-positive-old.png",
+                "unrelated-invoice.png", "flu-positive.png", "antigen-inconclusive.png"]
+k = 0
+for base in PHOTO_POSITIVES + PHOTO_OTHERS:
+    original = next(m for m in manifest if m["file"] == base)
+    angles = PHOTO_ANGLES if base in PHOTO_POSITIVES else [PHOTO_ANGLES[k % 8], PHOTO_ANGLES[(k + 5) % 8]]
+    for angle in angles:
+        name = f"photo-{base[:-4]}-{'m' if angle < 0 else 'p'}{abs(angle)}.jpg"
+        jobs2.append((name, photograph(path(base), path(name), angle, k)))
+        manifest.append(dict(original, file=name, set="photo",
+                             about=f"{base} photographed at {angle} deg (mix {k % 4}): {original['about']}"))
+        k += 1
+
+
 def run_all(jobs):
     def one(job):
         name, argv = job
