@@ -48,6 +48,8 @@ public struct OCRWord: Sendable, Equatable {
     public var text: String
     public var confidence: Double
     public var line: Int
+    /// Where on the page as read: a photographed page straightened and cut from its surround
+    /// (`OCREngine`), so in pixels of that page, not of the image given.
     public var box: Box
 
     public struct Box: Sendable, Equatable {
