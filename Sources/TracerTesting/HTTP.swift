@@ -34,10 +34,24 @@ public func httpGet(port: UInt16, path: String = "/", headers: [String: String] 
 }
 
 /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`: what `sd_notify` sends arrives here.
+///
+/// A thread reads it as the datagrams come, as systemd does: the kernel keeps at most
+/// `net.unix.max_dgram_qlen` (10 here) unread, and `sd_notify` drops what does not fit, so a
+/// test that read only at the end lost the daemon's `STOPPING=1` behind ten `STATUS=` lines
+/// when a loaded machine made it wait long enough.
 public final class NotifySocket: @unchecked Sendable {
     public let path: String
     private let fd: Int32
     private let directory = TemporaryDirectory("tracer-notify")
+    private let inbox = Inbox()
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// What the reader thread has received and not yet handed out.
+    private final class Inbox: @unchecked Sendable {
+        let condition = NSCondition()
+        var datagrams: [String] = []
+        var closing = false
+    }
 
     public init() throws {
         path = directory.file("notify")
@@ -53,18 +67,48 @@ public final class NotifySocket: @unchecked Sendable {
             }
         }
         guard fd >= 0, bound == 0 else { throw CocoaError(.fileWriteUnknown) }
+        // A short receive timeout, so that the reader sees `closing` soon after it is set.
+        var wait = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        let (descriptor, inbox, stopped) = (fd, inbox, stopped)
+        Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                inbox.condition.lock()
+                let closing = inbox.closing
+                inbox.condition.unlock()
+                if closing { break }
+                let n = recv(descriptor, &buffer, buffer.count, 0)
+                guard n > 0 else { continue }
+                inbox.condition.lock()
+                inbox.datagrams.append(String(decoding: buffer[0..<n], as: UTF8.self))
+                inbox.condition.broadcast()
+                inbox.condition.unlock()
+            }
+            stopped.signal()
+        }.start()
     }
 
     /// The next datagram, waiting up to `timeout` seconds.
     public func receive(timeout: Int = 5) -> String? {
-        var wait = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = recv(fd, &buffer, buffer.count, 0)
-        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+        let deadline = Date().addingTimeInterval(Double(timeout))
+        inbox.condition.lock()
+        defer { inbox.condition.unlock() }
+        while inbox.datagrams.isEmpty {
+            if !inbox.condition.wait(until: deadline) { break }
+        }
+        return inbox.datagrams.isEmpty ? nil : inbox.datagrams.removeFirst()
     }
 
-    deinit { close(fd) }
+    deinit {
+        inbox.condition.lock()
+        inbox.closing = true
+        inbox.condition.unlock()
+        // The reader leaves within its receive timeout; only then is the descriptor closed, so
+        // that it never reads a number the process has reused.
+        stopped.wait()
+        close(fd)
+    }
 }
 
 /// An HTTP receiver on loopback for webhook tests: records each request's body and answers 200,
