@@ -36,9 +36,10 @@ public func httpGet(port: UInt16, path: String = "/", headers: [String: String] 
 /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`: what `sd_notify` sends arrives here.
 ///
 /// A thread reads it as the datagrams come, as systemd does: the kernel keeps at most
-/// `net.unix.max_dgram_qlen` (10 here) unread, and `sd_notify` drops what does not fit, so a
-/// test that read only at the end lost the daemon's `STOPPING=1` behind ten `STATUS=` lines
-/// when a loaded machine made it wait long enough.
+/// `net.unix.max_dgram_qlen` (10 here) unread and `sd_notify` then blocks, and the daemon gives
+/// up on what it could not send within a second at exit, so a test that read only at the end
+/// lost the daemon's `STOPPING=1` behind ten `STATUS=` lines when a loaded machine made it wait
+/// long enough.
 public final class NotifySocket: @unchecked Sendable {
     public let path: String
     private let fd: Int32

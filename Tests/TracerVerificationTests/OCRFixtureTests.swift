@@ -31,6 +31,15 @@ import TracerTesting
         return Verifier.verify(page, now: Date(), timeZone: Self.utc)
     }
 
+    /// A collection date as the manifest writes it (YYYY-MM-DD, UTC).
+    static func day(_ date: Date?) -> String? {
+        date.map {
+            let f = ISO8601DateFormatter()
+            f.formatOptions = [.withFullDate]
+            return f.string(from: $0)
+        }
+    }
+
     @Test func theFixturesWereRendered() {
         #expect(
             Self.entries.count >= 20,
@@ -44,11 +53,7 @@ import TracerTesting
         for entry in accepts {
             let v = try verify(entry)
             #expect(v.accepted, "\(entry.file) (\(entry.about)): \(v.failed.map { "\($0.name): \($0.detail)" })")
-            let day = v.collectedAt.map {
-                let f = ISO8601DateFormatter()
-                f.formatOptions = [.withFullDate]
-                return f.string(from: $0)
-            }
+            let day = Self.day(v.collectedAt)
             #expect(day == entry.collected, "\(entry.file)")
         }
     }
@@ -90,11 +95,7 @@ import TracerTesting
             let v = try verify(entry)
             if v.accepted {
                 accepted += 1
-                let day = v.collectedAt.map {
-                    let f = ISO8601DateFormatter()
-                    f.formatOptions = [.withFullDate]
-                    return f.string(from: $0)
-                }
+                let day = Self.day(v.collectedAt)
                 #expect(day == entry.collected, "\(entry.file): collected \(day ?? "nil")")
             } else {
                 refused.append("\(entry.file): \(v.failed.map { "\($0.name): \($0.detail)" })")
