@@ -14,6 +14,14 @@ enum DateFinder {
         var digitConfidence: Double
         var labelled: Bool
         var context: String
+        /// Another collection date on the page, on another day (a labelled line that is not also
+        /// a print, report or receipt date): the two disagree.
+        var disagreeing: Disagreeing?
+
+        struct Disagreeing {
+            var text: String
+            var evidence: VerificationRule.Evidence
+        }
 
         var evidence: VerificationRule.Evidence {
             VerificationRule.Evidence(text: text, confidence: digitConfidence, context: context)
@@ -43,6 +51,7 @@ enum DateFinder {
 
     static func collectionDate(_ page: OCRPage, timeZone: TimeZone) -> Found? {
         var labelled: [Found] = []
+        var plain: [Found] = []
         var others: [Found] = []
         for line in page.lines {
             let statement = Statement(line)
@@ -50,16 +59,26 @@ enum DateFinder {
             guard !dates.isEmpty else { continue }
             if statement.matches(excluded) && !statement.matches(collection) { continue }
             if statement.matches(collection) {
-                labelled += dates.map {
+                let marked = dates.map {
                     var f = $0
                     f.labelled = true
                     return f
                 }
+                labelled += marked
+                // "Sample received", "collected … reported …": not only a collection date.
+                if !statement.matches(excluded) { plain += marked }
             } else {
                 others += dates
             }
         }
-        if let first = labelled.first { return first }
+        if var first = labelled.first {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            if let other = plain.first(where: { !calendar.isDate($0.date, inSameDayAs: first.date) }) {
+                first.disagreeing = Found.Disagreeing(text: other.text, evidence: other.evidence)
+            }
+            return first
+        }
         return others.count == 1 ? others[0] : nil
     }
 

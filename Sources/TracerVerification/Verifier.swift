@@ -10,8 +10,24 @@ public struct VerificationPolicy: Sendable, Equatable, Codable {
     public var maxAgeDays: Int = 14
     /// …and at most this many days ahead (time zones, clocks).
     public var maxFutureDays: Int = 1
+    /// A result statement this many lines or more from every mention of the test's name (COVID-19,
+    /// SARS-CoV-2) is doubtful: it may be another test's result on the same page.
+    public var maxResultDistance: Int = 12
+    /// Which reports wait for the health team (the site's `review` setting).
+    public var review: Review = .doubtful
 
     public init() {}
+}
+
+/// Which self-reports a person on the health team decides before anyone is flagged.
+public enum Review: String, Sendable, Equatable, Codable, CaseIterable {
+    /// None: what the policy cannot decide with confidence is rejected.
+    case none
+    /// What the policy cannot decide with confidence (low-confidence deciding words, collection
+    /// dates that disagree, a result far from the test's name) waits; the rest is decided.
+    case doubtful
+    /// Every report the policy would accept waits too (a forged image flags a whole room).
+    case all
 }
 
 /// One rule of the decision: whether it passed, why, and the words it rests on.
@@ -21,6 +37,18 @@ public struct VerificationRule: Sendable, Equatable, Codable {
     public var passed: Bool
     public var detail: String
     public var evidence: [Evidence]
+    /// A failure a person could overrule: the words were read with low confidence, the page gives
+    /// collection dates that disagree, the result stands far from the test's name. A failed rule
+    /// that is not doubtful (a negative result, an old test) rejects whatever a person would say.
+    public var doubtful: Bool
+
+    public init(name: String, passed: Bool, detail: String, evidence: [Evidence], doubtful: Bool = false) {
+        self.name = name
+        self.passed = passed
+        self.detail = detail
+        self.evidence = evidence
+        self.doubtful = doubtful && !passed
+    }
 
     public struct Evidence: Sendable, Equatable, Codable {
         /// The words that matched.
@@ -40,6 +68,25 @@ public struct Verification: Sendable, Equatable, Codable {
     public var collectedAt: Date?
 
     public var failed: [VerificationRule] { rules.filter { !$0.passed } }
+
+    /// What the policy makes of a page.
+    public enum Decision: String, Sendable, Equatable, Codable {
+        /// Every rule passed.
+        case accepted
+        /// Every rule that failed is one a person could overrule (`VerificationRule.doubtful`).
+        case doubtful
+        /// A rule failed for certain.
+        case rejected
+    }
+
+    public var decision: Decision {
+        let failed = self.failed
+        if failed.isEmpty { return .accepted }
+        return failed.allSatisfy(\.doubtful) ? .doubtful : .rejected
+    }
+
+    /// The doubtful rules' details: why a person should look.
+    public var doubts: [String] { failed.filter(\.doubtful).map { "\($0.name): \($0.detail)" } }
 }
 
 /// The verification policy, applied to what OCR read. Pure: no I/O, the clock passed in.
@@ -109,12 +156,26 @@ public enum Verifier {
                 evidence: []
             )
         } else if outcomes == [.positive] {
-            resultRule = VerificationRule(
-                name: "result",
-                passed: true,
-                detail: "the result is positive",
-                evidence: results.map(\.1.evidence)
-            )
+            // A positive result statement near the test's name (or naming it) is this test's.
+            let lines = statements.filter { $0.matches(Patterns.covid) }.map(\.line)
+            let distance = results.map { r in lines.map { abs($0 - r.1.line) }.min() ?? Int.max }.min() ?? Int.max
+            if lines.isEmpty || distance < policy.maxResultDistance {
+                resultRule = VerificationRule(
+                    name: "result",
+                    passed: true,
+                    detail: "the result is positive",
+                    evidence: results.map(\.1.evidence)
+                )
+            } else {
+                resultRule = VerificationRule(
+                    name: "result",
+                    passed: false,
+                    detail: "the result \"\(results[0].1.text)\" (line \(results[0].1.line + 1)) is \(distance) lines "
+                        + "from the test's name (line \(lines[0] + 1)): it may be another test's",
+                    evidence: results.map(\.1.evidence),
+                    doubtful: true
+                )
+            }
             deciding += results.map(\.1)
         } else {
             let bad = results.filter { $0.0 != .positive }
@@ -152,7 +213,16 @@ public enum Verifier {
                     passed: false,
                     detail: "the date \"\(found.text)\" is doubtful: its digits were read with "
                         + "\(Int(lowest))% confidence (at least \(Int(policy.minConfidence))% needed)",
-                    evidence: [shown]
+                    evidence: [shown],
+                    doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
+                )
+            } else if let other = found.disagreeing {
+                dateRule = VerificationRule(
+                    name: "date",
+                    passed: false,
+                    detail: "the page gives two collection dates, \"\(found.text)\" and \"\(other.text)\"",
+                    evidence: [shown, other.evidence],
+                    doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
                 )
             } else if days > policy.maxAgeDays {
                 dateRule = VerificationRule(
@@ -200,7 +270,9 @@ public enum Verifier {
                         ? "the deciding words were read with at least \(Int(policy.minConfidence))% confidence"
                         : "read with low confidence: "
                             + weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", "),
-                evidence: (weak.isEmpty ? deciding : weak).map(\.evidence)
+                evidence: (weak.isEmpty ? deciding : weak).map(\.evidence),
+                // Low confidence in words that were found is a person's to judge; nothing found is not.
+                doubtful: !deciding.isEmpty
             )
         )
         return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
@@ -244,9 +316,12 @@ struct Statement {
     var text: String
     /// UTF-16 ranges of each word in `text`.
     var ranges: [NSRange]
+    /// The page's line it begins on, from 0.
+    var line: Int
 
-    init(_ words: [OCRWord]) {
+    init(_ words: [OCRWord], line: Int = 0) {
         self.words = words
+        self.line = line
         var text = ""
         var ranges: [NSRange] = []
         for w in words {
@@ -263,6 +338,8 @@ struct Statement {
         var text: String
         var confidence: Double
         var context: String
+        /// The page's line its statement begins on.
+        var line = 0
 
         var evidence: VerificationRule.Evidence {
             VerificationRule.Evidence(text: text, confidence: confidence, context: context)
@@ -277,7 +354,8 @@ struct Statement {
         return Match(
             text: ns.substring(with: m.range),
             confidence: touched.map(\.0.confidence).min() ?? 0,
-            context: text
+            context: text,
+            line: line
         )
     }
 
@@ -293,30 +371,30 @@ struct Statement {
     /// Lines joined where a sentence wraps (the next line goes on in lower case), then split
     /// into sentences.
     static func split(_ page: OCRPage) -> [Statement] {
-        var joined: [[OCRWord]] = []
-        for line in page.lines {
-            if let last = joined.last?.last, let next = line.first,
+        var joined: [(words: [OCRWord], line: Int)] = []
+        for (n, line) in page.lines.enumerated() {
+            if let last = joined.last?.words.last, let next = line.first,
                 !(last.text.last.map { ".:!?".contains($0) } ?? true),
                 next.text.first?.isLowercase == true
             {
-                joined[joined.count - 1] += line
+                joined[joined.count - 1].words += line
             } else {
-                joined.append(line)
+                joined.append((line, n))
             }
         }
         var out: [Statement] = []
-        for words in joined {
+        for (words, line) in joined {
             var sentence: [OCRWord] = []
             for (i, w) in words.enumerated() {
                 sentence.append(w)
                 let ends = w.text.hasSuffix(".") || w.text.hasSuffix("!") || w.text.hasSuffix("?")
                 let nextStartsUpper = i + 1 < words.count && words[i + 1].text.first?.isUppercase == true
                 if ends && nextStartsUpper {
-                    out.append(Statement(sentence))
+                    out.append(Statement(sentence, line: line))
                     sentence = []
                 }
             }
-            if !sentence.isEmpty { out.append(Statement(sentence)) }
+            if !sentence.isEmpty { out.append(Statement(sentence, line: line)) }
         }
         return out
     }
@@ -328,7 +406,7 @@ extension Verification {
     public var ruleObjects: [[String: Any]] {
         rules.map { r in
             [
-                "name": r.name, "passed": r.passed, "detail": r.detail,
+                "name": r.name, "passed": r.passed, "detail": r.detail, "doubtful": r.doubtful,
                 "evidence": r.evidence.map {
                     ["text": $0.text, "confidence": ($0.confidence * 10).rounded() / 10, "context": $0.context]
                 },

@@ -152,4 +152,71 @@ import Testing
         let v = verify("C0VID-l9 antigen test\nSample collected: 2026-11-21\nResult: Positive")
         #expect(v.accepted, "\(v.failed)")
     }
+
+    // MARK: What a person should decide (issue 17: the health team's review)
+
+    @Test func lowConfidenceInWordsFoundIsDoubtfulNotRejected() {
+        var page = OCRPage.text(Self.labPositive)
+        for i in page.words.indices where page.words[i].text == "POSITIVE" { page.words[i].confidence = 41 }
+        let v = Verifier.verify(page, now: Self.now, timeZone: Self.utc)
+        #expect(v.decision == .doubtful)
+        #expect(v.doubts == [v.rules.last.map { "confidence: \($0.detail)" } ?? ""])
+        // Doubtful digits of a date that would pass are doubtful too; of an old date, not.
+        var dated = OCRPage.text(Self.labPositive)
+        for i in dated.words.indices where dated.words[i].text == "2026-11-20" { dated.words[i].confidence = 38 }
+        #expect(Verifier.verify(dated, now: Self.now, timeZone: Self.utc).decision == .doubtful)
+        let old = Verifier.verify(dated, now: Self.now.addingTimeInterval(30 * 86_400), timeZone: Self.utc)
+        #expect(old.decision == .rejected, "\(old.failed)")
+    }
+
+    @Test func certainFailuresRejectWhateverElseIsDoubtful() {
+        // A negative read with low confidence: the result rule fails for certain.
+        let negative = verify(
+            "SARS-CoV-2 RT-PCR\nCollected: 2026-11-21\nResult: NEGATIVE",
+            confidence: 40
+        )
+        #expect(negative.decision == .rejected)
+        #expect(negative.failed.first { $0.name == "result" }?.doubtful == false)
+        // Nothing decisive read at all is not a person's to guess.
+        let nothing = verify("Brightwater Energy invoice\nInvoice date: 2026-11-20", confidence: 40)
+        #expect(nothing.decision == .rejected)
+        #expect(nothing.failed.allSatisfy { !$0.doubtful })
+        #expect(verify(Self.labPositive).decision == .accepted)
+    }
+
+    @Test func collectionDatesThatDisagreeAreDoubtful() throws {
+        let v = verify(
+            """
+            SARS-CoV-2 RT-PCR
+            Collected: 2026-11-20 09:40
+            Sample date: 17 Nov 2026
+            Result: POSITIVE
+            """
+        )
+        #expect(v.decision == .doubtful, "\(v.failed)")
+        let date = try #require(v.rules.first { $0.name == "date" })
+        #expect(date.doubtful)
+        #expect(date.detail == "the page gives two collection dates, \"2026-11-20 09:40\" and \"17 Nov 2026\"")
+        #expect(date.evidence.map(\.text) == ["2026-11-20 09:40", "17 Nov 2026"])
+        // The same day twice agrees; a received or reported date is not a second collection date.
+        #expect(
+            verify("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20 09:40\nSample date: 20 Nov 2026\nResult: POSITIVE")
+                .accepted
+        )
+        #expect(
+            verify("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20\nSample received: 2026-11-21\nResult: POSITIVE").accepted
+        )
+    }
+
+    @Test func aResultFarFromTheTestsNameIsDoubtful() throws {
+        let filler = (1...12).map { "Line \($0) of the patient leaflet" }.joined(separator: "\n")
+        let far = verify("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20\n\(filler)\nResult: POSITIVE")
+        #expect(far.decision == .doubtful, "\(far.failed)")
+        let result = try #require(far.rules.first { $0.name == "result" })
+        #expect(result.doubtful && result.detail.contains("14 lines from the test's name (line 1)"), "\(result.detail)")
+        // Eleven lines apart is near enough; a statement naming the virus is near itself.
+        let near = (1...9).map { "Line \($0)" }.joined(separator: "\n")
+        #expect(verify("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20\n\(near)\nResult: POSITIVE").accepted)
+        #expect(verify("Collected: 2026-11-20\nPCR\n\(filler)\nSARS-CoV-2 RNA DETECTED").accepted)
+    }
 }

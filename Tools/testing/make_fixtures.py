@@ -5,9 +5,10 @@ result a recent POSITIVE COVID-19 test?) plus a manifest of what the verifier sh
     Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD]      # default today: `date -u +%F`
 
 Writes OUTDIR/*.png|jpg|tiff|webp|... and OUTDIR/manifest.json, a JSON array of
-    {"file": "name.png", "expect": "accept"|"reject"|"error", "failed": ["rule", ...],
+    {"file": "name.png", "expect": "accept"|"hold"|"reject"|"error", "failed": ["rule", ...],
      "collected": "YYYY-MM-DD" or null, "about": "one line", "set": "photo" (the photographed set only)}
-Rule names: covid, testKind, result, date, confidence ("error" = bad input, failed = []).
+Rule names: covid, testKind, result, date, confidence ("error" = bad input, failed = []; "hold" =
+doubtful: every failed rule is one a person could overrule, and a reviewing site holds it).
 Dates on the pages are relative to --today; the output is deterministic for a given --today
 (fixed noise seed, no timestamps in the files). Needs ImageMagick 6 `convert` with the DejaVu
 fonts, and Debian's /usr/bin/python3 (the standard library only). One progress line per file
@@ -157,8 +158,9 @@ class Page:
 
 
 # ---------------------------------------------------------------- page contents
-def lab_report(result="positive", collected=None, reported=None):
-    """Northfield's RT-PCR report. collected/reported: date objects, or None to leave them out."""
+def lab_report(result="positive", collected=None, reported=None, also_collected=None):
+    """Northfield's RT-PCR report. collected/reported: date objects, or None to leave them out;
+    also_collected: a second collection date further down (a page that disagrees with itself)."""
     p = Page()
     p.text("Northfield Clinical Laboratory", 42, BOLD)
     p.text("1200 Harbour Road, Northfield  -  Tel 0100 555 0142  -  Accredited lab no. 9999",
@@ -177,6 +179,8 @@ def lab_report(result="positive", collected=None, reported=None):
         p.row([(80, f"Reported: {iso(reported)} 16:12"), (c2, "Lab no.: 26-318-0457")])
     else:
         p.row([(80, "Lab no.: 26-318-0457"), (c2, "Ward: Outpatients")])
+    if also_collected is not None:
+        p.row([(80, f"Sample date: {dmon(also_collected)}"), (c2, "Container: VTM tube")])
     p.rule()
     p.row([(80, "Test"), (560, "Result")], 24, BOLD)
     row = "DETECTED" if result == "positive" else "NOT DETECTED"
@@ -362,6 +366,10 @@ def page(name, p):
 page("lab-pcr-positive.png", lab_report("positive", day(-2), day(-1)))
 add("lab-pcr-positive.png", "accept", [], day(-2),
     "Lab RT-PCR report, SARS-CoV-2 RNA DETECTED, Result: POSITIVE; collected ISO date+time, DOB 1990 must not count")
+
+page("lab-pcr-positive-two-dates.png", lab_report("positive", day(-2), day(-1), also_collected=day(-5)))
+add("lab-pcr-positive-two-dates.png", "hold", ["date"], day(-2),
+    "Positive RT-PCR report giving two collection dates three days apart: doubtful, for the health team")
 
 page("lab-pcr-negative.png", lab_report("negative", day(-1), day(0)))
 add("lab-pcr-negative.png", "reject", ["result"], day(-1),
