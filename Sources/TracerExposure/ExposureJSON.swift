@@ -43,11 +43,14 @@ public enum ExposureJSON {
         exposures: [DocumentSnapshot]
     ) -> Value {
         let d = DeviceStatus(doc)
-        return .map([
+        var fields: [String: Value] = [
             "deviceId": .string(device), "status": .string(d.status.rawValue),
             "risk": .string(d.risk.rawValue), "colocatedMinutes": .double(d.colocatedMinutes),
             "exposures": .array(exposures.map(value)),
-        ])
+        ]
+        // The device's own latest report, while the health team reviews it and once decided.
+        if case .map(let report)? = doc["report"] { fields["report"] = .map(report) }
+        return .map(fields)
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).

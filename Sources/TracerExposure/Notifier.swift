@@ -68,13 +68,17 @@ public struct Notifier: Service {
             for change in snap.changes where change.kind != .removed {
                 let doc = change.document
                 let d = DeviceStatus(doc)
-                let key = "\(d.status)/\(d.risk)/\(d.exposureCount)"
+                // The device's own report as the health team decides it (pending, denied) tells the reporter too.
+                let report = doc["report"]
+                let key = "\(d.status)/\(d.risk)/\(d.exposureCount)/\(report.map { JSON.string($0) } ?? "")"
                 if last[doc.id] == key { continue }
-                let body: Value = .map([
+                var fields: [String: Value] = [
                     "deviceId": .string(doc.id), "status": .string(d.status.rawValue), "risk": .string(d.risk.rawValue),
                     "exposureCount": .integer(Int64(d.exposureCount)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
                     "token": .integer(snap.token),
-                ])
+                ]
+                if let report { fields["report"] = report }
+                let body: Value = .map(fields)
                 try await deliver(ExposureJSON.json(body))
                 last[doc.id] = key
             }

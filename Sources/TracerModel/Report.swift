@@ -35,6 +35,13 @@ public struct Report: Sendable, Equatable {
     public var answers: [String: Bool]
     /// Set by the store on creation.
     public var createdAt: Timestamp?
+    /// Why it waits for the health team (the doubtful rules' details; empty when the site
+    /// reviews every report and nothing was doubtful).
+    public var doubts: [String] = []
+    /// Who decided it at review, when, and what they noted.
+    public var decidedBy: String?
+    public var decidedAt: Timestamp?
+    public var note: String?
 
     public init(
         id: String,
@@ -72,6 +79,10 @@ public struct Report: Sendable, Equatable {
             answers: answers,
             createdAt: r.optionalTime("createdAt")
         )
+        if case .array(let doubts)? = r.data["doubts"] { self.doubts = doubts.compactMap(\.stringValue) }
+        decidedBy = r.optionalString("decidedBy")
+        decidedAt = r.optionalTime("decidedAt")
+        note = r.optionalString("note")
     }
 
     /// The document as first written; `createdAt` is the commit time.
@@ -85,7 +96,47 @@ public struct Report: Sendable, Equatable {
         ]
         if !imageSHA256.isEmpty { data["imageSHA256"] = .string(imageSHA256) }
         if !answers.isEmpty { data["answers"] = .map(answers.mapValues(Value.bool)) }
+        if !doubts.isEmpty { data["doubts"] = .array(doubts.map(Value.string)) }
         return data
+    }
+
+    /// The fields a reviewer's decision writes: the status, who, when (the commit time), and
+    /// their note.
+    public static func decision(_ status: Status, by reviewer: String, note: String?) -> [FieldPath: Value] {
+        var fields: [FieldPath: Value] = [
+            "status": .string(status.rawValue), "decidedBy": .string(reviewer), "decidedAt": .serverTimestamp,
+        ]
+        if let note, !note.isEmpty { fields["note"] = .string(note) }
+        return fields
+    }
+
+    /// The reports waiting for the health team.
+    public static var pending: Query {
+        Query(collection: Collections.reports).where(Field.status, .equal, .string(Status.pending.rawValue))
+    }
+
+    /// The report as the health team reviews it (`GET /v1/reports`, `tracer report pending
+    /// --json`): the evidence and why it waits, never the image; `image` says whether it is kept.
+    public func forReview(image: Bool) -> Value {
+        var fields: [String: Value] = [
+            "reportId": .string(id), "deviceId": .string(deviceID), "status": .string(status.rawValue),
+            "createdAt": createdAt.map { .string($0.iso8601Seconds) } ?? .null,
+            "collectedAt": collectedAt.map { .string(String($0.iso8601.prefix(10))) } ?? .null,
+            "doubts": .array(doubts.map(Value.string)), "evidence": .array(evidence), "image": .bool(image),
+        ]
+        if !answers.isEmpty { fields["answers"] = .map(answers.mapValues(Value.bool)) }
+        if let decidedBy { fields["decidedBy"] = .string(decidedBy) }
+        if let decidedAt { fields["decidedAt"] = .string(decidedAt.iso8601Seconds) }
+        if let note { fields["note"] = .string(note) }
+        return .map(fields)
+    }
+
+    /// What the reporter's device document says of their latest report (`devices/{id}.report`), so
+    /// that `tracer status` and its listeners tell them it waits, and then what was decided.
+    public var forReporter: Value {
+        var fields: [String: Value] = ["id": .string(id), "status": .string(status.rawValue)]
+        if let note, status == .denied { fields["note"] = .string(note) }
+        return .map(fields)
     }
 
     /// The fields a revocation writes.

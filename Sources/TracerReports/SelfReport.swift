@@ -19,6 +19,8 @@ public struct RecordedReport: Sendable, Equatable {
     public var imageSHA256: String
     /// False when the same image had already been reported for the same device.
     public var created: Bool
+    /// Where it stands (for one already reported: as it was found).
+    public var status: Report.Status = .accepted
 }
 
 /// Records accepted self-reports: `reports/{id}` (never the image: its SHA-256), and the
@@ -29,39 +31,47 @@ public enum SelfReport {
         String(Digest.sha256Hex("\(deviceID)\n\(imageSHA256)").prefix(20))
     }
 
-    /// Stores the report and marks the device positive, in one transaction; an existing report
-    /// for the same image and device is returned as it is.
+    /// Stores the report and, when it is accepted, marks the device positive, in one
+    /// transaction; a pending one (held for the health team) leaves the device as it is. The
+    /// device's `report` field says where the report stands. An existing report for the same
+    /// image and device is returned as it is.
     public static func record(
         deviceID: String,
         imageSHA256: String,
         verification: Verification,
         answers: [String: Bool] = [:],
+        status: Report.Status = .accepted,
         store: DocumentStore
     ) throws -> RecordedReport {
         let id = reportID(deviceID: deviceID, imageSHA256: imageSHA256)
         let reportPath = try Collections.report(id)
         let devicePath = try Collections.device(deviceID)
-        let report = Report(
+        var report = Report(
             id: id,
             deviceID: deviceID,
-            status: .accepted,
+            status: status,
             collectedAt: verification.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970) },
             imageSHA256: imageSHA256,
             evidence: verification.rules.map(Self.evidence),
             answers: answers
         )
-        let created = try store.runTransaction { t -> Bool in
-            if try t.get(reportPath).exists { return false }
+        report.doubts = verification.doubts
+        let (created, stored) = try store.runTransaction { t -> (Bool, Report.Status) in
+            let existing = try t.get(reportPath)
+            if existing.exists { return (false, (try? Report(existing))?.status ?? status) }
             t.create(reportPath, report.data)
-            t.set(devicePath, DeviceStatus.positive, merge: true)
-            return true
+            var device: DocumentData = ["report": report.forReporter]
+            if status == .accepted { device.merge(DeviceStatus.positive) { _, new in new } }
+            t.set(devicePath, device, merge: true)
+            return (true, status)
         }
         return RecordedReport(
             id: id,
             deviceID: deviceID,
             collectedAt: verification.collectedAt,
             imageSHA256: imageSHA256,
-            created: created
+            created: created,
+            status: stored
         )
     }
 
@@ -70,6 +80,7 @@ public enum SelfReport {
             "rule": .string(rule.name),
             "passed": .bool(rule.passed),
             "detail": .string(rule.detail),
+            "doubtful": .bool(rule.doubtful),
             "words": .array(
                 rule.evidence.map {
                     .map(["text": .string($0.text), "confidence": .double(($0.confidence * 10).rounded() / 10)])

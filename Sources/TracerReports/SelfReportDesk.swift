@@ -1,4 +1,5 @@
 import Foundation
+import TracerModel
 import TracerSite
 import TracerStore
 import TracerVerification
@@ -10,11 +11,20 @@ public struct SelfReportDesk: Sendable {
     public let store: DocumentStore
     public let flagging: any ExposureFlagging
     public let policy: VerificationPolicy
+    /// Where the images of reports held for review are kept until they are decided; nil: not
+    /// kept (the health team decides on the evidence alone).
+    public let images: ReviewImages?
 
-    public init(store: DocumentStore, flagging: any ExposureFlagging, policy: VerificationPolicy) {
+    public init(
+        store: DocumentStore,
+        flagging: any ExposureFlagging,
+        policy: VerificationPolicy,
+        images: ReviewImages? = nil
+    ) {
         self.store = store
         self.flagging = flagging
         self.policy = policy
+        self.images = images
     }
 
     /// What became of a report.
@@ -24,6 +34,19 @@ public struct SelfReportDesk: Sendable {
         /// Recorded (or already recorded: `report.created` is false), with the flagging's line for
         /// the reporter; `flagged` is false when flagging failed (the line says how to retry).
         case recorded(RecordedReport, Verification, flagging: String, flagged: Bool)
+        /// Recorded as pending: the health team decides; nothing is flagged until then.
+        case held(RecordedReport, Verification)
+        /// The same image from the same device was reported before and denied (or revoked).
+        case decidedBefore(RecordedReport, Verification)
+    }
+
+    /// What the site's policy does with a verification: reject it, hold it for review, or accept it.
+    public func disposition(_ verification: Verification) -> Report.Status? {
+        switch (verification.decision, policy.review) {
+        case (.rejected, _), (.doubtful, .none): nil
+        case (.doubtful, _), (.accepted, .all): .pending
+        case (.accepted, _): .accepted
+        }
     }
 
     /// The decision on a page, at `now`.
@@ -51,20 +74,34 @@ public struct SelfReportDesk: Sendable {
 
     /// Records an accepted verification for `device` and flags those exposed; a rejected one
     /// records nothing. A flagging failure leaves the report recorded and says how to retry.
+    /// A verification the policy doubts (or, with `review: all`, any it accepts) is recorded
+    /// pending, with `image` kept for the reviewer, and nothing is flagged.
     public func submit(
         _ verification: Verification,
         imageSHA256: String,
+        image: Data? = nil,
         device: String,
         answers: [String: Bool] = [:]
     ) throws -> Outcome {
-        guard verification.accepted else { return .rejected(verification) }
+        guard let status = disposition(verification) else { return .rejected(verification) }
+        images?.purge()
         let report = try SelfReport.record(
             deviceID: device,
             imageSHA256: imageSHA256,
             verification: verification,
             answers: answers,
+            status: status,
             store: store
         )
+        switch report.status {
+        case .pending:
+            if let images, let image, report.created { try images.keep(image, for: report.id) }
+            return .held(report, verification)
+        case .denied, .revoked:
+            return .decidedBefore(report, verification)
+        case .accepted:
+            break
+        }
         do {
             let line = try flagging.reportAccepted(report, store: store)
             return .recorded(report, verification, flagging: line, flagged: true)
@@ -72,6 +109,107 @@ public struct SelfReportDesk: Sendable {
             let line =
                 "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
             return .recorded(report, verification, flagging: line, flagged: false)
+        }
+    }
+}
+
+extension SelfReportDesk {
+    /// Who decides at review: a person's name (an admin token's, or the user at the command
+    /// line) and the token's id ("-" at the command line), for the report and the audit log.
+    public struct Reviewer: Sendable {
+        public var name: String
+        public var tokenID: String
+
+        public init(name: String, tokenID: String) {
+            self.name = name
+            self.tokenID = tokenID
+        }
+    }
+
+    /// What a decision did: the report as decided, and for an approval the flagging's line.
+    public struct Decided: Sendable {
+        public var report: Report
+        /// The flagging's line (an approval), or what the reporter is told (a denial).
+        public var line: String
+        /// False when an approval's flagging failed (the line says how to retry).
+        public var flagged: Bool
+    }
+
+    /// The reports waiting for the health team, oldest first.
+    public func pending() throws -> [Report] {
+        images?.purge()
+        return try store.getDocuments(Report.pending).compactMap { try? Report($0) }.sorted {
+            ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id)
+        }
+    }
+
+    /// Approves a pending report: it is accepted, the reporter marked positive, and exposures
+    /// flagged. Or denies it: the reporter's device says so, with the note, and nothing is
+    /// flagged. Either way the image is deleted and the decision is in the audit log (who, when,
+    /// which report, the note), in the same transaction as the report.
+    public func decide(_ reportID: String, approve: Bool, by reviewer: Reviewer, note: String? = nil) throws -> Decided
+    {
+        let status: Report.Status = approve ? .accepted : .denied
+        let path: DocumentPath
+        do { path = try Collections.report(reportID) } catch {
+            throw ReviewError(.notFound, "no report \(reportID.prefix(40))")
+        }
+        let note = note.map { String($0.prefix(2000)) }
+        try store.runTransaction { t in
+            let doc = try t.get(path)
+            guard doc.exists, let report = try? Report(doc) else {
+                throw ReviewError(.notFound, "no report \(reportID)")
+            }
+            guard report.status == .pending else {
+                let by = report.decidedBy.map { " by \($0)" } ?? ""
+                let at = report.decidedAt.map { " at \($0.iso8601Seconds)" } ?? ""
+                throw ReviewError(.notPending, "report \(reportID) is \(report.status.rawValue)\(by)\(at), not pending")
+            }
+            t.update(path, Report.decision(status, by: reviewer.name, note: note))
+            var decided = report
+            decided.status = status
+            decided.note = note
+            var device: DocumentData = ["report": decided.forReporter]
+            if approve { device.merge(DeviceStatus.positive) { _, new in new } }
+            t.set(try Collections.device(report.deviceID), device, merge: true)
+            let entry = AuditEntry(
+                tokenID: reviewer.tokenID,
+                tokenName: reviewer.name,
+                role: .admin,
+                method: approve ? "APPROVE" : "DENY",
+                path: path.description,
+                outcome: note.flatMap { $0.isEmpty ? nil : "note: \($0)" }
+            )
+            t.set(Collections.audit.newDocument(), entry.data)
+        }
+        images?.remove(reportID)
+        guard let report = try? Report(try store.get(path)) else {
+            throw ReviewError(.notFound, "no report \(reportID)")
+        }
+        guard approve else {
+            return Decided(
+                report: report,
+                line: "report \(reportID) denied; the reporter's status says so",
+                flagged: true
+            )
+        }
+        let recorded = RecordedReport(
+            id: report.id,
+            deviceID: report.deviceID,
+            collectedAt: report.collectedAt.map { Date(timeIntervalSince1970: $0.seconds) },
+            imageSHA256: report.imageSHA256,
+            created: false,
+            status: .accepted
+        )
+        do {
+            return Decided(report: report, line: try flagging.reportAccepted(recorded, store: store), flagged: true)
+        } catch {
+            return Decided(
+                report: report,
+                line:
+                    "report \(reportID) is approved, but flagging failed (\(error)): run `tracer report flag \(reportID)`",
+                flagged: false
+            )
         }
     }
 }
@@ -107,5 +245,6 @@ extension VerificationPolicy {
         self.init()
         minConfidence = settings.minConfidence
         maxAgeDays = settings.maxAgeDays
+        review = Review(rawValue: settings.review) ?? .doubtful
     }
 }

@@ -42,6 +42,7 @@ public final class API: Sendable {
         occupancyWindow: Double = 120,
         ocrSlots: Int = 2,
         ocrQueue: Int = 8,
+        reviewImages: ReviewImages? = nil,
         logger: Logger = Logger(label: "tracer.serve")
     ) throws {
         self.store = store
@@ -54,7 +55,8 @@ public final class API: Sendable {
         self.desk = SelfReportDesk(
             store: store,
             flagging: engine,
-            policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
+            policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
+            images: reviewImages
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)
         self.sync = SyncEndpoint(store: store, logger: logger)
@@ -95,6 +97,32 @@ public final class API: Sendable {
         router.post("/v1/reports") { [self] request, context in
             let who = try authorize(request, context, [.admin, .kiosk, .device])
             return try await report(request, context, who)
+        }
+        router.get("/v1/reports") { [self] request, context in
+            try authorize(request, context, [.admin])
+            return try reviewList(request)
+        }
+        router.get("/v1/reports/:id/image") { [self] request, context in
+            try authorize(request, context, [.admin])
+            return try reviewImage(Self.key(context.parameters.require("id"), "report id"))
+        }
+        router.post("/v1/reports/:id/approve") { [self] request, context in
+            let who = try authorize(request, context, [.admin])
+            return try await decide(
+                request,
+                Self.key(context.parameters.require("id"), "report id"),
+                approve: true,
+                who
+            )
+        }
+        router.post("/v1/reports/:id/deny") { [self] request, context in
+            let who = try authorize(request, context, [.admin])
+            return try await decide(
+                request,
+                Self.key(context.parameters.require("id"), "report id"),
+                approve: false,
+                who
+            )
         }
         router.get("/v1/responses") { [self] request, context in
             try authorize(request, context, [.admin, .kiosk, .device])

@@ -6,7 +6,7 @@ import NIOCore
 /// asks for an admin token once (kept in the tab's sessionStorage; `#token=…` in the address also
 /// works), draws the site's floor plan from `/v1/beacons`, keeps occupancy and exposure counts per
 /// anchor live over `/v1/watch`, looks devices up, and shows a beacon's exposures as a table and
-/// a timeline.
+/// a timeline, and lists the reports held for the health team's review, to approve or deny.
 enum Dashboard {
     static func response() -> Response {
         Response(
@@ -14,7 +14,7 @@ enum Dashboard {
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
                 .contentSecurityPolicy:
-                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:",
+                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data: blob:",
             ],
             body: ResponseBody(byteBuffer: ByteBuffer(string: page))
         )

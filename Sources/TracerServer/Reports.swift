@@ -167,12 +167,15 @@ extension API {
             throw APIError(.unprocessableContent, "unreadable_image", e.description)
         }
         let verification = desk.verify(page, now: started)
-        if form.text("dryRun") == "true", verification.accepted {
+        if form.text("dryRun") == "true", let status = desk.disposition(verification) {
             return JSONBody.response(
                 encoding: Responses.ReportOutcome(
-                    accepted: true,
+                    accepted: status == .accepted,
                     deviceId: device,
+                    status: status.rawValue,
                     dryRun: true,
+                    decision: status.rawValue,
+                    doubts: verification.doubts,
                     rules: verification.rules.map(Responses.Rule.init),
                     collectedAt: Self.iso(verification.collectedAt)
                 ),
@@ -182,11 +185,38 @@ extension API {
         let outcome = try desk.submit(
             verification,
             imageSHA256: Digest.sha256Hex(data),
+            image: data,
             device: device ?? "",
             answers: answers
         )
-        guard case .recorded(let recorded, let verification, let flagging, let flagged) = outcome else {
-            guard case .rejected(let verification) = outcome else { preconditionFailure("an outcome is one of two") }
+        let recorded: RecordedReport
+        let flagging: String
+        let flagged: Bool
+        switch outcome {
+        case .recorded(let r, _, let line, let ok): (recorded, flagging, flagged) = (r, line, ok)
+        case .held(let r, _):
+            return JSONBody.response(
+                encoding: Responses.ReportOutcome(
+                    accepted: false,
+                    reportId: r.id,
+                    deviceId: r.deviceID,
+                    created: r.created,
+                    status: Report.Status.pending.rawValue,
+                    flagging: "sent to the health team: nobody is flagged until they approve it",
+                    decision: Report.Status.pending.rawValue,
+                    doubts: verification.doubts,
+                    rules: verification.rules.map(Responses.Rule.init),
+                    collectedAt: Self.iso(verification.collectedAt)
+                ),
+                status: .accepted
+            )
+        case .decidedBefore(let r, _):
+            throw APIError(
+                .unprocessableContent,
+                "decided_before",
+                "this image was reported before and \(r.status.rawValue) (report \(r.id)); nothing was recorded again"
+            )
+        case .rejected(let verification):
             var e = APIError(
                 .unprocessableContent,
                 "rejected",
@@ -195,6 +225,7 @@ extension API {
             )
             e.outcome = Responses.ReportOutcome(
                 accepted: false,
+                decision: "rejected",
                 rules: verification.rules.map(Responses.Rule.init),
                 collectedAt: Self.iso(verification.collectedAt)
             )
@@ -209,6 +240,7 @@ extension API {
                 created: recorded.created,
                 status: Report.Status.accepted.rawValue,
                 flagging: flagging,
+                decision: Report.Status.accepted.rawValue,
                 rules: verification.rules.map(Responses.Rule.init),
                 collectedAt: Self.iso(verification.collectedAt)
             ),
@@ -221,5 +253,107 @@ extension API {
 
     static func iso(_ date: Date?) -> String? {
         date.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds }
+    }
+}
+
+extension API {
+    /// `GET /v1/reports?status=pending` (the default; `accepted`, `denied`, `revoked`, `all`): the
+    /// reports with their evidence, newest decisions last.
+    func reviewList(_ request: Request) throws -> Response {
+        let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
+        let reports: [Report]
+        if wanted == "pending" {
+            reports = try desk.pending()
+        } else if wanted == "all" || Report.Status(rawValue: wanted) != nil {
+            reports = try store.getDocuments(Query(collection: Collections.reports)).compactMap { try? Report($0) }
+                .filter { wanted == "all" || $0.status.rawValue == wanted }
+                .sorted { ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id) }
+        } else {
+            throw APIError.badRequest(
+                "status takes pending, accepted, denied, revoked or all, not '\(wanted.prefix(40))'"
+            )
+        }
+        return JSONBody.response(
+            .map([
+                "reports": .array(reports.map(reviewed)),
+                "review": .string(desk.policy.review.rawValue),
+            ])
+        )
+    }
+
+    /// A report as the health team sees it, with whether this server keeps its image.
+    func reviewed(_ r: Report) -> Value {
+        r.forReview(image: r.status == .pending && ((try? desk.images?.image(r.id)) ?? nil) != nil)
+    }
+
+    /// `GET /v1/reports/{id}/image`: a pending report's image, for the reviewer's eyes only (never
+    /// cached); 404 once it is decided or past 72 hours, or when another server of the site
+    /// received it.
+    func reviewImage(_ id: String) throws -> Response {
+        let doc = try store.get(Collections.report(id))
+        guard doc.exists, let report = try? Report(doc) else {
+            throw APIError(.notFound, "not_found", "no report \(id)")
+        }
+        guard report.status == .pending, let data = try desk.images?.image(id) else {
+            throw APIError(
+                .notFound,
+                "no_image",
+                report.status == .pending
+                    ? "report \(id)'s image is not on this server: past 72 hours, or received by another server of the site"
+                    : "report \(id) is \(report.status.rawValue): its image was deleted at the decision"
+            )
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = Self.imageType(data)
+        headers[.cacheControl] = "no-store"
+        headers[.contentDisposition] = "inline; filename=\"report-\(id)\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The image's type by its first bytes (the reader accepts these four only).
+    static func imageType(_ data: Data) -> String {
+        let b = [UInt8](data.prefix(12))
+        if b.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
+        if b.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if b.starts(with: [0x49, 0x49, 0x2A, 0x00]) || b.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) {
+            return "image/tiff"
+        }
+        if b.count >= 12, b.starts(with: [0x52, 0x49, 0x46, 0x46]), Array(b[8..<12]) == [0x57, 0x45, 0x42, 0x50] {
+            return "image/webp"
+        }
+        return "application/octet-stream"
+    }
+
+    /// `POST /v1/reports/{id}/approve` and `/deny`, with an optional JSON body `{"note": "…"}`.
+    func decide(_ request: Request, _ id: String, approve: Bool, _ who: Principal) async throws -> Response {
+        let body = try await request.body.collect(upTo: 16 * 1024)
+        var note: String?
+        if body.readableBytes > 0 {
+            let text = String(buffer: body)
+            guard case .map(let object)? = try? JSON.parse(text) else {
+                throw APIError.badRequest(
+                    "a decision's body is a JSON object like {\"note\": \"…\"}, not \(text.prefix(80))"
+                )
+            }
+            if let value = object["note"] {
+                guard case .string(let s) = value else { throw APIError.badRequest("note takes a string") }
+                note = s
+            }
+        }
+        do {
+            let decided = try desk.decide(
+                id,
+                approve: approve,
+                by: .init(name: who.name, tokenID: who.tokenID),
+                note: note
+            )
+            return JSONBody.response(.map(["report": reviewed(decided.report), "outcome": .string(decided.line)]))
+        } catch let e as ReviewError {
+            switch e.code {
+            case .notFound: throw APIError(.notFound, "not_found", e.message)
+            case .notPending: throw APIError(.conflict, "not_pending", e.message)
+            case .io: throw APIError(.internalServerError, "io", e.message)
+            }
+        }
     }
 }

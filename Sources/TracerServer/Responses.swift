@@ -95,6 +95,10 @@ enum Responses {
         var flagging: String?
         /// True when nothing was recorded on purpose (`dryRun`).
         var dryRun: Bool?
+        /// `accepted`, `pending` (held for the health team's review) or `rejected`.
+        var decision: String?
+        /// Why it waits for review (the doubtful rules).
+        var doubts: [String]?
         var rules: [Rule]
         @Null var collectedAt: String?
     }
@@ -110,12 +114,15 @@ enum Responses {
         var name: String
         var passed: Bool
         var detail: String
+        /// A failure a reviewer could overrule.
+        var doubtful: Bool
         var evidence: [Evidence]
 
         init(_ rule: VerificationRule) {
             name = rule.name
             passed = rule.passed
             detail = rule.detail
+            doubtful = rule.doubtful
             evidence = rule.evidence.map {
                 Evidence(text: $0.text, confidence: ($0.confidence * 10).rounded() / 10, context: $0.context)
             }

@@ -31,6 +31,11 @@ public struct VerificationSettings: Sendable, Equatable {
     public var minConfidence = 70.0
     /// How many days old a test may be (`resultMaxAgeDays`).
     public var maxAgeDays = 14
+    /// Which reports wait for the health team's review (`review`): `none`, `doubtful` (what the
+    /// policy cannot decide with confidence; the default) or `all` (every report).
+    public var review = "doubtful"
+    /// The spellings `review` takes.
+    public static let reviewModes = ["none", "doubtful", "all"]
 
     public init() {}
 }

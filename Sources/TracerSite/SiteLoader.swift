@@ -285,7 +285,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration", "positions",
+                "calibration", "positions", "review",
             ]
         )
         var e = ExposureSettings()
@@ -317,6 +317,13 @@ private struct Reader {
         var v = VerificationSettings()
         if let n = f["minConfidence"] { v.minConfidence = try bounded(n, "minConfidence", 0...100) }
         if let n = f["resultMaxAgeDays"] { v.maxAgeDays = Int(try bounded(n, "resultMaxAgeDays", 1...60)) }
+        if let n = f["review"] {
+            let text = try string(n, "settings: review", parent: node.mark)
+            guard VerificationSettings.reviewModes.contains(text) else {
+                throw fail(n, "settings: review must be none, doubtful or all, not '\(text)'")
+            }
+            v.review = text
+        }
         var r = RangingSettings()
         if let n = f["filter"] {
             let text = try string(n, "settings: filter", parent: node.mark)

@@ -103,6 +103,16 @@ struct StatusCommand: AsyncParsableCommand {
     static func text(_ v: Value) -> String {
         var text =
             "\(v["deviceId"]?.stringValue ?? ""): \(v["status"]?.stringValue ?? ""), risk \(v["risk"]?.stringValue ?? "")"
+        if let report = v["report"], let id = report["id"]?.stringValue {
+            switch report["status"]?.stringValue {
+            case "pending":
+                text += "\nyour report \(id) is with the health team: nobody is flagged until they approve it"
+            case "denied":
+                text +=
+                    "\nyour report \(id) was denied at review" + (report["note"]?.stringValue.map { ": \($0)" } ?? "")
+            default: break
+            }
+        }
         guard case .array(let exposures)? = v["exposures"], !exposures.isEmpty else { return text }
         text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
         text += String(format: "%.1f minutes together", v["colocatedMinutes"]?.doubleValue ?? 0)
@@ -217,8 +227,12 @@ struct ExposureCommand: ParsableCommand {
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Flag exposures for a report again, revoke one, or follow reports as they arrive.",
-        subcommands: [FlagReport.self, Revoke.self, Follow.self]
+        abstract:
+            "Review held reports (pending, approve, deny), flag exposures for a report again, revoke one, or follow reports as they arrive.",
+        subcommands: [
+            ReviewCommands.Pending.self, ReviewCommands.Approve.self, ReviewCommands.Deny.self, FlagReport.self,
+            Revoke.self, Follow.self,
+        ]
     )
 
     /// The exposure policy: the site's (from --map, else the one published in the store), else

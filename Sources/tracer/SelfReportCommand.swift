@@ -24,30 +24,44 @@ struct VerifyOptions: ParsableArguments {
         return p
     }
 
-    /// Reads the image; its bytes stay in memory only (its digest is all that is kept).
-    func read() throws -> (OCRPage, sha256: String) {
+    /// Reads the image; its bytes stay in memory only (its digest is all that is kept, unless
+    /// the report is held for review: then the image waits for the health team, outside the store).
+    func read() throws -> (OCRPage, sha256: String, data: Data) {
         let data = try OCREngine.loadChecked(file: image)
         let engine = try OCREngine()
         if Output.stderrIsTerminal { Output.error("reading \(image)…") }
-        return (try engine.read(data: data, name: image), Digest.sha256Hex(data))
+        return (try engine.read(data: data, name: image), Digest.sha256Hex(data), data)
     }
 
     /// Reads and decides under `policy`.
-    func verify(_ policy: VerificationPolicy) throws -> (Verification, sha256: String) {
-        let (page, sha) = try read()
-        return (Verifier.verify(page, policy: policy, now: Date()), sha)
+    func verify(_ policy: VerificationPolicy) throws -> (Verification, sha256: String, data: Data) {
+        let (page, sha, data) = try read()
+        return (Verifier.verify(page, policy: policy, now: Date()), sha, data)
     }
 
-    static func show(_ v: Verification) { show(accepted: v.accepted, rules: v.ruleObjects) }
+    /// The first line shown for a decision: `accepted`, `pending` (held for review), `doubtful`
+    /// (what `tracer verify` says of a page a reviewing site would hold) or `rejected`.
+    static func heading(_ outcome: String) -> String {
+        switch outcome {
+        case "accepted": "ACCEPTED: a recent positive COVID-19 test"
+        case "pending": "FOR REVIEW: the health team will look at this result before anyone is told"
+        case "doubtful": "DOUBTFUL: the rules cannot decide this page with confidence; a person should look"
+        default: "REJECTED"
+        }
+    }
+
+    static func show(_ v: Verification, as outcome: String? = nil) {
+        show(outcome ?? v.decision.rawValue, rules: v.ruleObjects)
+    }
 
     /// The decision and its rules, from the verifier here or from the site server's answer
     /// (both in the API's shape: confidences to a tenth), so the two print the same.
-    static func show(accepted: Bool, rules: [[String: Any]]) {
-        Output.line(accepted ? "ACCEPTED: a recent positive COVID-19 test" : "REJECTED")
+    static func show(_ outcome: String, rules: [[String: Any]]) {
+        Output.line(heading(outcome))
         for rule in rules {
             let passed = rule["passed"] as? Bool ?? false
             Output.line(
-                "  \(passed ? "pass" : "FAIL")  \(rule["name"] as? String ?? ""): \(rule["detail"] as? String ?? "")"
+                "  \(passed ? "pass" : rule["doubtful"] as? Bool == true ? "DOUBT" : "FAIL")  \(rule["name"] as? String ?? ""): \(rule["detail"] as? String ?? "")"
             )
             for e in (rule["evidence"] as? [[String: Any]] ?? []).prefix(3) {
                 let confidence = Int((e["confidence"] as? Double) ?? 0)
@@ -59,7 +73,9 @@ struct VerifyOptions: ParsableArguments {
     }
 
     static func json(_ v: Verification, extra: [String: Any] = [:]) -> String {
-        json(
+        var extra = extra
+        if extra["decision"] == nil { extra["decision"] = v.decision.rawValue }
+        return json(
             accepted: v.accepted,
             collectedAt: v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds },
             rules: v.ruleObjects,
@@ -89,15 +105,23 @@ struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "OCR-verify a test-result image and show the decision; nothing is stored.",
-        discussion: "Exit 0 when it would be accepted, 2 when rejected (the failed rules on stderr), 1 for bad input."
+        discussion: """
+            Exit 0 when it would be accepted, 2 when rejected (the failed rules on stderr), 3 when doubtful (a site \
+            reviewing doubtful reports, the default, holds it for the health team), 1 for bad input.
+            """
     )
 
     @OptionGroup var options: VerifyOptions
 
     func run() throws {
-        let (v, _) = try options.verify(options.policy())
+        let (v, _, _) = try options.verify(options.policy())
         if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
-        if !v.accepted {
+        switch v.decision {
+        case .accepted: return
+        case .doubtful:
+            Output.error("doubtful: " + v.doubts.joined(separator: "; "))
+            throw ExitCode(3)
+        case .rejected:
             Output.error("rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "))
             throw ExitCode(2)
         }
@@ -165,19 +189,29 @@ struct SelfReportCommand: AsyncParsableCommand {
         let published = try existing.map { try policy.site(in: $0) } ?? policy.map.map { try Site.load(file: $0) }
         let engine = try policy.engine(site: published)
         let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
-        let (v, sha) = try options.verify(options.policy(site))
-        if !v.accepted {
-            if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
+        let (v, sha, data) = try options.verify(options.policy(site))
+        let rules = options.policy(site)
+        let held: Bool
+        switch (v.decision, rules.review) {
+        case (.rejected, _), (.doubtful, .none):
+            if options.json {
+                Output.line(VerifyOptions.json(v, extra: ["decision": "rejected"]))
+            } else {
+                VerifyOptions.show(v, as: "rejected")
+            }
             Output.error(
                 "rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
             throw ExitCode(2)
+        case (.doubtful, _), (.accepted, .all): held = true
+        case (.accepted, _): held = false
         }
         let desk = SelfReportDesk(
             store: try existing ?? storeOptions.open(),
             flagging: engine,
-            policy: options.policy(site)
+            policy: rules,
+            images: storeOptions.reviewImages
         )
         let deviceID: String
         do {
@@ -189,17 +223,32 @@ struct SelfReportCommand: AsyncParsableCommand {
                     : "\(e.message): give --device ID"
             )
         }
-        if !options.json { VerifyOptions.show(v) }
-        try confirm(deviceID)
+        if !options.json { VerifyOptions.show(v, as: held ? "pending" : "accepted") }
+        try confirm(deviceID, held: held)
         let answers = self.answers
-        guard
-            case .recorded(let report, _, let flagged, let ok) = try desk.submit(
-                v,
-                imageSHA256: sha,
-                device: deviceID,
-                answers: answers
-            )
-        else { throw ExitCode(2) }  // accepted above: submit records it
+        let outcome = try desk.submit(v, imageSHA256: sha, image: data, device: deviceID, answers: answers)
+        if case .held(let report, _) = outcome {
+            if options.json {
+                Output.line(
+                    VerifyOptions.json(
+                        v,
+                        extra: [
+                            "decision": "pending", "reportId": report.id, "deviceId": deviceID,
+                            "created": report.created, "status": Report.Status.pending.rawValue,
+                            "doubts": v.doubts,
+                        ]
+                    )
+                )
+            } else {
+                Self.held(report.id, device: deviceID, created: report.created)
+            }
+            throw ExitCode(3)
+        }
+        if case .decidedBefore(let report, _) = outcome {
+            Output.error(Self.decidedBefore(report.id, status: report.status.rawValue))
+            throw ExitCode(2)
+        }
+        guard case .recorded(let report, _, let flagged, let ok) = outcome else { throw ExitCode(2) }
         guard ok else { throw ValidationError(flagged) }
         if options.json {
             Output.line(
@@ -224,19 +273,35 @@ struct SelfReportCommand: AsyncParsableCommand {
     }
 
     /// Asks before anything is recorded (unless --yes); throws when not confirmed.
-    func confirm(_ deviceID: String) throws {
+    func confirm(_ deviceID: String, held: Bool = false) throws {
         guard !yes else { return }
         guard isatty(0) == 1 else {
             throw ValidationError("no terminal to confirm on: add --yes to record the report (nothing was recorded)")
         }
-        FileHandle.standardOutput.write(
-            Data("Record a positive report for device \(deviceID) and flag those exposed? [y/N] ".utf8)
-        )
+        let question =
+            held
+            ? "Send a positive report for device \(deviceID) to the health team? They decide before anyone is told. [y/N] "
+            : "Record a positive report for device \(deviceID) and flag those exposed? [y/N] "
+        FileHandle.standardOutput.write(Data(question.utf8))
         let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         guard answer == "y" || answer == "yes" else {
             Output.error("not confirmed: nothing was recorded")
             throw ExitCode.failure
         }
+    }
+
+    /// What a reporter is told of a report held for review.
+    static func held(_ id: String, device: String, created: Bool) {
+        Output.line(
+            created
+                ? "sent to the health team: report \(id) for device \(device) waits for their review; nobody is flagged until they approve it"
+                : "already sent: report \(id) for device \(device) waits for the health team's review (nothing doubled)"
+        )
+        Output.line("`tracer status --device \(device)` shows their decision")
+    }
+
+    static func decidedBefore(_ id: String, status: String) -> String {
+        "this image was reported before and \(status) (report \(id)); nothing was recorded again"
     }
 
     static func recorded(_ id: String, device: String, created: Bool, flagging: String) {
@@ -283,9 +348,16 @@ struct SelfReportCommand: AsyncParsableCommand {
         let collectedAt = checked?["collectedAt"] as? String
         if check.status == 422, checked?["accepted"] as? Bool == false {
             if options.json {
-                Output.line(VerifyOptions.json(accepted: false, collectedAt: collectedAt, rules: rules))
+                Output.line(
+                    VerifyOptions.json(
+                        accepted: false,
+                        collectedAt: collectedAt,
+                        rules: rules,
+                        extra: ["decision": "rejected"]
+                    )
+                )
             } else {
-                VerifyOptions.show(accepted: false, rules: rules)
+                VerifyOptions.show("rejected", rules: rules)
             }
             Output.error(check.message)
             throw ExitCode(2)
@@ -293,28 +365,40 @@ struct SelfReportCommand: AsyncParsableCommand {
         guard check.status == 200, let deviceID = checked?["deviceId"] as? String else {
             throw RemoteAnswer.failure(check, up)
         }
-        if !options.json { VerifyOptions.show(accepted: true, rules: rules) }
-        try confirm(deviceID)
+        // The server's site decides whether the report waits for the health team.
+        let held = checked?["status"] as? String == Report.Status.pending.rawValue
+        if !options.json { VerifyOptions.show(held ? "pending" : "accepted", rules: rules) }
+        try confirm(deviceID, held: held)
         let done = try await post(form(dryRun: false))
-        guard done.status == 200 || done.status == 201 else { throw RemoteAnswer.failure(done, up) }
+        if done.status == 422, (try? RemoteAnswer.object(done, from: up.base))?["accepted"] == nil {
+            // Reported before and decided: nothing recorded again.
+            Output.error(done.message)
+            throw ExitCode(2)
+        }
+        guard [200, 201, 202].contains(done.status) else { throw RemoteAnswer.failure(done, up) }
         let r = try RemoteAnswer.object(done, from: up.base)
         let id = r["reportId"] as? String ?? "?"
-        let created = r["created"] as? Bool ?? (done.status == 201)
+        let created = r["created"] as? Bool ?? (done.status != 200)
         let flagging = r["flagging"] as? String ?? ""
+        let status = r["status"] as? String ?? "accepted"
         if options.json {
             Output.line(
                 VerifyOptions.json(
-                    accepted: true,
+                    accepted: status == "accepted",
                     collectedAt: r["collectedAt"] as? String ?? collectedAt,
                     rules: r["rules"] as? [[String: Any]] ?? rules,
                     extra: [
                         "reportId": id, "deviceId": r["deviceId"] as? String ?? deviceID, "created": created,
-                        "status": r["status"] as? String ?? "accepted", "flagging": flagging,
+                        "status": status, "flagging": flagging, "decision": r["decision"] as? String ?? status,
+                        "doubts": r["doubts"] as? [String] ?? [],
                     ]
                 )
             )
+        } else if status == Report.Status.pending.rawValue {
+            Self.held(id, device: r["deviceId"] as? String ?? deviceID, created: created)
         } else {
             Self.recorded(id, device: r["deviceId"] as? String ?? deviceID, created: created, flagging: flagging)
         }
+        if status == Report.Status.pending.rawValue { throw ExitCode(3) }
     }
 }

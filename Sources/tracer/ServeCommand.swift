@@ -13,7 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Serve the admin HTTP API and the live floor-plan dashboard (loopback by default).",
         discussion: """
             Routes: /health, /v1/features, /v1/beacons, /v1/beacons/{key}/exposures?since=, /v1/devices/{id}, \
-            POST /v1/reports (multipart), /v1/responses, /v1/watch?path= (Server-Sent Events), and the dashboard \
+            POST /v1/reports (multipart), /v1/reports?status=pending with /v1/reports/{id}/image, POST \
+            /v1/reports/{id}/approve and /deny (the health team's review), /v1/responses, /v1/watch?path= (Server-Sent Events), and the dashboard \
             at /, POST /v1/sync (kiosks replicating), /v1/kiosks (their sync state), /v1/site (the published \
             BeaconMap). Every /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
             --tls-cert and --tls-key serve HTTPS; a reverse proxy in front works too (README: "Deploying a site").
@@ -61,6 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
             occupancyWindow: occupancyWindow,
             ocrSlots: ocrThreads,
             ocrQueue: ocrQueue,
+            reviewImages: options.reviewImages,
             logger: logger
         )
         if try TokenStore(store: store).list().isEmpty {
@@ -75,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "serving \(options.display) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
-        try await Services.run([app], logger: logger)
+        try await Services.run([app, ReviewImagePurge(images: options.reviewImages, logger: logger)], logger: logger)
     }
 }
 

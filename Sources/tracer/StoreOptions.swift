@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TracerReports
 import TracerStore
 
 /// `--store PATH`, shared by every command that opens the store.
@@ -27,6 +28,19 @@ struct StoreOptions: ParsableArguments {
             env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() as NSString).appendingPathComponent(".local/share")
         return (data as NSString).appendingPathComponent("tracer")
+    }
+
+    /// Where the images of reports held for review wait for the health team: $TRACER_REVIEW_DIR,
+    /// else beside a SQLite store (`PATH.review/`), else $XDG_DATA_HOME/tracer/review. Never in
+    /// the store: not in its exports, replicas or backups.
+    var reviewImages: ReviewImages {
+        if let dir = ProcessInfo.processInfo.environment["TRACER_REVIEW_DIR"], !dir.isEmpty {
+            return ReviewImages(directory: dir)
+        }
+        if isPostgres {
+            return ReviewImages(directory: (Self.dataDirectory as NSString).appendingPathComponent("review"))
+        }
+        return ReviewImages(directory: resolvedPath + ".review")
     }
 
     /// Whether the store is a PostgreSQL database.

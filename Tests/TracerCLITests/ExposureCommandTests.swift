@@ -101,6 +101,66 @@ import TracerTesting
         await #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
     }
 
+    /// A doubtful report waits for the health team: nobody is flagged, the reporter is told it
+    /// waits; approved at the command line, the colleague is flagged and told at once, and the
+    /// image kept for the reviewer is gone.
+    @Test func aHeldReportFlagsOnlyOnceApproved() async throws {
+        try await rangeALabMorning()
+        let colleague = "\(Self.uuid):1:2"
+        let reporter = "\(Self.uuid):1:1"
+        let watcher = try TracerProcess.start([
+            "status", "--device", colleague, "--watch", "--json", "--store", store,
+        ])
+        defer { watcher.kill(SIGTERM) }
+        #expect(await watcher.line()?.contains(#""status":"clear""#) == true)
+
+        let held = try await tracer(
+            "self-report",
+            ResultImages.file("lab-pcr-positive-two-dates.png"),
+            "--device",
+            reporter,
+            "--yes"
+        )
+        #expect(held.status == 3, "\(held.stderr)")
+        #expect(held.stdout.hasPrefix("FOR REVIEW: the health team will look at this result"), "\(held.stdout)")
+        #expect(held.stdout.contains("  DOUBT  date: the page gives two collection dates"), "\(held.stdout)")
+        let id = try #require(
+            held.stdout.split(separator: "\n").first { $0.hasPrefix("sent to the health team: report ") }?
+                .split(separator: " ").dropFirst(6).first.map(String.init)
+        )
+        #expect(FileManager.default.fileExists(atPath: dir.file("s.sqlite.review/\(id)")))
+        await #expect(
+            try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low")
+        )
+        let mine = try await tracer("status", "--device", reporter)
+        #expect(mine.stdout.contains("your report \(id) is with the health team"), "\(mine.stdout)")
+
+        let pending = try await tracer("report", "pending")
+        #expect(
+            pending.stdout.hasPrefix("1 report waiting for review:\n\(id)  device \(reporter)"),
+            "\(pending.stdout)"
+        )
+        #expect(pending.stdout.contains("image kept"))
+        #expect(pending.stdout.contains("  why: date: the page gives two collection dates"))
+
+        let approve = try await tracer("report", "approve", id, "--by", "Dr. Nurse", "--note", "checked with the lab")
+        #expect(approve.status == 0, "\(approve.stderr)")
+        #expect(
+            approve.stdout.hasPrefix("report \(id) accepted by Dr. Nurse\nexposures: 1 device flagged"),
+            "\(approve.stdout)"
+        )
+        let told = await watcher.line(timeout: 10) ?? ""
+        #expect(told.contains(#""status":"exposed""#), "\(told)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("s.sqlite.review/\(id)")))
+        await #expect(try tracer("status", "--device", reporter).stdout.hasPrefix("\(reporter): positive"))
+        await #expect(try tracer("report", "pending").stdout.hasPrefix("no reports wait for review"))
+        let twice = try await tracer("report", "deny", id)
+        #expect(twice.status == 1)
+        #expect(twice.stderr.hasPrefix("Error: report \(id) is accepted by Dr. Nurse at "), "\(twice.stderr)")
+        let audit = try await tracer("db", "query", "audit", "--json")
+        #expect(audit.stdout.contains(#""method":"APPROVE""#) && audit.stdout.contains("checked with the lab"))
+    }
+
     /// The site's map sets the policy: at a 2 m radius under the sum rule the colleague
     /// (1 m + 1.5 m) is not flagged, and flagging again with the site's defaults finds them.
     @Test func theSitesSettingsSetThePolicy() async throws {

@@ -79,4 +79,53 @@ import TracerTesting
         let other = try await remote(["status", "--device", colleague], as: reporter)
         #expect(other.status == 1 && other.stderr.contains("does not let this token"), "\(other.stderr)")
     }
+
+    /// A doubtful report through the server: held alike (exit 3, the same output as on a store
+    /// here), listed and denied by an admin token from another machine, and the reporter reads
+    /// the denial through the server.
+    @Test func aHeldReportIsReviewedThroughTheServer() async throws {
+        let t = ExposureCommandTests()
+        await ResultImages.ready()
+        let local = t.dir.file("local.sqlite")
+        let reporter = "\(Self.uuid):1:1"
+        var tokens: [String: String] = [:]
+        for (name, args) in [
+            ("reporter", ["--role", "device", "--device", reporter]),
+            ("admin", ["--role", "admin", "--name", "nurse"]),
+        ] {
+            let r = try await TracerProcess.running(["token", "create"] + args + ["--store", t.store])
+            try #require(r.status == 0, "\(r.stderr)")
+            tokens[name] = t.dir.file("\(name).token")
+            try r.stdout.write(toFile: tokens[name]!, atomically: true, encoding: .utf8)
+        }
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+        func remote(_ args: [String], as who: String) async throws -> TracerProcess.Result {
+            try await TracerProcess.running(args + ["--server", server.url, "--token-file", tokens[who]!])
+        }
+        let image = ResultImages.file("lab-pcr-positive-two-dates.png")
+        let there = try await remote(["self-report", image, "--yes"], as: "reporter")
+        let here = try await TracerProcess.running([
+            "self-report", image, "--device", reporter, "--yes", "--store", local,
+        ])
+        #expect(there.status == 3 && here.status == 3, "\(there.stderr)")
+        #expect(there.stdout == here.stdout, "there:\n\(there.stdout)\nhere:\n\(here.stdout)")
+        #expect(there.stdout.contains("sent to the health team: report "))
+
+        // A device token may not review.
+        let refused = try await remote(["report", "pending"], as: "reporter")
+        #expect(refused.status == 1 && refused.stderr.contains("does not let this token"), "\(refused.stderr)")
+        let pending = try await remote(["report", "pending", "--json"], as: "admin")
+        let object = try JSONSerialization.jsonObject(with: Data(pending.stdout.utf8)) as? [String: Any] ?? [:]
+        let reports = try #require(object["reports"] as? [[String: Any]], "\(pending.stdout)\(pending.stderr)")
+        let id = try #require(reports.first?["reportId"] as? String)
+        #expect(reports.count == 1 && reports.first?["image"] as? Bool == true)
+        let deny = try await remote(["report", "deny", id, "--note", "ask your lab"], as: "admin")
+        #expect(deny.status == 0, "\(deny.stderr)")
+        #expect(deny.stdout.hasPrefix("report \(id) denied by nurse"), "\(deny.stdout)")
+        let again = try await remote(["report", "approve", id], as: "admin")
+        #expect(again.status == 1 && again.stderr.contains("is denied by nurse at"), "\(again.stderr)")
+        let status = try await remote(["status", "--device", reporter], as: "reporter")
+        #expect(status.stdout.contains("your report \(id) was denied at review: ask your lab"), "\(status.stdout)")
+    }
 }

@@ -63,6 +63,64 @@ import TracerTesting
         #expect(!FileManager.default.fileExists(atPath: store))
     }
 
+    /// A page the rules cannot decide: `verify` says so (exit 3), `self-report` holds it for
+    /// the health team (exit 3), who deny it with a note that the reporter reads in their status.
+    @Test func aDoubtfulReportIsHeldAndADenialTellsTheReporter() async throws {
+        let image = await Self.image("lab-pcr-positive-two-dates.png")
+        let verify = try await TracerProcess.running(["verify", image])
+        #expect(verify.status == 3)
+        #expect(verify.stdout.hasPrefix("DOUBTFUL"), "\(verify.stdout)")
+        #expect(verify.stderr.hasPrefix("doubtful: date: the page gives two collection dates"), "\(verify.stderr)")
+
+        let r = try await tracer("self-report", image, "--device", "dev-h", "--yes", "--json")
+        #expect(r.status == 3, "\(r.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(object["status"] as? String == "pending" && object["decision"] as? String == "pending")
+        #expect((object["doubts"] as? [String])?.first?.hasPrefix("date: the page gives two collection dates") == true)
+        let id = try #require(object["reportId"] as? String)
+        let file = dir.file("s.sqlite.review/\(id)")
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // Never in the store: its export is far smaller than the image.
+        let size = try FileManager.default.attributesOfItem(atPath: image)[.size] as? Int ?? 0
+        #expect(try await tracer("db", "export").stdout.utf8.count < size / 2)
+
+        let pending = try await tracer("report", "pending", "--json")
+        #expect(pending.stdout.contains(#""image":true"#) && pending.stdout.contains(id), "\(pending.stdout)")
+        let deny = try await tracer(
+            "report",
+            "deny",
+            id,
+            "--note",
+            "two collection dates: ask your lab",
+            "--by",
+            "nurse"
+        )
+        #expect(deny.status == 0, "\(deny.stderr)")
+        #expect(deny.stdout.hasPrefix("report \(id) denied by nurse"), "\(deny.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        let status = try await tracer("status", "--device", "dev-h")
+        #expect(
+            status.stdout.contains("your report \(id) was denied at review: two collection dates: ask your lab"),
+            "\(status.stdout)"
+        )
+        // The same image again is not recorded again.
+        let again = try await tracer("self-report", image, "--device", "dev-h", "--yes")
+        #expect(again.status == 2)
+        #expect(again.stderr.contains("reported before and denied (report \(id))"), "\(again.stderr)")
+        // A site that does not review rejects the same page.
+        let map = dir.file("no-review.yaml")
+        let site = try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
+        try (site[..<site.range(of: "\nsettings:")!.lowerBound] + "\nsettings: {review: none}\n")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        let other = dir.file("other.sqlite")
+        let none = try await TracerProcess.running([
+            "self-report", image, "--device", "dev-n", "--yes", "--map", map, "--store", other,
+        ])
+        #expect(none.status == 2, "\(none.stderr)")
+        #expect(none.stdout.hasPrefix("REJECTED"))
+    }
+
     @Test func withoutATerminalItAsksForYes() async throws {
         let r = try await tracer("self-report", await Self.image("sms-positive-light.png"), "--device", "dev-9")
         #expect(r.status == 1)

@@ -9,6 +9,7 @@ import TracerColocation
 import TracerExposure
 import TracerModel
 import TracerReplication
+import TracerReports
 import TracerSite
 import TracerStore
 import TracerTesting
@@ -39,7 +40,8 @@ struct ServerFixture {
             site: site,
             engine: ExposureEngine(policy: ExposurePolicy(site: site)),
             limiter: limiter,
-            ocrQueue: ocrQueue
+            ocrQueue: ocrQueue,
+            reviewImages: ReviewImages(directory: dir.file("review"))
         )
         let tokens = TokenStore(store: store)
         admin = try tokens.create(role: .admin, deviceID: nil, name: "health team").token
@@ -468,6 +470,127 @@ func errorCode(_ response: TestResponse) -> String? {
         #expect(reports.count == 1)
         #expect(reports.first?["answers.symptoms"] == .bool(true))
         #expect(try f.store.get("devices/dev-9")["status"] == .string("positive"))
+    }
+
+    /// The health team's review over the API: a doubtful upload is held (202, nothing flagged),
+    /// listed with its evidence and image for admins only, approved (flagging the colleague) or
+    /// denied, once; the image goes at the decision.
+    @Test func heldReportsAreReviewedByAdminsOnly() async throws {
+        let f = try ServerFixture()
+        await ResultImages.ready()
+        let doubtful = Array(
+            try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive-two-dates.png")))
+        )
+        // The reporter and a colleague at the lab kiosk an hour ago, 1.5 m from it each.
+        try f.interaction("r1", at: "kiosk-lab", device: "dev-r", ago: 3600, length: 600)
+        try f.interaction("c1", at: "kiosk-lab", device: "dev-c", ago: 3600, length: 600)
+        let admin = ServerFixture.bearer(f.admin)
+        let device = ServerFixture.bearer(f.device)
+        @Sendable func upload(_ image: [UInt8], _ who: String) -> (HTTPFields, ByteBuffer) {
+            var (h, b) = form([("image", "r.png", image), ("deviceId", nil, Array(who.utf8))])
+            h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+            return (h, b)
+        }
+        try await f.app().test(.router) { client in
+            // A dry run says it would wait; the upload is held: 202, pending, nobody flagged.
+            var (h, b) = form([
+                ("image", "r.png", doubtful), ("deviceId", nil, Array("dev-r".utf8)),
+                ("dryRun", nil, Array("true".utf8)),
+            ])
+            h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
+                #expect(r.status == .ok, "\(String(buffer: r.body))")
+                #expect(json(r)["status"] as? String == "pending" && json(r)["dryRun"] as? Bool == true)
+            }
+            #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+            (h, b) = upload(doubtful, "dev-r")
+            var id = ""
+            try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
+                #expect(r.status == .accepted, "\(String(buffer: r.body))")
+                #expect(json(r)["status"] as? String == "pending")
+                #expect((json(r)["doubts"] as? [String])?.count == 1)
+                id = json(r)["reportId"] as? String ?? ""
+            }
+            #expect(try f.store.get("devices/dev-c").exists == false)
+            #expect(try f.store.get("devices/dev-r")["status"] == nil)
+
+            // Only admins see the list and the image.
+            for route in ["/v1/reports", "/v1/reports/\(id)/image"] {
+                try await client.execute(uri: route, method: .get, headers: device) { #expect($0.status == .forbidden) }
+            }
+            try await client.execute(uri: "/v1/reports/\(id)/approve", method: .post, headers: device) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/v1/reports", method: .get, headers: admin) { r in
+                let reports = try #require(json(r)["reports"] as? [[String: Any]])
+                #expect(reports.map { $0["reportId"] as? String } == [id])
+                #expect(reports.first?["image"] as? Bool == true)
+                #expect((reports.first?["evidence"] as? [[String: Any]])?.count == 5)
+                #expect(json(r)["review"] as? String == "doubtful")
+            }
+            try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.contentType] == "image/png" && r.headers[.cacheControl] == "no-store")
+                #expect(Array(r.body.readableBytesView) == doubtful)
+            }
+            try await client.execute(uri: "/v1/reports?status=maybe", method: .get, headers: admin) {
+                #expect($0.status == .badRequest)
+            }
+            try await client.execute(
+                uri: "/v1/reports/\(id)/approve",
+                method: .post,
+                headers: admin,
+                body: ByteBuffer(string: "not json")
+            ) { #expect($0.status == .badRequest) }
+
+            // Approved: the colleague is flagged; the image is gone; a second decision is a 409.
+            try await client.execute(
+                uri: "/v1/reports/\(id)/approve",
+                method: .post,
+                headers: admin,
+                body: ByteBuffer(string: #"{"note": "checked with the lab"}"#)
+            ) { r in
+                #expect(r.status == .ok, "\(String(buffer: r.body))")
+                let report = try #require(json(r)["report"] as? [String: Any])
+                #expect(report["status"] as? String == "accepted" && report["decidedBy"] as? String == "health team")
+                #expect((json(r)["outcome"] as? String)?.contains("1 device flagged") == true, "\(json(r))")
+            }
+            #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
+            try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
+                #expect(r.status == .notFound && errorCode(r) == "no_image")
+            }
+            try await client.execute(uri: "/v1/reports/\(id)/deny", method: .post, headers: admin) { r in
+                #expect(r.status == .conflict && errorCode(r) == "not_pending")
+            }
+            try await client.execute(uri: "/v1/reports/00000000000000000000/deny", method: .post, headers: admin) {
+                #expect($0.status == .notFound)
+            }
+            try await client.execute(uri: "/v1/reports/..%2Fx/deny", method: .post, headers: admin) {
+                #expect($0.status == .badRequest)
+            }
+            try await client.execute(uri: "/v1/reports?status=accepted", method: .get, headers: admin) { r in
+                #expect((json(r)["reports"] as? [[String: Any]])?.first?["note"] as? String == "checked with the lab")
+            }
+        }
+        let audit = try f.store.getDocuments(Query(collection: Collections.audit))
+        #expect(audit.contains { $0["method"] == "APPROVE" && $0["tokenName"] == "health team" })
+    }
+
+    /// With `review: all` every upload the rules accept waits too.
+    @Test func aSiteReviewingEverythingHoldsEveryUpload() async throws {
+        let f = try ServerFixture(site: { $0.verification.review = "all" })
+        await ResultImages.ready()
+        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
+        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
+        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+        let (headers, body) = (h, b)
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
+                #expect(r.status == .accepted, "\(String(buffer: r.body))")
+                #expect(json(r)["status"] as? String == "pending" && (json(r)["doubts"] as? [String]) == [])
+            }
+        }
+        #expect(try f.store.get("devices/dev-9")["status"] == nil)
     }
 
     /// The site's verification settings hold on the server as on a kiosk: a result two days

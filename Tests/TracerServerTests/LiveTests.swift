@@ -4,9 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import TracerModel
-import TracerServer
+import TracerReports
 import TracerStore
 import TracerTesting
+
+@testable import TracerServer
 
 /// The server on a real loopback socket: Server-Sent Events as a client receives them, and the
 /// dashboard in a real headless Chromium.
@@ -149,6 +151,56 @@ import TracerTesting
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
         #expect(size > 20_000, "the screenshot at \(shot) is \(size) bytes")
+    }
+
+    /// The health team's review on the dashboard: a held report listed live with why it waits,
+    /// its evidence and its image; approved by a click with a note, it leaves the list, the
+    /// decision is recorded under the admin token's name, and the colleague is flagged.
+    @Test func theDashboardReviewsAHeldReport() async throws {
+        let f = try ServerFixture()
+        await ResultImages.ready()
+        let shot = ServerFixture.artifacts + "/dashboard-review.png"
+        for file in [shot, shot + ".ready", ServerFixture.artifacts + "/dashboard-review-before.png"] {
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        try f.interaction("r1", at: "kiosk-lab", device: "dev-r", ago: 3600, length: 600)
+        try f.interaction("c1", at: "kiosk-lab", device: "dev-c", ago: 3600, length: 600)
+        let image = try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive-two-dates.png")))
+        let page = try await f.api.ocr.read(data: image, name: "two-dates.png")
+        guard
+            case .held(let held, _) = try f.api.desk.submit(
+                f.api.desk.verify(page),
+                imageSHA256: "two-dates",
+                image: image,
+                device: "dev-r"
+            )
+        else {
+            Issue.record("the two-dates page was not held")
+            return
+        }
+        let card = "document.querySelector('#review-\(held.id)')"
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            let (status, output) = try await Self.browser([
+                "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
+                "--ready",
+                "document.querySelector('#status').dataset.live === 'yes' && \(card) !== null && \(card).querySelector('img.review-image') !== null && \(card).querySelector('img.review-image').naturalWidth > 0 && \(card).textContent.includes('the page gives two collection dates') && document.querySelector('#review-count').textContent === '1'",
+                "--act",
+                "\(card).querySelector('input.note').value = 'checked with the lab'; \(card).querySelector('button.approve').click(); true",
+                "--check",
+                "document.body.dataset.lastDecision === '\(held.id):accepted' && \(card) === null && document.querySelector('#review-count').textContent === '0' && document.querySelector('#review-outcome').textContent.includes('1 device flagged')",
+                "--timeout", "60",
+            ])
+            #expect(status == 0, "\(output)")
+            #expect(output.contains(#""check": true"#), "\(output)")
+        }
+        let report = try f.store.get(Collections.report(held.id))
+        #expect(report["status"] == "accepted" && report["decidedBy"] == "health team")
+        #expect(report["note"] == "checked with the lab")
+        #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
+        let before = ServerFixture.artifacts + "/dashboard-review-before.png"
+        let size = (try? FileManager.default.attributesOfItem(atPath: before)[.size] as? Int) ?? 0
+        #expect(size > 20_000, "the screenshot at \(before) is \(size) bytes")
     }
 
     /// The kiosks' sync state on the dashboard: a silent kiosk marked, a clock beyond 2 s

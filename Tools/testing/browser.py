@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
 
-    browser.py URL --screenshot OUT.png [--ready JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
+    browser.py URL --screenshot OUT.png [--ready JS] [--act JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
 
 Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
 test knows the page is up and listening). With --check, it then waits for the file --go to exist
 (the test has changed something), waits until --check is true, and exits 0, or 1 when --timeout
-seconds pass first. Every outcome is one JSON line on stdout: {"ready", "check", "value",
+seconds pass first. With --act, the page is screenshotted as it is (OUT-before.png) and the
+JavaScript --act is run (a click, say) before --check is waited for. Every outcome is one JSON line on stdout: {"ready", "check", "value",
 "seconds"}. The screenshot is taken last, whatever happened. Needs Debian's chromium and
 python3-websocket.
 """
@@ -72,6 +73,7 @@ def main():
     parser.add_argument("--screenshot", required=True)
     parser.add_argument("--ready", default="document.readyState === 'complete'")
     parser.add_argument("--check")
+    parser.add_argument("--act", help="JavaScript run once ready (after --go), before --check")
     parser.add_argument("--go")
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--width", type=int, default=1400)
@@ -112,6 +114,11 @@ def main():
             deadline = time.time() + args.timeout
             while args.go and not os.path.exists(args.go) and time.time() < deadline:
                 time.sleep(0.05)
+            if args.act:
+                shot = page.call("Page.captureScreenshot", format="png")
+                with open(args.screenshot[:-4] + "-before.png", "wb") as f:
+                    f.write(base64.b64decode(shot["data"]))
+                page.value(args.act)
             checked = time.time()
             outcome["check"], outcome["value"] = wait(page, args.check, time.time() + args.timeout)
             outcome["seconds"] = round(time.time() - checked, 3)

@@ -1,0 +1,286 @@
+import Foundation
+import Testing
+import TracerColocation
+import TracerModel
+import TracerStore
+import TracerTesting
+
+@testable import TracerExposure
+@testable import TracerReports
+@testable import TracerVerification
+
+/// The health team's review on the store (either backend), with the real exposure engine: what
+/// waits, what a decision writes and flags, who is told, and where the image is and for how long.
+@Suite struct ReviewTests {
+    /// 2026-11-20 10:00 UTC.
+    static let t0 = 1_795_168_800.0
+
+    /// A store where `reporter` and `near` shared kiosk-lab for ten minutes, 1 m from it each,
+    /// and `far` was at kiosk-hall.
+    final class Site {
+        let store: DocumentStore
+        let dir: TemporaryDirectory
+        let images: ReviewImages
+
+        init() throws {
+            (store, dir) = try DocumentStore.temporary()
+            images = ReviewImages(directory: dir.file("review"))
+            var n = 0
+            for (device, anchor) in [("reporter", "kiosk-lab"), ("near", "kiosk-lab"), ("far", "kiosk-hall")] {
+                n += 1
+                try store.set(
+                    DocumentPath("beacons/\(anchor)/interactions/i\(n)"),
+                    [
+                        "deviceId": .string(device), "anchor": .string(anchor),
+                        "start": .timestamp(Timestamp(seconds: ReviewTests.t0)),
+                        "end": .timestamp(Timestamp(seconds: ReviewTests.t0 + 600)),
+                        "distance": .double(1), "testResult": false,
+                    ]
+                )
+            }
+        }
+
+        func desk(_ review: Review) -> SelfReportDesk {
+            var policy = VerificationPolicy()
+            policy.review = review
+            var exposure = ExposurePolicy()
+            exposure.separation = .sum
+            return SelfReportDesk(
+                store: store,
+                flagging: ExposureEngine(policy: exposure),
+                policy: policy,
+                images: images
+            )
+        }
+
+        func status(_ device: String) throws -> DocumentSnapshot { try store.get(DocumentPath("devices/\(device)")) }
+        func report(_ id: String) throws -> DocumentSnapshot { try store.get(DocumentPath("reports/\(id)")) }
+    }
+
+    /// A page read with the given confidence, collected on t0's day (2026-11-20), verified a day later.
+    static func verification(confidence: Double) -> Verification {
+        Verifier.verify(
+            .text("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20\nResult: POSITIVE", confidence: confidence),
+            now: Date(timeIntervalSince1970: t0 + 86_400),
+            timeZone: TimeZone(identifier: "UTC")!
+        )
+    }
+
+    static let image = Data("a photographed result".utf8)
+
+    @Test func aDoubtfulReportWaitsWithItsImageAndFlagsNobody() throws {
+        let site = try Site()
+        let v = Self.verification(confidence: 55)
+        #expect(v.decision == .doubtful, "\(v.failed)")
+        guard
+            case .held(let held, _) = try site.desk(.doubtful).submit(
+                v,
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("not held")
+            return
+        }
+        #expect(held.created && held.status == .pending)
+        #expect(try site.report(held.id)["status"] == "pending")
+        #expect(try site.report(held.id)["doubts"] == .array(v.doubts.map(Value.string)))
+        // Nothing flagged, the reporter not positive, and their device says the report waits.
+        #expect(try site.status("reporter")["status"] == nil)
+        #expect(try site.status("reporter")["report.status"] == "pending")
+        #expect(try site.status("near").exists == false)
+        #expect(try site.store.getDocuments(Query(collectionGroup: "exposures")).isEmpty)
+
+        // The image: readable by this user only, in a directory of its own, never in the store.
+        let file = try site.images.file(held.id)
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let dirMode = try FileManager.default.attributesOfItem(atPath: site.images.directory)[.posixPermissions] as? Int
+        #expect(dirMode == 0o700)
+        #expect(try site.images.image(held.id) == Self.image)
+        #expect(try site.desk(.doubtful).pending().map(\.id) == [held.id])
+
+        // The same image again is the same report, still waiting.
+        guard
+            case .held(let again, _) = try site.desk(.doubtful).submit(
+                v,
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("not held again")
+            return
+        }
+        #expect(!again.created && again.id == held.id)
+    }
+
+    @Test func approvalFlagsDeletesTheImageAndIsAudited() throws {
+        let site = try Site()
+        let desk = site.desk(.doubtful)
+        guard
+            case .held(let held, _) = try desk.submit(
+                Self.verification(confidence: 55),
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("not held")
+            return
+        }
+        let decided = try desk.decide(
+            held.id,
+            approve: true,
+            by: .init(name: "Dr. Review", tokenID: "tok1"),
+            note: "read the date myself"
+        )
+        #expect(decided.flagged)
+        #expect(decided.line.contains("1 device flagged"), "\(decided.line)")
+        let report = try site.report(held.id)
+        #expect(report["status"] == "accepted")
+        #expect(report["decidedBy"] == "Dr. Review")
+        #expect(report["decidedAt"]?.timestampValue != nil)
+        #expect(report["note"] == "read the date myself")
+        #expect(try site.status("reporter")["status"] == "positive")
+        #expect(try site.status("near")["status"] == "exposed")
+        #expect(try site.status("far").exists == false)
+        #expect(try site.images.image(held.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: try site.images.file(held.id)))
+        let audit = try site.store.getDocuments(Query(collection: Collections.audit))
+        #expect(audit.count == 1)
+        #expect(audit.first?["method"] == "APPROVE")
+        #expect(audit.first?["path"] == .string("reports/\(held.id)"))
+        #expect(audit.first?["tokenName"] == "Dr. Review")
+        #expect(audit.first?["tokenId"] == "tok1")
+        #expect(try desk.pending().isEmpty)
+
+        // Decided once: a second decision is refused and changes nothing.
+        #expect(throws: ReviewError.self) {
+            try desk.decide(held.id, approve: false, by: .init(name: "Someone else", tokenID: "tok2"))
+        }
+        #expect(try site.report(held.id)["status"] == "accepted")
+        #expect(try site.store.getDocuments(Query(collection: Collections.audit)).count == 1)
+    }
+
+    @Test func denialTellsTheReporterAndFlagsNobody() throws {
+        let site = try Site()
+        let desk = site.desk(.doubtful)
+        guard
+            case .held(let held, _) = try desk.submit(
+                Self.verification(confidence: 55),
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("not held")
+            return
+        }
+        let decided = try desk.decide(
+            held.id,
+            approve: false,
+            by: .init(name: "Dr. Review", tokenID: "tok1"),
+            note: "not a test result"
+        )
+        #expect(decided.report.status == .denied)
+        #expect(try site.report(held.id)["status"] == "denied")
+        #expect(
+            try site.status("reporter")["report"]
+                == .map(["id": .string(held.id), "status": "denied", "note": "not a test result"])
+        )
+        #expect(try site.status("reporter")["status"] == nil)
+        #expect(try site.status("near").exists == false)
+        #expect(try site.images.image(held.id) == nil)
+        #expect(try site.store.getDocuments(Query(collection: Collections.audit)).first?["method"] == "DENY")
+        // The same image again is not recorded again.
+        guard
+            case .decidedBefore(let before, _) = try desk.submit(
+                Self.verification(confidence: 55),
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("a denied image was taken again")
+            return
+        }
+        #expect(before.status == .denied && !before.created)
+        #expect(throws: ReviewError.self) {
+            try desk.decide("0123456789abcdef0123", approve: true, by: .init(name: "x", tokenID: "-"))
+        }
+    }
+
+    @Test func theSiteSettingDecidesWhatWaits() throws {
+        let site = try Site()
+        let doubtful = Self.verification(confidence: 55)
+        let sure = Self.verification(confidence: 95)
+        #expect(sure.decision == .accepted)
+        // none: what the rules doubt is rejected, as before there was a review.
+        guard
+            case .rejected = try site.desk(.none).submit(
+                doubtful,
+                imageSHA256: "a1",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("review none held a doubtful report")
+            return
+        }
+        #expect(try site.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+        // all: even a sure report waits.
+        guard
+            case .held(let held, _) = try site.desk(.all).submit(
+                sure,
+                imageSHA256: "a2",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("review all did not hold a sure report")
+            return
+        }
+        #expect(try site.report(held.id)["doubts"] == nil)
+        #expect(try site.status("near").exists == false)
+        // doubtful: a sure report is accepted and flagged at once.
+        guard
+            case .recorded(let accepted, _, _, let flagged) = try site.desk(.doubtful).submit(
+                sure,
+                imageSHA256: "a3",
+                image: Self.image,
+                device: "reporter"
+            )
+        else {
+            Issue.record("a sure report was not accepted")
+            return
+        }
+        #expect(flagged && accepted.status == .accepted)
+        #expect(try site.status("near")["status"] == "exposed")
+        // Only held reports keep their image.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: site.images.directory) == [held.id])
+        // A rejected page is rejected under every setting.
+        let negative = Verifier.verify(
+            .text("SARS-CoV-2 RT-PCR\nCollected: 2026-11-20\nResult: NEGATIVE", confidence: 55),
+            now: Date(timeIntervalSince1970: Self.t0 + 86_400)
+        )
+        for review in Review.allCases { #expect(site.desk(review).disposition(negative) == nil) }
+    }
+
+    @Test func imagesGoAfterSeventyTwoHoursWhetherDecidedOrNot() throws {
+        let site = try Site()
+        let images = site.images
+        try images.keep(Self.image, for: "0123456789abcdef0123")
+        let now = Date()
+        #expect(images.purge(now: now.addingTimeInterval(71 * 3600)) == 0)
+        #expect(try images.image("0123456789abcdef0123", now: now.addingTimeInterval(71 * 3600)) == Self.image)
+        // Past 72 hours it is not served, even before the purge runs.
+        #expect(try images.image("0123456789abcdef0123", now: now.addingTimeInterval(72 * 3600 + 1)) == nil)
+        try images.keep(Self.image, for: "abcdef0123456789abcd")
+        #expect(images.purge(now: now.addingTimeInterval(72 * 3600 + 1)) == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: images.directory).isEmpty)
+        // A report id is never a path.
+        #expect(throws: ReviewError.self) { try images.keep(Self.image, for: "../escape") }
+    }
+}
