@@ -20,6 +20,10 @@ let package = Package(
         ),
         // SHA-256 and HMAC (already in the graph through Hummingbird's and AsyncHTTPClient's TLS).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // Signed health certificates: the trust list's X.509 certificates (their public keys,
+        // validity and subjects) and PEM.
+        .package(url: "https://github.com/apple/swift-certificates", exact: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", exact: "1.7.4"),
         // Declared for the products tracer imports from them directly (all in Hummingbird's graph).
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
@@ -74,7 +78,36 @@ let package = Package(
         // server's fixed pool of engines on NIOThreadPool, with a bounded queue.
         .target(
             name: "TracerOCR",
-            dependencies: ["CTracerTesseract", "TracerVerification", .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "CTracerTesseract", "CTracerZBar", "TracerVerification",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+
+        // QR codes in an image (a signed health certificate's), with ZBar.
+        .systemLibrary(
+            name: "CTracerZBar",
+            pkgConfig: "zbar",
+            providers: [.apt(["libzbar-dev"])]
+        ),
+
+        .systemLibrary(
+            name: "CTracerZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
+        // Signed EU Digital COVID Certificates: Base45, zlib, COSE_Sign1 over CBOR, ES256 and
+        // PS256 checked against the site's trust list, and the decision on the test they carry.
+        .target(
+            name: "TracerCertificate",
+            dependencies: [
+                "TracerVerification", "CTracerZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
         ),
 
         // The data model: DESIGN.md's documents as types (interactions, beacons, reports, device
@@ -95,7 +128,9 @@ let package = Package(
         // find the reporter, record, flag); the report stored never holds the image.
         .target(
             name: "TracerReports",
-            dependencies: ["TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification"]
+            dependencies: [
+                "TracerStore", "TracerModel", "TracerRanging", "TracerSite", "TracerVerification", "TracerCertificate",
+            ]
         ),
 
         // The exposure engine (the co-location rule over the store, and what it writes); the
@@ -170,7 +205,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
-                "TracerOCR", "TracerVerification", "TracerReplication",
+                "TracerOCR", "TracerVerification", "TracerReplication", "TracerCertificate",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -201,6 +236,7 @@ let package = Package(
                 "TracerVerification",
                 "TracerOCR",
                 "TracerReports",
+                "TracerCertificate",
                 "TracerExposure",
                 "TracerSimulation",
                 "TracerServer",
@@ -255,7 +291,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerVerificationTests",
-            dependencies: ["TracerVerification", "TracerOCR", "TracerReports", "TracerModel", "TracerTesting"]
+            dependencies: [
+                "TracerVerification", "TracerOCR", "TracerReports", "TracerModel", "TracerTesting", "TracerCertificate",
+                "TracerSite",
+            ]
         ),
         .testTarget(
             name: "TracerExposureTests",
@@ -284,7 +323,7 @@ let package = Package(
             name: "TracerServerTests",
             dependencies: [
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
-                "TracerReplication",
+                "TracerReplication", "TracerReports", "TracerCertificate",
                 "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

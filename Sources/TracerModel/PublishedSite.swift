@@ -28,12 +28,25 @@ public struct PublishedSite: Sendable {
     /// When it was published (the store's commit time), once stored.
     public var publishedAt: Timestamp?
 
-    /// A site from a BeaconMap's text; `file` names it in errors and in the store.
-    public init(source: String, file: String) throws {
+    /// A site from a BeaconMap's text; `file` names it in errors and in the store. The trust
+    /// list it names is read from beside `file`, or, for a site taken from the server (`served`),
+    /// is the server's copy, `trustList`.
+    public init(source: String, file: String, served: Bool = false, trustList: String? = nil) throws {
         self.site = try Site.parse(source, file: file)
+        if served {
+            site.verification.trustListPEM = trustList
+        } else {
+            try site.readTrustList(besides: file)
+        }
         self.source = source
         self.file = file
-        self.digest = Digest.sha256Hex(source.utf8)
+        self.digest = Self.digest(source: source, trustList: site.verification.trustListPEM)
+    }
+
+    /// The SHA-256 of the map's source, and of its trust list when it names one (a new trust
+    /// list is a new site for the kiosks polling it).
+    static func digest(source: String, trustList: String?) -> String {
+        Digest.sha256Hex(trustList.map { source + "\n" + $0 } ?? source)
     }
 
     /// The published site in a stored document.
@@ -44,15 +57,16 @@ public struct PublishedSite: Sendable {
         // Errors in a published map name the document and the file it came from.
         self.site = try Site.parse(source, file: "\(doc.path) (published from \(file))")
         self.site.file = file
+        self.site.verification.trustListPEM = r.optionalString("trustList")
         self.source = source
         self.file = file
-        self.digest = Digest.sha256Hex(source.utf8)
+        self.digest = Self.digest(source: source, trustList: site.verification.trustListPEM)
         self.publishedAt = r.optionalTime("publishedAt")
     }
 
     /// The document to write.
     public var data: DocumentData {
-        [
+        var data: DocumentData = [
             "site": .string(site.name),
             "file": .string(file),
             "source": .string(source),
@@ -69,6 +83,8 @@ public struct PublishedSite: Sendable {
             ),
             "publishedAt": .serverTimestamp,
         ]
+        if let pem = site.verification.trustListPEM { data["trustList"] = .string(pem) }
+        return data
     }
 
     /// `config/site`.
@@ -81,6 +97,8 @@ public struct PublishedSite: Sendable {
         public var file: String
         public var digest: String
         public var source: String
+        /// The trust list's PEM text, when the map names one.
+        public var trustList: String?
         public var publishedAt: Timestamp?
 
         /// Nil when there is no such document.
@@ -91,6 +109,7 @@ public struct PublishedSite: Sendable {
             file = try r.string("file")
             digest = try r.string("digest")
             source = try r.string("source")
+            trustList = r.optionalString("trustList")
             publishedAt = r.optionalTime("publishedAt")
         }
     }

@@ -104,7 +104,13 @@ public final class OCREngine: @unchecked Sendable {
         }
         guard pix != nil else { throw OCRError("\(name): the \(format) image is corrupt and cannot be decoded") }
         defer { pixDestroy(&pix) }
-        var page = try recognise(pix!)
+        // A signed health certificate's QR code decides over the printed words: with one, the
+        // page is not recognised at all (a second or more saved per page).
+        let codes = QRCodes.read(pix!)
+        var page =
+            codes.contains { $0.hasPrefix(OCRPage.healthCertificatePrefix) }
+            ? OCRPage(words: []) : try recognise(pix!)
+        page.codes = codes
         page.width = Int(pixGetWidth(pix))
         page.height = Int(pixGetHeight(pix))
         return page

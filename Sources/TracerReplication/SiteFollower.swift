@@ -34,8 +34,8 @@ public struct SiteFollower: Service {
         var said = false
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                if let (source, file, _) = try await upstream.site(etag: nil) {
-                    let site = try PublishedSite(source: source, file: file)
+                if let (source, file, _, trustList) = try await upstream.site(etag: nil) {
+                    let site = try PublishedSite(source: source, file: file, served: true, trustList: trustList)
                     try site.publish(to: store)
                     return site
                 }
@@ -64,8 +64,8 @@ public struct SiteFollower: Service {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             if Task.isShuttingDownGracefully || Task.isCancelled { return }
             do {
-                guard let (source, file, new) = try await upstream.site(etag: digest) else { continue }
-                let site = try PublishedSite(source: source, file: file)
+                guard let (source, file, new, trustList) = try await upstream.site(etag: digest) else { continue }
+                let site = try PublishedSite(source: source, file: file, served: true, trustList: trustList)
                 try site.publish(to: store)
                 digest = new
                 logger.notice("the site server published a new site", metadata: ["site.digest": "\(new.prefix(12))"])

@@ -159,7 +159,9 @@ public final class Upstream: Sendable {
     }
 
     /// The published site: nil when it is the one with `etag` (304).
-    public func site(etag: String?) async throws(SyncError) -> (source: String, file: String, digest: String)? {
+    public func site(
+        etag: String?
+    ) async throws(SyncError) -> (source: String, file: String, digest: String, trustList: String?)? {
         let answer = try await request(.GET, "/v1/site", headers: etag.map { [("If-None-Match", "\"\($0)\"")] } ?? [])
         switch answer.status {
         case 304: return nil
@@ -167,7 +169,7 @@ public final class Upstream: Sendable {
             guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
                 let source = object["source"] as? String, let digest = object["digest"] as? String
             else { throw SyncError(.protocolError, "\(base)/v1/site: not a published site") }
-            return (source, object["file"] as? String ?? "\(base)/v1/site", digest)
+            return (source, object["file"] as? String ?? "\(base)/v1/site", digest, object["trustList"] as? String)
         case 401: throw SyncError(.unauthorized, answer.message)
         case 403: throw SyncError(.forbidden, answer.message)
         case 404: throw SyncError(.unavailable, "\(base): \(answer.message)")

@@ -1,4 +1,5 @@
 import Foundation
+import TracerCertificate
 import TracerModel
 import TracerSite
 import TracerStore
@@ -14,16 +15,21 @@ public struct SelfReportDesk: Sendable {
     /// Where the images of reports held for review are kept until they are decided; nil: not
     /// kept (the health team decides on the evidence alone).
     public let images: ReviewImages?
+    /// The issuers whose signed certificates the site accepts (nil: none; a signed certificate
+    /// is then refused as from an unknown issuer).
+    public let trustList: TrustList?
 
     public init(
         store: DocumentStore,
         flagging: any ExposureFlagging,
         policy: VerificationPolicy,
+        trustList: TrustList? = nil,
         images: ReviewImages? = nil
     ) {
         self.store = store
         self.flagging = flagging
         self.policy = policy
+        self.trustList = trustList
         self.images = images
     }
 
@@ -51,7 +57,28 @@ public struct SelfReportDesk: Sendable {
 
     /// The decision on a page, at `now`.
     public func verify(_ page: OCRPage, now: Date = Date()) -> Verification {
-        Verifier.verify(page, policy: policy, now: now)
+        Self.verify(page, policy: policy, trustList: trustList, now: now)
+    }
+
+    /// The decision on a page: a signed health certificate's QR code decides when the page has
+    /// one (its signature, its issuer, its test), else the rules over the words OCR read.
+    public static func verify(
+        _ page: OCRPage,
+        policy: VerificationPolicy,
+        trustList: TrustList?,
+        now: Date,
+        timeZone: TimeZone = .current
+    ) -> Verification {
+        if let certificate = page.healthCertificate {
+            return CertificateVerifier.verify(
+                certificate,
+                trustList: trustList,
+                policy: policy,
+                now: now,
+                timeZone: timeZone
+            )
+        }
+        return Verifier.verify(page, policy: policy, now: now, timeZone: timeZone)
     }
 
     /// The reporter: the device given, else the one device the kiosk `anchor` saw at immediate
@@ -237,6 +264,15 @@ public struct SelfReportError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public var description: String { message }
+}
+
+extension TrustList {
+    /// The site's trust list (its map's `trustList`), or nil when it names none; a PEM file that
+    /// is not one is an error naming it.
+    public init?(_ settings: VerificationSettings) throws {
+        guard let pem = settings.trustListPEM else { return nil }
+        try self.init(pem: pem, file: settings.trustListFile ?? "the site's trust list")
+    }
 }
 
 extension VerificationPolicy {

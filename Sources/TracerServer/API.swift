@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TracerCertificate
 import TracerExposure
 import TracerModel
 import TracerOCR
@@ -56,6 +57,7 @@ public final class API: Sendable {
             store: store,
             flagging: engine,
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
+            trustList: try site.flatMap { try TrustList($0.verification) },
             images: reviewImages
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)
@@ -397,7 +399,8 @@ public final class API: Sendable {
                 file: published.file,
                 digest: published.digest,
                 publishedAt: published.publishedAt?.iso8601Milliseconds,
-                source: published.source
+                source: published.source,
+                trustList: published.trustList
             )
         )
         response.headers[HTTPField.Name.eTag] = etag

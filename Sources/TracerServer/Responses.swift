@@ -179,6 +179,8 @@ enum Responses {
         var publishedAt: String?
         /// The BeaconMap YAML.
         var source: String
+        /// The PEM trust list the map names, when it names one.
+        var trustList: String?
     }
 
     static let encoder: JSONEncoder = {

@@ -36,6 +36,13 @@ public struct VerificationSettings: Sendable, Equatable {
     public var review = "doubtful"
     /// The spellings `review` takes.
     public static let reviewModes = ["none", "doubtful", "all"]
+    /// The trust list as the map names it (`trustList`: a PEM file of accepted issuers'
+    /// certificates, relative to the map's directory), and the line that names it.
+    public var trustListFile: String?
+    public var trustListLine: Int?
+    /// The trust list's PEM text: read from `trustListFile` beside a map file, or from the store
+    /// for a published site (a kiosk has no copy of the server's file).
+    public var trustListPEM: String?
 
     public init() {}
 }

@@ -19,7 +19,27 @@ extension Site {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw SiteError(file: file, line: nil, message: "cannot read the file")
         }
-        return try parse(String(decoding: data, as: UTF8.self), file: file)
+        var site = try parse(String(decoding: data, as: UTF8.self), file: file)
+        try site.readTrustList(besides: file)
+        return site
+    }
+
+    /// Reads the trust list the map names (relative to `mapFile`'s directory) into
+    /// `verification.trustListPEM`; an error names the map's line.
+    public mutating func readTrustList(besides mapFile: String) throws {
+        guard let name = verification.trustListFile else { return }
+        let path =
+            name.hasPrefix("/")
+            ? name
+            : ((mapFile as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SiteError(
+                file: mapFile,
+                line: verification.trustListLine,
+                message: "settings: trustList: cannot read \(path)"
+            )
+        }
+        verification.trustListPEM = String(decoding: data, as: UTF8.self)
     }
 
     /// Parses and checks BeaconMap YAML; `file` names it in errors.
@@ -285,7 +305,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration", "positions", "review",
+                "calibration", "positions", "review", "trustList",
             ]
         )
         var e = ExposureSettings()
@@ -323,6 +343,10 @@ private struct Reader {
                 throw fail(n, "settings: review must be none, doubtful or all, not '\(text)'")
             }
             v.review = text
+        }
+        if let n = f["trustList"] {
+            v.trustListFile = try string(n, "settings: trustList", parent: node.mark)
+            v.trustListLine = n.mark?.line
         }
         var r = RangingSettings()
         if let n = f["filter"] {

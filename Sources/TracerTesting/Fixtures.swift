@@ -9,12 +9,15 @@ public enum ResultImages {
             .deletingLastPathComponent().appendingPathComponent("Tools/testing/make_fixtures.py").path
         let day = ISO8601DateFormatter()
         day.formatOptions = [.withFullDate]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = [directory.path, "--today", day.string(from: Date())]
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
+        // The OCR fixtures, then the signed certificates (Tools/testing/make_certificates.py).
+        for script in [tool, (tool as NSString).deletingLastPathComponent + "/make_certificates.py"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: script)
+            process.arguments = [directory.path, "--today", day.string(from: Date())]
+            process.standardError = FileHandle.nullDevice
+            try? process.run()
+            process.waitUntilExit()
+        }
         // A static is never released: the directory goes when the test process exits.
         atexit { try? FileManager.default.removeItem(atPath: ResultImages.directory.path) }
         return directory
@@ -34,6 +37,12 @@ public enum ResultImages {
 
     /// The path of one rendered file.
     public static func file(_ name: String) -> String { directory.file(name) }
+
+    /// The signed certificates' manifest (`certificates.json`, the same shape as the manifest);
+    /// `trust.pem` beside it is the trust list they were made for.
+    public static var certificates: Data {
+        (try? Data(contentsOf: URL(fileURLWithPath: directory.file("certificates.json")))) ?? Data()
+    }
 
     /// The manifest's bytes (`[{"file", "expect", "failed", "collected", "about"}]`).
     public static var manifest: Data {

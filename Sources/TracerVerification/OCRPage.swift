@@ -4,12 +4,21 @@ public struct OCRPage: Sendable, Equatable {
     /// The page as read (after any scaling), pixels.
     public var width: Int
     public var height: Int
+    /// The text of the QR codes on the page (a signed health certificate's starts "HC1:").
+    public var codes: [String] = []
 
-    public init(words: [OCRWord], width: Int = 0, height: Int = 0) {
+    /// How an EU Digital COVID Certificate's QR code begins.
+    public static let healthCertificatePrefix = "HC1:"
+
+    public init(words: [OCRWord], width: Int = 0, height: Int = 0, codes: [String] = []) {
         self.words = words
         self.width = width
         self.height = height
+        self.codes = codes
     }
+
+    /// The first signed health certificate's text on the page, if there is one.
+    public var healthCertificate: String? { codes.first { $0.hasPrefix(Self.healthCertificatePrefix) } }
 
     /// The words grouped by text line, in order.
     public var lines: [[OCRWord]] {

@@ -57,6 +57,12 @@ public struct VerificationRule: Sendable, Equatable, Codable {
         public var confidence: Double
         /// The whole line (or sentence) they were read in.
         public var context: String
+
+        public init(text: String, confidence: Double, context: String) {
+            self.text = text
+            self.confidence = confidence
+            self.context = context
+        }
     }
 }
 
@@ -66,6 +72,12 @@ public struct Verification: Sendable, Equatable, Codable {
     public var rules: [VerificationRule]
     /// The sample's collection date, when one was found (start of that day, or the time read).
     public var collectedAt: Date?
+
+    public init(accepted: Bool, rules: [VerificationRule], collectedAt: Date?) {
+        self.accepted = accepted
+        self.rules = rules
+        self.collectedAt = collectedAt
+    }
 
     public var failed: [VerificationRule] { rules.filter { !$0.passed } }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import TracerCertificate
 import TracerExposure
 import TracerModel
 import TracerReplication
@@ -26,6 +27,7 @@ enum ReviewCommands {
             store: store,
             flagging: try policy.engine(site: site),
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
+            trustList: try site.flatMap { try TrustList($0.verification) },
             images: options.reviewImages
         )
     }

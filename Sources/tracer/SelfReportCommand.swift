@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import TracerCertificate
 import TracerExposure
 import TracerModel
 import TracerOCR
@@ -16,6 +17,22 @@ struct VerifyOptions: ParsableArguments {
     @Flag(help: "Print JSON instead of text.") var json = false
     @Option(help: "Minimum OCR confidence (0–100) of the deciding words (default: the site's, else 70).")
     var minConfidence: Double?
+    @Option(
+        help:
+            "A PEM file of the issuers' certificates whose signed results are accepted (default: the site's trustList)."
+    )
+    var trustList: String?
+
+    /// The trust list: --trust-list's, else the site's, else none.
+    func trust(_ site: Site?) throws -> TrustList? {
+        if let trustList {
+            guard let data = FileManager.default.contents(atPath: trustList) else {
+                throw ValidationError("--trust-list \(trustList): cannot read the file")
+            }
+            return try TrustList(pem: String(decoding: data, as: UTF8.self), file: trustList)
+        }
+        return try site.flatMap { try TrustList($0.verification) }
+    }
 
     /// The site's policy (or the defaults), with this command's overrides.
     func policy(_ site: VerificationPolicy = VerificationPolicy()) -> VerificationPolicy {
@@ -33,10 +50,10 @@ struct VerifyOptions: ParsableArguments {
         return (try engine.read(data: data, name: image), Digest.sha256Hex(data), data)
     }
 
-    /// Reads and decides under `policy`.
-    func verify(_ policy: VerificationPolicy) throws -> (Verification, sha256: String, data: Data) {
+    /// Reads and decides under `policy` (a signed certificate's QR code against `trust`).
+    func verify(_ policy: VerificationPolicy, trust: TrustList?) throws -> (Verification, sha256: String, data: Data) {
         let (page, sha, data) = try read()
-        return (Verifier.verify(page, policy: policy, now: Date()), sha, data)
+        return (SelfReportDesk.verify(page, policy: policy, trustList: trust, now: Date()), sha, data)
     }
 
     /// The first line shown for a decision: `accepted`, `pending` (held for review), `doubtful`
@@ -114,7 +131,7 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var options: VerifyOptions
 
     func run() throws {
-        let (v, _, _) = try options.verify(options.policy())
+        let (v, _, _) = try options.verify(options.policy(), trust: options.trust(nil))
         if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
         switch v.decision {
         case .accepted: return
@@ -189,7 +206,8 @@ struct SelfReportCommand: AsyncParsableCommand {
         let published = try existing.map { try policy.site(in: $0) } ?? policy.map.map { try Site.load(file: $0) }
         let engine = try policy.engine(site: published)
         let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
-        let (v, sha, data) = try options.verify(options.policy(site))
+        let trust = try options.trust(published)
+        let (v, sha, data) = try options.verify(options.policy(site), trust: trust)
         let rules = options.policy(site)
         let held: Bool
         switch (v.decision, rules.review) {
@@ -211,6 +229,7 @@ struct SelfReportCommand: AsyncParsableCommand {
             store: try existing ?? storeOptions.open(),
             flagging: engine,
             policy: rules,
+            trustList: trust,
             images: storeOptions.reviewImages
         )
         let deviceID: String
@@ -316,9 +335,9 @@ struct SelfReportCommand: AsyncParsableCommand {
     /// The same, through the site server: it reads the image (a dry run, nothing recorded),
     /// the evidence is shown here, and once confirmed the server records and flags.
     func remote(_ up: Upstream) async throws {
-        if options.minConfidence != nil || policy.map != nil {
+        if options.minConfidence != nil || policy.map != nil || options.trustList != nil {
             throw ValidationError(
-                "--min-confidence and --map are for a check on this machine; the site server applies the site's policy"
+                "--min-confidence, --trust-list and --map are for a check on this machine; the site server applies the site's policy"
             )
         }
         let data = try Data(contentsOf: URL(fileURLWithPath: options.image))

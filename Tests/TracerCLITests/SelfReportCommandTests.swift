@@ -121,6 +121,50 @@ import TracerTesting
         #expect(none.stdout.hasPrefix("REJECTED"))
     }
 
+    /// A signed certificate decides over the page's words: accepted by its trusted signature, a
+    /// tampered one refused by it, through the site's published trust list; the holder's name
+    /// and birth date are neither printed nor stored, the issuer's key id is.
+    @Test func aSignedCertificateIsAcceptedAndATamperedOneRefused() async throws {
+        await ResultImages.ready()
+        let trust = ResultImages.file("trust.pem")
+        let positive = ResultImages.file("dcc-positive-es256.png")
+        let verify = try await TracerProcess.running(["verify", positive, "--trust-list", trust])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout.contains("  pass  signature: ES256 signature of a trusted issuer"), "\(verify.stdout)")
+        let untrusted = try await TracerProcess.running(["verify", positive])
+        #expect(untrusted.status == 2 && untrusted.stderr.contains("no trust list"), "\(untrusted.stderr)")
+
+        // The site names its trust list; published, the store carries it to every command.
+        let map = dir.file("site.yaml")
+        let site = try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
+        try (site[..<site.range(of: "\nsettings:")!.lowerBound] + "\nsettings: {trustList: \(trust)}\n")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        let publish = try await tracer("map", "publish", map)
+        #expect(publish.status == 0, "\(publish.stderr)")
+        let r = try await tracer("self-report", positive, "--device", "dev-s", "--yes")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("  pass  signature: ES256 signature of a trusted issuer"), "\(r.stdout)")
+        #expect(r.stdout.contains("  pass  result: the result is positive (detected)"), "\(r.stdout)")
+        #expect(r.stdout.contains("recorded report "), "\(r.stdout)")
+
+        let tampered = try await tracer(
+            "self-report",
+            ResultImages.file("dcc-tampered.png"),
+            "--device",
+            "dev-t",
+            "--yes"
+        )
+        #expect(tampered.status == 2)
+        #expect(tampered.stdout.hasPrefix("REJECTED"))
+        #expect(tampered.stderr.hasPrefix("rejected: signature (the signature does not match"), "\(tampered.stderr)")
+
+        let export = try await tracer("db", "export")
+        #expect(export.stdout.contains("key id "), "the report keeps the issuer's key id")
+        for secret in ["Proefpersoon", "PROEFPERSOON", "1990-04-12"] {
+            #expect(!export.stdout.contains(secret) && !r.stdout.contains(secret), "\(secret) was kept or shown")
+        }
+    }
+
     @Test func withoutATerminalItAsksForYes() async throws {
         let r = try await tracer("self-report", await Self.image("sms-positive-light.png"), "--device", "dev-9")
         #expect(r.status == 1)

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Synchronization
 import Testing
+import TracerCertificate
 import TracerColocation
 import TracerExposure
 import TracerModel
@@ -152,7 +153,37 @@ func errorCode(_ response: TestResponse) -> String? {
             try PublishedSite(source: source + "# moved\n", file: "example-campus.yaml").publish(to: f.store)
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
+                etag = r.headers[.eTag] ?? ""
             }
+            // A map naming a trust list: the server hands the list with the map, a new list is a
+            // new ETag, and a kiosk's copy (taken from the answer) keeps it.
+            await ResultImages.ready()
+            let dir = TemporaryDirectory("tracer-site-trust")
+            try FileManager.default.copyItem(atPath: ResultImages.file("trust.pem"), toPath: dir.file("trust.pem"))
+            let withList =
+                source[..<source.range(of: "\nsettings:")!.lowerBound] + "\nsettings: {trustList: trust.pem}\n"
+            try String(withList).write(toFile: dir.file("site.yaml"), atomically: true, encoding: .utf8)
+            let published = try PublishedSite(source: String(withList), file: dir.file("site.yaml"))
+            #expect(published.site.verification.trustListPEM?.contains("BEGIN CERTIFICATE") == true)
+            try published.publish(to: f.store)
+            headers[.ifNoneMatch] = etag
+            try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
+                #expect(r.status == .ok && r.headers[.eTag] != etag)
+                let list = try #require(json(r)["trustList"] as? String)
+                #expect(list == published.site.verification.trustListPEM)
+                let copy = try PublishedSite(
+                    source: json(r)["source"] as? String ?? "",
+                    file: "/elsewhere/site.yaml",
+                    served: true,
+                    trustList: list
+                )
+                #expect(copy.digest == json(r)["digest"] as? String)
+                #expect(try TrustList(copy.site.verification)?.issuers.count == 2)
+            }
+            #expect(
+                try PublishedSite.load(from: f.store)?.site.verification.trustListPEM
+                    == published.site.verification.trustListPEM
+            )
         }
     }
 
@@ -574,6 +605,35 @@ func errorCode(_ response: TestResponse) -> String? {
         }
         let audit = try f.store.getDocuments(Query(collection: Collections.audit))
         #expect(audit.contains { $0["method"] == "APPROVE" && $0["tokenName"] == "health team" })
+    }
+
+    /// Signed certificates over the API, under the site's trust list: a trusted positive is
+    /// accepted, a tampered one refused by its signature (one submit path with the command).
+    @Test func signedCertificatesAreCheckedAgainstTheSitesTrustList() async throws {
+        await ResultImages.ready()
+        let pem = try String(contentsOfFile: ResultImages.file("trust.pem"), encoding: .utf8)
+        let f = try ServerFixture(site: { $0.verification.trustListPEM = pem })
+        let kiosk = ServerFixture.bearer(f.kiosk)
+        func upload(_ name: String) throws -> (HTTPFields, ByteBuffer) {
+            let image = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file(name))))
+            var (h, b) = form([("image", name, image), ("deviceId", nil, Array("dev-s".utf8))])
+            h.append(contentsOf: kiosk)
+            return (h, b)
+        }
+        let (th, tb) = try upload("dcc-tampered.png")
+        let (ph, pb) = try upload("dcc-photo-positive.jpg")
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/v1/reports", method: .post, headers: th, body: tb) { r in
+                #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
+                let rules = try #require(json(r)["rules"] as? [[String: Any]])
+                #expect(rules.first?["name"] as? String == "signature" && rules.first?["passed"] as? Bool == false)
+            }
+            try await client.execute(uri: "/v1/reports", method: .post, headers: ph, body: pb) { r in
+                #expect(r.status == .created, "\(String(buffer: r.body))")
+                #expect(String(buffer: r.body).contains("key id "))
+            }
+        }
+        #expect(try f.store.get("devices/dev-s")["status"] == "positive")
     }
 
     /// With `review: all` every upload the rules accept waits too.

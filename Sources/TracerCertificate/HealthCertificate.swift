@@ -1,0 +1,346 @@
+import Crypto
+import Foundation
+import TracerVerification
+import X509
+import _CryptoExtras
+
+/// Why a health certificate could not be read, or a trust list used.
+public struct CertificateError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// Not Base45, not zlib, not COSE, not a health certificate's CBOR.
+        case malformed
+        /// The site's trust list cannot be used.
+        case trustList
+    }
+
+    public var code: Code
+    public var description: String
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+/// An EU Digital COVID Certificate (the eHealth Network's specification): `HC1:` + Base45 of
+/// zlib of a COSE_Sign1 whose payload is a CWT with the health certificate under claim -260.
+/// Only what tracer decides on is read: the test group `t`, the issuer and the times. The
+/// holder's name and date of birth are never read, kept or shown.
+public struct HealthCertificate: Sendable {
+    /// The COSE algorithm (-7 ES256, -37 PS256).
+    public var algorithm: Int64
+    /// The signer's key id, hex (from the protected header, else the unprotected one).
+    public var keyID: String
+    /// What was signed: the COSE `Sig_structure`.
+    public var signed: [UInt8]
+    public var signature: [UInt8]
+    /// CWT claims: issuing country (1), expiry (4) and issue (6) times.
+    public var issuerCountry: String?
+    public var expires: Date?
+    public var issued: Date?
+    /// The test entry (`t[0]`), when the certificate is a test certificate.
+    public var test: Test?
+    /// What the certificate is instead: `v` vaccination, `r` recovery.
+    public var otherKind: String?
+
+    public struct Test: Sendable, Equatable {
+        /// `tg`: the disease (840539006: COVID-19).
+        public var disease: String?
+        /// `tt`: LP6464-4 (NAAT, PCR) or LP217198-3 (rapid antigen).
+        public var type: String?
+        /// `sc`: when the sample was collected.
+        public var collected: Date?
+        public var collectedText: String?
+        /// `tr`: 260373001 detected, 260415000 not detected.
+        public var result: String?
+        /// `is`: who issued it, `co`: where the test was taken.
+        public var issuer: String?
+        public var country: String?
+    }
+
+    public static let covid = "840539006"
+    public static let detected = "260373001"
+    public static let notDetected = "260415000"
+
+    /// Reads `HC1:…`; throws `.malformed` with what is wrong.
+    public init(_ text: String) throws(CertificateError) {
+        guard text.hasPrefix(OCRPage.healthCertificatePrefix) else {
+            throw CertificateError(.malformed, "not a health certificate (no HC1: prefix)")
+        }
+        let packed = try Base45.decode(String(text.dropFirst(OCRPage.healthCertificatePrefix.count)))
+        // zlib's header starts 0x78; the specification allows the COSE bytes uncompressed too.
+        var cose = packed
+        if packed.first == 0x78 { cose = try Inflate.zlib(packed) }
+        let message: CBOR
+        do { message = try CBOR.decode(cose).untagged } catch {
+            throw CertificateError(.malformed, "the certificate is not CBOR: \(error)")
+        }
+        guard case .array(let parts) = message, parts.count == 4, let protectedBytes = parts[0].data,
+            let payload = parts[2].data, let signature = parts[3].data
+        else { throw CertificateError(.malformed, "the certificate is not a COSE_Sign1 message") }
+        let protected: CBOR
+        do { protected = protectedBytes.isEmpty ? .map([]) : try CBOR.decode(protectedBytes) } catch {
+            throw CertificateError(.malformed, "the COSE protected header is not CBOR: \(error)")
+        }
+        guard let algorithm = protected[1]?.int ?? parts[1][1]?.int else {
+            throw CertificateError(.malformed, "the COSE header names no signature algorithm")
+        }
+        guard let kid = protected[4]?.data ?? parts[1][4]?.data, !kid.isEmpty else {
+            throw CertificateError(.malformed, "the COSE header names no key id")
+        }
+        self.algorithm = algorithm
+        self.keyID = kid.map { String(format: "%02x", $0) }.joined()
+        self.signature = signature
+        // RFC 9052 §4.4: ["Signature1", protected, external_aad (empty), payload].
+        self.signed = CBOR.array([.text("Signature1"), .bytes(protectedBytes), .bytes([]), .bytes(payload)]).encoded
+
+        let claims: CBOR
+        do { claims = try CBOR.decode(payload) } catch {
+            throw CertificateError(.malformed, "the certificate's payload is not CBOR: \(error)")
+        }
+        issuerCountry = claims[1]?.string
+        expires = claims[4]?.number.map { Date(timeIntervalSince1970: $0) }
+        issued = claims[6]?.number.map { Date(timeIntervalSince1970: $0) }
+        guard let hcert = claims[-260]?[1] else {
+            throw CertificateError(.malformed, "the payload holds no health certificate (claim -260)")
+        }
+        if case .array(let tests)? = hcert["t"], let t = tests.first {
+            let sc = t["sc"]?.string
+            test = Test(
+                disease: t["tg"]?.string,
+                type: t["tt"]?.string,
+                collected: sc.flatMap(Self.date),
+                collectedText: sc,
+                result: t["tr"]?.string,
+                issuer: t["is"]?.string,
+                country: t["co"]?.string
+            )
+        } else {
+            otherKind = hcert["v"] != nil ? "vaccination" : hcert["r"] != nil ? "recovery" : "unknown"
+        }
+    }
+
+    /// `2026-11-20T09:40:00Z`, with an offset or fractional seconds.
+    static func date(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        if let d = f.date(from: text) { return d }
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: text)
+    }
+
+    /// Whether the signature is the issuer's over what was signed.
+    public func signatureIsValid(by key: Certificate.PublicKey) -> Bool {
+        let digest = SHA256.hash(data: signed)
+        switch algorithm {
+        case -7:
+            guard let key = P256.Signing.PublicKey(key),
+                let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+            else { return false }
+            return key.isValidSignature(signature, for: digest)
+        case -37:
+            guard let key = _RSA.Signing.PublicKey(key) else { return false }
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature),
+                for: digest,
+                padding: .PSS
+            )
+        default:
+            return false
+        }
+    }
+
+    static let algorithms: [Int64: String] = [-7: "ES256", -37: "PS256"]
+}
+
+/// The decision on a page that carries a signed health certificate: the signature and the
+/// issuer first, then the test. Every failure is certain (nothing doubtful: a signature holds
+/// or it does not).
+public enum CertificateVerifier {
+    public static func verify(
+        _ text: String,
+        trustList: TrustList?,
+        policy: VerificationPolicy = VerificationPolicy(),
+        now: Date,
+        timeZone: TimeZone = .current
+    ) -> Verification {
+        let certificate: HealthCertificate
+        do { certificate = try HealthCertificate(text) } catch {
+            return Verification(
+                accepted: false,
+                rules: [
+                    VerificationRule(
+                        name: "signature",
+                        passed: false,
+                        detail: "the QR code is not a readable health certificate: \(error.description)",
+                        evidence: []
+                    )
+                ],
+                collectedAt: nil
+            )
+        }
+        let signature = signatureRule(certificate, trustList: trustList, now: now)
+        // What an untrusted or altered certificate says is not shown as if it counted.
+        guard signature.passed else { return Verification(accepted: false, rules: [signature], collectedAt: nil) }
+        var rules = [signature]
+        if let expires = certificate.expires, expires < now {
+            rules.append(
+                VerificationRule(
+                    name: "expiry",
+                    passed: false,
+                    detail: "the certificate expired on \(day(expires, timeZone))",
+                    evidence: []
+                )
+            )
+        } else {
+            rules.append(
+                VerificationRule(
+                    name: "expiry",
+                    passed: true,
+                    detail: certificate.expires.map { "valid until \(day($0, timeZone))" } ?? "no expiry given",
+                    evidence: []
+                )
+            )
+        }
+        guard let test = certificate.test else {
+            rules.append(
+                VerificationRule(
+                    name: "result",
+                    passed: false,
+                    detail: "a \(certificate.otherKind ?? "non-test") certificate, not a test result",
+                    evidence: []
+                )
+            )
+            return Verification(accepted: false, rules: rules, collectedAt: nil)
+        }
+        let isCovid = test.disease == HealthCertificate.covid
+        rules.append(
+            VerificationRule(
+                name: "covid",
+                passed: isCovid,
+                detail: isCovid
+                    ? "a COVID-19 test (tg 840539006)" : "not a COVID-19 test (tg \(test.disease ?? "missing"))",
+                evidence: []
+            )
+        )
+        let kinds = ["LP6464-4": "NAAT (PCR)", "LP217198-3": "rapid antigen"]
+        let kind = test.type.flatMap { kinds[$0] }
+        rules.append(
+            VerificationRule(
+                name: "testKind",
+                passed: kind != nil,
+                detail: kind.map { "test kind: \($0)" } ?? "an unknown test type (\(test.type ?? "missing"))",
+                evidence: []
+            )
+        )
+        let result: (Bool, String) =
+            switch test.result {
+            case HealthCertificate.detected: (true, "the result is positive (detected)")
+            case HealthCertificate.notDetected: (false, "the result is negative (not detected)")
+            default: (false, "an unknown result (\(test.result ?? "missing"))")
+            }
+        rules.append(VerificationRule(name: "result", passed: result.0, detail: result.1, evidence: []))
+        rules.append(dateRule(test, policy: policy, now: now, timeZone: timeZone))
+        return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: test.collected)
+    }
+
+    static func signatureRule(_ c: HealthCertificate, trustList: TrustList?, now: Date) -> VerificationRule {
+        let issuerText = [c.test?.issuer, c.test?.country ?? c.issuerCountry].compactMap { $0 }.joined(separator: ", ")
+        func rule(_ passed: Bool, _ detail: String, subject: String? = nil) -> VerificationRule {
+            VerificationRule(
+                name: "signature",
+                passed: passed,
+                detail: detail,
+                evidence: [
+                    .init(
+                        text: "key id \(c.keyID)",
+                        confidence: 100,
+                        context: [subject, issuerText.isEmpty ? nil : "issued by \(issuerText)"].compactMap { $0 }
+                            .joined(separator: "; ")
+                    )
+                ]
+            )
+        }
+        guard let name = HealthCertificate.algorithms[c.algorithm] else {
+            return rule(false, "signed with COSE algorithm \(c.algorithm); only ES256 and PS256 are accepted")
+        }
+        guard let trustList, !trustList.issuers.isEmpty else {
+            return rule(false, "this site has no trust list (settings: trustList), so no signature can be checked")
+        }
+        guard let issuer = trustList.issuers[c.keyID] else {
+            return rule(false, "an unknown issuer: key id \(c.keyID) is not on the site's trust list")
+        }
+        guard issuer.notValidBefore <= now, now <= issuer.notValidAfter else {
+            return rule(
+                false,
+                "the issuer's certificate is not valid now (\(issuer.notValidBefore) to \(issuer.notValidAfter))",
+                subject: issuer.subject
+            )
+        }
+        guard c.signatureIsValid(by: issuer.key) else {
+            return rule(
+                false,
+                "the signature does not match: the certificate was altered, or not signed by \(issuer.subject)",
+                subject: issuer.subject
+            )
+        }
+        return rule(true, "\(name) signature of a trusted issuer (\(issuer.subject))", subject: issuer.subject)
+    }
+
+    static func dateRule(
+        _ test: HealthCertificate.Test,
+        policy: VerificationPolicy,
+        now: Date,
+        timeZone: TimeZone
+    )
+        -> VerificationRule
+    {
+        guard let collected = test.collected else {
+            return VerificationRule(
+                name: "date",
+                passed: false,
+                detail: "no readable sample collection time (\(test.collectedText ?? "missing"))",
+                evidence: []
+            )
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let days =
+            calendar.dateComponents(
+                [.day],
+                from: calendar.startOfDay(for: collected),
+                to: calendar.startOfDay(for: now)
+            )
+            .day ?? 0
+        let text = test.collectedText ?? ""
+        if days > policy.maxAgeDays {
+            return VerificationRule(
+                name: "date",
+                passed: false,
+                detail: "collected \(days) days ago (\(text)); at most \(policy.maxAgeDays) days are accepted",
+                evidence: []
+            )
+        }
+        if -days > policy.maxFutureDays {
+            return VerificationRule(
+                name: "date",
+                passed: false,
+                detail: "the collection time \(text) is \(-days) days in the future",
+                evidence: []
+            )
+        }
+        return VerificationRule(
+            name: "date",
+            passed: true,
+            detail:
+                "collected \(text), \(days == 0 ? "today" : days == 1 ? "1 day ago" : days < 0 ? "tomorrow" : "\(days) days ago")",
+            evidence: []
+        )
+    }
+
+    static func day(_ date: Date, _ timeZone: TimeZone) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withFullDate]
+        f.timeZone = timeZone
+        return f.string(from: date)
+    }
+}
