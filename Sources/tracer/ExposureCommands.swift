@@ -103,21 +103,24 @@ struct StatusCommand: AsyncParsableCommand {
     static func text(_ v: Value) -> String {
         var text =
             "\(v["deviceId"]?.stringValue ?? ""): \(v["status"]?.stringValue ?? ""), risk \(v["risk"]?.stringValue ?? "")"
+        // The device's own report, while the health team has it and once they denied it: last,
+        // after the exposures.
+        var said = ""
         if let report = v["report"], let id = report["id"]?.stringValue {
             switch report["status"]?.stringValue {
             case "pending":
-                text += "\nyour report \(id) is with the health team: nobody is flagged until they approve it"
+                said = "\nyour report \(id) is with the health team: nobody is flagged until they approve it"
             case "denied":
-                text +=
+                said =
                     "\nyour report \(id) was denied at review" + (report["note"]?.stringValue.map { ": \($0)" } ?? "")
             default: break
             }
         }
-        guard case .array(let exposures)? = v["exposures"], !exposures.isEmpty else { return text }
+        guard case .array(let exposures)? = v["exposures"], !exposures.isEmpty else { return text + said }
         text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
         text += String(format: "%.1f minutes together", v["colocatedMinutes"]?.doubleValue ?? 0)
         text += "\n" + ExposureOutput.table(values: exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
-        return text
+        return text + said
     }
 
     /// The same through the site server: `GET /v1/devices/{id}`, and with --watch its SSE watch
