@@ -112,17 +112,32 @@ public struct SelfReportDesk: Sendable {
     ) throws -> Outcome {
         guard let status = disposition(verification) else { return .rejected(verification) }
         images?.purge()
-        let report = try SelfReport.record(
-            deviceID: device,
-            imageSHA256: imageSHA256,
-            verification: verification,
-            answers: answers,
-            status: status,
-            store: store
-        )
+        // A held report's image is kept before the report is recorded: a report the health team
+        // sees always has its image (a failure to keep it records nothing); an image whose
+        // report was not recorded goes at once, or with the 72-hour sweep after a crash.
+        let id = SelfReport.reportID(deviceID: device, imageSHA256: imageSHA256)
+        var kept = false
+        if status == .pending, let images, let image, ((try? images.image(id)) ?? nil) == nil {
+            try images.keep(image, for: id)
+            kept = true
+        }
+        let report: RecordedReport
+        do {
+            report = try SelfReport.record(
+                deviceID: device,
+                imageSHA256: imageSHA256,
+                verification: verification,
+                answers: answers,
+                status: status,
+                store: store
+            )
+        } catch {
+            if kept { images?.remove(id) }
+            throw error
+        }
+        if kept && !(report.created && report.status == .pending) { images?.remove(id) }
         switch report.status {
         case .pending:
-            if let images, let image, report.created { try images.keep(image, for: report.id) }
             return .held(report, verification)
         case .denied, .revoked:
             return .decidedBefore(report, verification)

@@ -268,6 +268,24 @@ import TracerTesting
         for review in Review.allCases { #expect(site.desk(review).disposition(negative) == nil) }
     }
 
+    /// The image is kept before the report is recorded: where it cannot be kept, nothing is
+    /// recorded (the health team never sees a held report without its page).
+    @Test func aReportWhoseImageCannotBeKeptIsNotRecorded() throws {
+        let site = try Site()
+        // A file where the review directory should be.
+        _ = FileManager.default.createFile(atPath: site.images.directory, contents: Data("in the way".utf8))
+        #expect(throws: (any Error).self) {
+            try site.desk(.doubtful).submit(
+                Self.verification(confidence: 55),
+                imageSHA256: "aa",
+                image: Self.image,
+                device: "reporter"
+            )
+        }
+        #expect(try site.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+        #expect(try site.status("reporter").exists == false)
+    }
+
     @Test func imagesGoAfterSeventyTwoHoursWhetherDecidedOrNot() throws {
         let site = try Site()
         let images = site.images
