@@ -24,6 +24,8 @@ public final class API: Sendable {
     public let limiter: FailureLimiter
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
+    /// The time occupancy is judged at (the wall clock; tests give a fixed one).
+    let clock: @Sendable () -> Date
     /// Reads uploaded pages: a fixed pool of threads, one engine each, and a bounded queue.
     let ocr: OCRPool
     /// Verifies, records and flags reports under the site's policy (as `tracer self-report` does).
@@ -44,8 +46,10 @@ public final class API: Sendable {
         ocrSlots: Int = 2,
         ocrQueue: Int = 8,
         reviewImages: ReviewImages? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "tracer.serve")
     ) throws {
+        self.clock = clock
         self.store = store
         self.site = site
         self.engine = engine
@@ -285,7 +289,7 @@ public final class API: Sendable {
     /// The site and its anchors with live occupancy (devices heard within `occupancyWindow`) and
     /// exposure counts (from the last 14 days).
     func beacons() throws -> Responses.Beacons {
-        let now = Date().timeIntervalSince1970
+        let now = clock().timeIntervalSince1970
         let recent = Timestamp(seconds: now - occupancyWindow)
         let fortnight = Timestamp(seconds: now - 14 * 86_400)
         var stored: [String: DocumentSnapshot] = [:]

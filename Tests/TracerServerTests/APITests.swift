@@ -31,7 +31,18 @@ struct ServerFixture {
     let device: String
     let limiter: FailureLimiter
 
-    init(limit: Int = 10, ocrQueue: Int = 8, site adjust: (inout Site) -> Void = { _ in }) throws {
+    /// Occupancy is judged at `now` when it is given (the wall clock otherwise), and the
+    /// interactions written by `interaction` are dated from it: a test stalled on a loaded
+    /// machine still sees what it wrote as recent.
+    let now: Date?
+
+    init(
+        limit: Int = 10,
+        ocrQueue: Int = 8,
+        now: Date? = nil,
+        site adjust: (inout Site) -> Void = { _ in }
+    ) throws {
+        self.now = now
         store = try DocumentStore(path: TestBackend.location(in: dir, "s.sqlite"))
         var site = try Site.load(file: Self.map)
         adjust(&site)
@@ -42,7 +53,8 @@ struct ServerFixture {
             engine: ExposureEngine(policy: ExposurePolicy(site: site)),
             limiter: limiter,
             ocrQueue: ocrQueue,
-            reviewImages: ReviewImages(directory: dir.file("review"))
+            reviewImages: ReviewImages(directory: dir.file("review")),
+            clock: { now ?? Date() }
         )
         let tokens = TokenStore(store: store)
         admin = try tokens.create(role: .admin, deviceID: nil, name: "health team").token
@@ -58,7 +70,7 @@ struct ServerFixture {
 
     /// An interaction window at a kiosk, `ago` seconds before now.
     func interaction(_ id: String, at anchor: String, device: String, ago: Double, length: Double = 30) throws {
-        let end = Date().timeIntervalSince1970 - ago
+        let end = (now ?? Date()).timeIntervalSince1970 - ago
         try store.set(
             DocumentPath("beacons/\(anchor)/interactions/\(id)"),
             [
@@ -371,7 +383,7 @@ func errorCode(_ response: TestResponse) -> String? {
     }
 
     @Test func beaconsShowOccupancyNowAndExposureCounts() async throws {
-        let f = try ServerFixture()
+        let f = try ServerFixture(now: Date())
         try f.interaction("now-1", at: "kiosk-lab", device: "dev-1", ago: 10)
         try f.interaction("now-2", at: "kiosk-lab", device: "dev-2", ago: 40)
         try f.interaction("now-2b", at: "kiosk-lab", device: "dev-2", ago: 70)
