@@ -53,6 +53,20 @@ import TracerTesting
             )
         }
 
+        /// The reporter's doubtful page (image "aa") submitted: the report it is held as.
+        func hold(_ desk: SelfReportDesk) throws -> RecordedReport {
+            let outcome = try desk.submit(
+                ReviewTests.verification(confidence: 55),
+                imageSHA256: "aa",
+                image: ReviewTests.image,
+                device: "reporter"
+            )
+            guard case .held(let held, _) = outcome else { throw HoldError(outcome: "\(outcome)") }
+            return held
+        }
+
+        struct HoldError: Error { var outcome: String }
+
         func status(_ device: String) throws -> DocumentSnapshot { try store.get(DocumentPath("devices/\(device)")) }
         func report(_ id: String) throws -> DocumentSnapshot { try store.get(DocumentPath("reports/\(id)")) }
     }
@@ -72,17 +86,7 @@ import TracerTesting
         let site = try Site()
         let v = Self.verification(confidence: 55)
         #expect(v.decision == .doubtful, "\(v.failed)")
-        guard
-            case .held(let held, _) = try site.desk(.doubtful).submit(
-                v,
-                imageSHA256: "aa",
-                image: Self.image,
-                device: "reporter"
-            )
-        else {
-            Issue.record("not held")
-            return
-        }
+        let held = try site.hold(site.desk(.doubtful))
         #expect(held.created && held.status == .pending)
         #expect(try site.report(held.id)["status"] == "pending")
         #expect(try site.report(held.id)["doubts"] == .array(v.doubts.map(Value.string)))
@@ -102,34 +106,14 @@ import TracerTesting
         #expect(try site.desk(.doubtful).pending().map(\.id) == [held.id])
 
         // The same image again is the same report, still waiting.
-        guard
-            case .held(let again, _) = try site.desk(.doubtful).submit(
-                v,
-                imageSHA256: "aa",
-                image: Self.image,
-                device: "reporter"
-            )
-        else {
-            Issue.record("not held again")
-            return
-        }
+        let again = try site.hold(site.desk(.doubtful))
         #expect(!again.created && again.id == held.id)
     }
 
     @Test func approvalFlagsDeletesTheImageAndIsAudited() throws {
         let site = try Site()
         let desk = site.desk(.doubtful)
-        guard
-            case .held(let held, _) = try desk.submit(
-                Self.verification(confidence: 55),
-                imageSHA256: "aa",
-                image: Self.image,
-                device: "reporter"
-            )
-        else {
-            Issue.record("not held")
-            return
-        }
+        let held = try site.hold(desk)
         let decided = try desk.decide(
             held.id,
             approve: true,
@@ -167,17 +151,7 @@ import TracerTesting
     @Test func denialTellsTheReporterAndFlagsNobody() throws {
         let site = try Site()
         let desk = site.desk(.doubtful)
-        guard
-            case .held(let held, _) = try desk.submit(
-                Self.verification(confidence: 55),
-                imageSHA256: "aa",
-                image: Self.image,
-                device: "reporter"
-            )
-        else {
-            Issue.record("not held")
-            return
-        }
+        let held = try site.hold(desk)
         let decided = try desk.decide(
             held.id,
             approve: false,

@@ -12,13 +12,8 @@ import TracerTesting
 /// Tools/testing/make_certificates.py with issuer keys of its own, read from rendered and
 /// photographed QR codes by ZBar, checked against the trust list it wrote.
 @Suite struct CertificateTests {
-    struct Entry: Decodable, Sendable {
-        var file: String
-        var expect: String
-        var failed: [String]
-        var collected: String?
-        var about: String
-    }
+    /// The same shape as the OCR fixtures' manifest.
+    typealias Entry = OCRFixtureTests.Entry
 
     static let utc = TimeZone(identifier: "UTC")!
     static let entries: [Entry] = (try? JSONDecoder().decode([Entry].self, from: ResultImages.certificates)) ?? []
