@@ -110,9 +110,9 @@ public struct Report: Sendable, Equatable {
         return fields
     }
 
-    /// The reports waiting for the health team.
-    public static var pending: Query {
-        Query(collection: Collections.reports).where(Field.status, .equal, .string(Status.pending.rawValue))
+    /// The reports with a status (`pending`: those waiting for the health team).
+    public static func with(status: Status) -> Query {
+        Query(collection: Collections.reports).where(Field.status, .equal, .string(status.rawValue))
     }
 
     /// The report as the health team reviews it (`GET /v1/reports`, `tracer report pending

@@ -63,6 +63,12 @@ public struct ReviewImages: Sendable {
         return FileManager.default.contents(atPath: path)
     }
 
+    /// Whether a report's image is kept and within its time (its file's date only: nothing read).
+    public func has(_ reportID: String, now: Date = Date()) -> Bool {
+        guard let path = try? file(reportID), let received = Self.modified(path) else { return false }
+        return now.timeIntervalSince(received) < keep
+    }
+
     /// Deletes a report's image (a decision was made); false when there was none.
     @discardableResult
     public func remove(_ reportID: String) -> Bool {

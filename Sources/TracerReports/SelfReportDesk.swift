@@ -48,7 +48,12 @@ public struct SelfReportDesk: Sendable {
 
     /// What the site's policy does with a verification: reject it, hold it for review, or accept it.
     public func disposition(_ verification: Verification) -> Report.Status? {
-        switch (verification.decision, policy.review) {
+        Self.disposition(verification, review: policy.review)
+    }
+
+    /// The same under a review setting: nil (rejected), `pending` or `accepted`.
+    public static func disposition(_ verification: Verification, review: Review) -> Report.Status? {
+        switch (verification.decision, review) {
         case (.rejected, _), (.doubtful, .none): nil
         case (.doubtful, _), (.accepted, .all): .pending
         case (.accepted, _): .accepted
@@ -117,7 +122,7 @@ public struct SelfReportDesk: Sendable {
         // report was not recorded goes at once, or with the 72-hour sweep after a crash.
         let id = SelfReport.reportID(deviceID: device, imageSHA256: imageSHA256)
         var kept = false
-        if status == .pending, let images, let image, ((try? images.image(id)) ?? nil) == nil {
+        if status == .pending, let images, let image, !images.has(id) {
             try images.keep(image, for: id)
             kept = true
         }
@@ -175,14 +180,29 @@ extension SelfReportDesk {
         public var line: String
         /// False when an approval's flagging failed (the line says how to retry).
         public var flagged: Bool
+
+        /// `{"report": {...}, "outcome": LINE}`, as the API answers and the command prints it.
+        public var value: Value { .map(["report": report.forReview(image: false), "outcome": .string(line)]) }
     }
 
-    /// The reports waiting for the health team, oldest first.
-    public func pending() throws -> [Report] {
+    /// The reports waiting for the health team (or with another status, or all), oldest first.
+    public func reports(_ status: Report.Status? = .pending) throws -> [Report] {
         images?.purge()
-        return try store.getDocuments(Report.pending).compactMap { try? Report($0) }.sorted {
+        let query = status.map(Report.with(status:)) ?? Query(collection: Collections.reports)
+        return try store.getDocuments(query).compactMap { try? Report($0) }.sorted {
             ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id)
         }
+    }
+
+    /// A report as the health team sees it (`GET /v1/reports`, `tracer report pending --json`),
+    /// with whether its image is kept here.
+    public func reviewed(_ r: Report) -> Value {
+        r.forReview(image: r.status == .pending && images?.has(r.id) == true)
+    }
+
+    /// The list the health team reads: `{"reports": [...], "review": MODE}`.
+    public func reviewList(_ status: Report.Status? = .pending) throws -> Value {
+        .map(["reports": .array(try reports(status).map(reviewed)), "review": .string(policy.review.rawValue)])
     }
 
     /// Approves a pending report: it is accepted, the reporter marked positive, and exposures

@@ -261,29 +261,12 @@ extension API {
     /// reports with their evidence, newest decisions last.
     func reviewList(_ request: Request) throws -> Response {
         let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
-        let reports: [Report]
-        if wanted == "pending" {
-            reports = try desk.pending()
-        } else if wanted == "all" || Report.Status(rawValue: wanted) != nil {
-            reports = try store.getDocuments(Query(collection: Collections.reports)).compactMap { try? Report($0) }
-                .filter { wanted == "all" || $0.status.rawValue == wanted }
-                .sorted { ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id) }
-        } else {
+        guard wanted == "all" || Report.Status(rawValue: wanted) != nil else {
             throw APIError.badRequest(
                 "status takes pending, accepted, denied, revoked or all, not '\(wanted.prefix(40))'"
             )
         }
-        return JSONBody.response(
-            .map([
-                "reports": .array(reports.map(reviewed)),
-                "review": .string(desk.policy.review.rawValue),
-            ])
-        )
-    }
-
-    /// A report as the health team sees it, with whether this server keeps its image.
-    func reviewed(_ r: Report) -> Value {
-        r.forReview(image: r.status == .pending && ((try? desk.images?.image(r.id)) ?? nil) != nil)
+        return JSONBody.response(try desk.reviewList(Report.Status(rawValue: wanted)))
     }
 
     /// `GET /v1/reports/{id}/image`: a pending report's image, for the reviewer's eyes only (never
@@ -347,7 +330,7 @@ extension API {
                 by: .init(name: who.name, tokenID: who.tokenID),
                 note: note
             )
-            return JSONBody.response(.map(["report": reviewed(decided.report), "outcome": .string(decided.line)]))
+            return JSONBody.response(decided.value)
         } catch let e as ReviewError {
             switch e.code {
             case .notFound: throw APIError(.notFound, "not_found", e.message)

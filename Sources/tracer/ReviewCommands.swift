@@ -90,14 +90,7 @@ enum ReviewCommands {
                 else { throw RemoteAnswer.failure(answer, up) }
                 value = parsed
             } else {
-                let desk = try ReviewCommands.desk(options, policy)
-                let images = desk.images
-                value = .map([
-                    "reports": .array(
-                        try desk.pending().map { r in r.forReview(image: ((try? images?.image(r.id)) ?? nil) != nil) }
-                    ),
-                    "review": .string(desk.policy.review.rawValue),
-                ])
+                value = try ReviewCommands.desk(options, policy).reviewList()
             }
             if json {
                 Output.line(ExposureJSON.json(value))
@@ -154,7 +147,7 @@ enum ReviewCommands {
             } catch let e as ReviewError {
                 throw ValidationError(e.message)
             }
-            show(.map(["report": decided.report.forReview(image: false), "outcome": .string(decided.line)]))
+            show(decided.value)
             guard decided.flagged else { throw ExitCode.failure }
         }
 

@@ -209,9 +209,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         let trust = try options.trust(published)
         let (v, sha, data) = try options.verify(options.policy(site), trust: trust)
         let rules = options.policy(site)
-        let held: Bool
-        switch (v.decision, rules.review) {
-        case (.rejected, _), (.doubtful, .none):
+        guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
             if options.json {
                 Output.line(VerifyOptions.json(v, extra: ["decision": "rejected"]))
             } else {
@@ -222,9 +220,8 @@ struct SelfReportCommand: AsyncParsableCommand {
                     + "; nothing was recorded"
             )
             throw ExitCode(2)
-        case (.doubtful, _), (.accepted, .all): held = true
-        case (.accepted, _): held = false
         }
+        let held = disposition == .pending
         let desk = SelfReportDesk(
             store: try existing ?? storeOptions.open(),
             flagging: engine,

@@ -103,7 +103,7 @@ import TracerTesting
         let dirMode = try FileManager.default.attributesOfItem(atPath: site.images.directory)[.posixPermissions] as? Int
         #expect(dirMode == 0o700)
         #expect(try site.images.image(held.id) == Self.image)
-        #expect(try site.desk(.doubtful).pending().map(\.id) == [held.id])
+        #expect(try site.desk(.doubtful).reports().map(\.id) == [held.id])
 
         // The same image again is the same report, still waiting.
         let again = try site.hold(site.desk(.doubtful))
@@ -138,7 +138,7 @@ import TracerTesting
         #expect(audit.first?["path"] == .string("reports/\(held.id)"))
         #expect(audit.first?["tokenName"] == "Dr. Review")
         #expect(audit.first?["tokenId"] == "tok1")
-        #expect(try desk.pending().isEmpty)
+        #expect(try desk.reports().isEmpty)
 
         // Decided once: a second decision is refused and changes nothing.
         #expect(throws: ReviewError.self) {

@@ -68,6 +68,18 @@ struct ServerFixture {
 
     static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
 
+    /// A kiosk's upload of a rendered result (`ResultImages`) for `device`, with `extra` parts.
+    func upload(
+        _ name: String,
+        device: String,
+        _ extra: [(name: String, filename: String?, body: [UInt8])] = []
+    ) throws -> (HTTPFields, ByteBuffer) {
+        let image = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file(name))))
+        var (h, b) = form([("image", name, image), ("deviceId", nil, Array(device.utf8))] + extra)
+        h.append(contentsOf: Self.bearer(kiosk))
+        return (h, b)
+    }
+
     /// An interaction window at a kiosk, `ago` seconds before now.
     func interaction(_ id: String, at anchor: String, device: String, ago: Double, length: Double = 30) throws {
         let end = (now ?? Date()).timeIntervalSince1970 - ago
@@ -529,24 +541,21 @@ func errorCode(_ response: TestResponse) -> String? {
         try f.interaction("c1", at: "kiosk-lab", device: "dev-c", ago: 3600, length: 600)
         let admin = ServerFixture.bearer(f.admin)
         let device = ServerFixture.bearer(f.device)
-        @Sendable func upload(_ image: [UInt8], _ who: String) -> (HTTPFields, ByteBuffer) {
-            var (h, b) = form([("image", "r.png", image), ("deviceId", nil, Array(who.utf8))])
-            h.append(contentsOf: ServerFixture.bearer(f.kiosk))
-            return (h, b)
-        }
+        let dryRun = try f.upload(
+            "lab-pcr-positive-two-dates.png",
+            device: "dev-r",
+            [("dryRun", nil, Array("true".utf8))]
+        )
+        let held = try f.upload("lab-pcr-positive-two-dates.png", device: "dev-r")
         try await f.app().test(.router) { client in
             // A dry run says it would wait; the upload is held: 202, pending, nobody flagged.
-            var (h, b) = form([
-                ("image", "r.png", doubtful), ("deviceId", nil, Array("dev-r".utf8)),
-                ("dryRun", nil, Array("true".utf8)),
-            ])
-            h.append(contentsOf: ServerFixture.bearer(f.kiosk))
+            var (h, b) = dryRun
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .ok, "\(String(buffer: r.body))")
                 #expect(json(r)["status"] as? String == "pending" && json(r)["dryRun"] as? Bool == true)
             }
             #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
-            (h, b) = upload(doubtful, "dev-r")
+            (h, b) = held
             var id = ""
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
@@ -625,15 +634,8 @@ func errorCode(_ response: TestResponse) -> String? {
         await ResultImages.ready()
         let pem = try String(contentsOfFile: ResultImages.file("trust.pem"), encoding: .utf8)
         let f = try ServerFixture(site: { $0.verification.trustListPEM = pem })
-        let kiosk = ServerFixture.bearer(f.kiosk)
-        func upload(_ name: String) throws -> (HTTPFields, ByteBuffer) {
-            let image = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file(name))))
-            var (h, b) = form([("image", name, image), ("deviceId", nil, Array("dev-s".utf8))])
-            h.append(contentsOf: kiosk)
-            return (h, b)
-        }
-        let (th, tb) = try upload("dcc-tampered.png")
-        let (ph, pb) = try upload("dcc-photo-positive.jpg")
+        let (th, tb) = try f.upload("dcc-tampered.png", device: "dev-s")
+        let (ph, pb) = try f.upload("dcc-photo-positive.jpg", device: "dev-s")
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: th, body: tb) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
@@ -652,10 +654,7 @@ func errorCode(_ response: TestResponse) -> String? {
     @Test func aSiteReviewingEverythingHoldsEveryUpload() async throws {
         let f = try ServerFixture(site: { $0.verification.review = "all" })
         await ResultImages.ready()
-        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
-        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
-        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
-        let (headers, body) = (h, b)
+        let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
@@ -670,10 +669,7 @@ func errorCode(_ response: TestResponse) -> String? {
     @Test func theSitesVerificationSettingsApplyToUploads() async throws {
         let f = try ServerFixture(site: { $0.verification.maxAgeDays = 1 })
         await ResultImages.ready()
-        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
-        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
-        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
-        let (headers, body) = (h, b)
+        let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
@@ -688,10 +684,7 @@ func errorCode(_ response: TestResponse) -> String? {
     @Test func aFullOCRQueueIsA503WithRetryAfter() async throws {
         let f = try ServerFixture(ocrQueue: 0)
         await ResultImages.ready()
-        let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
-        var (h, b) = form([("image", "p.png", positive), ("deviceId", nil, Array("dev-9".utf8))])
-        h.append(contentsOf: ServerFixture.bearer(f.kiosk))
-        let (headers, body) = (h, b)
+        let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         // The pool's two threads taken, as by two uploads being read.
         f.api.ocr.admitted.store(f.api.ocr.threads, ordering: .relaxed)
         try await f.app().test(.router) { client in
