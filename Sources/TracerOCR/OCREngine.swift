@@ -164,6 +164,56 @@ public final class OCREngine: @unchecked Sendable {
         return pixRotate(grey, angle * .pi / 180, Int32(L_ROTATE_AREA_MAP), Int32(L_BRING_IN_WHITE), 0, 0)
     }
 
+    /// How sharp, noisy and contrasted the page is as read (`ImageQuality`): one pass over every
+    /// second row of the 8-bit page, a few milliseconds for a 1600 px page.
+    static func quality(_ pix: UnsafeMutablePointer<PIX>) -> ImageQuality? {
+        let width = Int(pixGetWidth(pix))
+        let height = Int(pixGetHeight(pix))
+        guard pixGetDepth(pix) == 8, width >= 16, height >= 16, let data = pixGetData(pix) else { return nil }
+        let wpl = Int(pixGetWpl(pix))
+        let bytes = UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self)
+        // Leptonica keeps a row's bytes in 32-bit words, most significant first: on a
+        // little-endian machine byte x of a row is at x ^ 3 (its GET_DATA_BYTE).
+        #if _endian(little)
+        let swizzle = 3
+        #else
+        let swizzle = 0
+        #endif
+        func grey(_ x: Int, _ y: Int) -> Int { Int(bytes[y * wpl * 4 + (x ^ swizzle)]) }
+        var levels = [Int](repeating: 0, count: 256)
+        var steps = [Int](repeating: 0, count: 256)
+        var laplacians = [Int](repeating: 0, count: 256 * 16)
+        var samples = 0
+        for y in stride(from: 1, to: height - 1, by: 2) {
+            for x in 1..<(width - 1) {
+                let c = grey(x, y)
+                levels[c] += 1
+                steps[max(abs(grey(x + 1, y) - c), abs(grey(x, y + 1) - c))] += 1
+                // Immerkær's mask: [1 -2 1; -2 4 -2; 1 -2 1].
+                let l =
+                    grey(x - 1, y - 1) + grey(x + 1, y - 1) + grey(x - 1, y + 1) + grey(x + 1, y + 1)
+                    - 2 * (grey(x, y - 1) + grey(x - 1, y) + grey(x + 1, y) + grey(x, y + 1)) + 4 * c
+                laplacians[min(abs(l), laplacians.count - 1)] += 1
+                samples += 1
+            }
+        }
+        func percentile(_ histogram: [Int], _ p: Double) -> Double {
+            let target = Int(Double(samples) * p)
+            var seen = 0
+            for (value, count) in histogram.enumerated() {
+                seen += count
+                if seen > target { return Double(value) }
+            }
+            return Double(histogram.count - 1)
+        }
+        let contrast = percentile(levels, 0.5) - percentile(levels, 0.005)
+        let steepest = max(1, percentile(steps, 0.99))
+        // On pure noise of deviation σ the mask's output has deviation 6σ; its median magnitude
+        // is 0.6745 of that.
+        let noise = percentile(laplacians, 0.5) / (0.6745 * 6)
+        return ImageQuality(edgeWidth: contrast / steepest, noise: noise, contrast: contrast)
+    }
+
     /// Where a photographed page lies in the image: the longest runs of columns and of rows
     /// mostly (60%) at least 70% as light as the page's ground, less 1.5% of each side (the
     /// page's edge). Nil when that is (nearly) the whole image: a screenshot or a scan.
@@ -245,6 +295,7 @@ public final class OCREngine: @unchecked Sendable {
         guard scaled != nil else { throw OCRError("cannot scale the image", code: .engine) }
         defer { pixDestroy(&scaled) }
 
+        let quality = Self.quality(scaled!)
         lock.lock()
         defer {
             TessBaseAPIClear(api)
@@ -260,7 +311,7 @@ public final class OCREngine: @unchecked Sendable {
         guard TessBaseAPIRecognize(api, monitor) == 0 else {
             throw OCRError("the page could not be read within \(deadline)", code: .timeout)
         }
-        guard let iterator = TessBaseAPIGetIterator(api) else { return OCRPage(words: []) }
+        guard let iterator = TessBaseAPIGetIterator(api) else { return OCRPage(words: [], quality: quality) }
         defer { TessResultIteratorDelete(iterator) }
         let pageIterator = TessResultIteratorGetPageIterator(iterator)
         var words: [OCRWord] = []
@@ -292,6 +343,7 @@ public final class OCREngine: @unchecked Sendable {
                 )
             )
         } while TessResultIteratorNext(iterator, RIL_WORD) != 0
-        return OCRPage(words: words)
+        let page = OCRPage(words: words, quality: quality)
+        return page
     }
 }

@@ -32,7 +32,8 @@ public enum Review: String, Sendable, Equatable, Codable, CaseIterable {
 
 /// One rule of the decision: whether it passed, why, and the words it rests on.
 public struct VerificationRule: Sendable, Equatable, Codable {
-    /// `covid`, `testKind`, `result`, `date`, `confidence`.
+    /// `covid`, `testKind`, `result`, `date`, `confidence`; and `image` (the picture is why nothing
+    /// could be read: blurred, grainy, too dark or faint), added only to a rejection.
     public var name: String
     public var passed: Bool
     public var detail: String
@@ -287,7 +288,25 @@ public enum Verifier {
                 doubtful: !deciding.isEmpty
             )
         )
-        return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
+        // The picture itself, when it is why nothing could be read: the person can take it again.
+        let verification = Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
+        if verification.decision == .rejected, results.isEmpty || covid.isEmpty, let q = page.quality,
+            !q.problems.isEmpty
+        {
+            rules.append(
+                VerificationRule(
+                    name: "image",
+                    passed: false,
+                    detail: "the picture is \(q.problems.joined(separator: " and ")): take it again in focus and in "
+                        + "good light, the page flat and filling the picture (edges "
+                        + "\(String(format: "%.1f", q.edgeWidth)) px wide, noise \(String(format: "%.1f", q.noise)), "
+                        + "contrast \(Int(q.contrast)) of 255)",
+                    evidence: []
+                )
+            )
+            return Verification(accepted: false, rules: rules, collectedAt: collectedAt)
+        }
+        return verification
     }
 
     enum Outcome: String, Hashable {

@@ -132,6 +132,37 @@ import Testing
         #expect(failed(flu) == ["covid"])
     }
 
+    /// A picture that is why nothing could be read is refused saying so, for the person to take
+    /// it again; the same picture is not blamed where the words were read and decided.
+    @Test func aPictureNobodyCouldReadIsRefusedSayingWhy() throws {
+        func verify(_ text: String, _ quality: ImageQuality) -> Verification {
+            var page = OCRPage.text(text, confidence: 40)
+            page.quality = quality
+            return Verifier.verify(page, now: Self.now, timeZone: Self.utc)
+        }
+        let blurred = ImageQuality(edgeWidth: 12.8, noise: 0.2, contrast: 141)
+        let smear = verify("Northfield Chin al Laboratory\nSARS Cow 2 AT PCR\nReet FOUTIWE", blurred)
+        #expect(smear.decision == .rejected)
+        let image = try #require(smear.rules.last)
+        #expect(image.name == "image" && !image.passed && !image.doubtful)
+        #expect(image.detail.hasPrefix("the picture is blurred: take it again in focus"), "\(image.detail)")
+        let all = ImageQuality(edgeWidth: 9, noise: 30, contrast: 20)
+        #expect(
+            verify("nothing here", all).rules.last?.detail.hasPrefix(
+                "the picture is blurred and grainy and too dark or faint"
+            ) == true
+        )
+
+        // Read and decided: a negative, or a doubtful positive, is not put down to the picture.
+        let negative = verify("SARS-CoV-2 PCR\nCollected: 2026-11-20\nResult: NEGATIVE", blurred)
+        #expect(negative.decision == .rejected && !negative.rules.map(\.name).contains("image"))
+        let doubtful = verify(Self.labPositive, blurred)
+        #expect(doubtful.decision == .doubtful && !doubtful.rules.map(\.name).contains("image"))
+        // A sharp picture nobody could read is not blamed either.
+        let sharp = ImageQuality(edgeWidth: 1.3, noise: 0.5, contrast: 200)
+        #expect(!verify("Northern Power invoice", sharp).rules.map(\.name).contains("image"))
+    }
+
     @Test func lowConfidenceDecidingWordsReject() {
         var page = OCRPage.text(Self.labPositive)
         for i in page.words.indices where page.words[i].text == "POSITIVE" { page.words[i].confidence = 41 }

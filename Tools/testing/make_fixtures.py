@@ -445,8 +445,20 @@ add("photo-pcr-positive.jpg", "accept", [], day(-2),
 
 jobs2.append(("lowres-pcr-positive.png",
               ["convert", src, "-resize", "35%", "-blur", "0x1.5"] + NOMETA + [path("lowres-pcr-positive.png")]))
-add("lowres-pcr-positive.png", "reject", ["confidence"], day(-2),
-    "lab-pcr-positive downscaled to 35% (body text ~9 px high) and blurred 0x1.5: unreadable")
+add("lowres-pcr-positive.png", "reject", ["confidence", "image"], day(-2),
+    "lab-pcr-positive downscaled to 35% (body text ~9 px high) and blurred 0x1.5: unreadable, and said to be blurred")
+
+# Pictures nobody could read, each refused with what is wrong with it (the `image` rule).
+jobs2.append(("grainy-pcr-positive.jpg",
+              ["convert", src, "-seed", "7", "-attenuate", "3", "+noise", "Gaussian"] + NOMETA +
+              ["-quality", "90", path("grainy-pcr-positive.jpg")]))
+add("grainy-pcr-positive.jpg", "reject", ["image"], day(-2),
+    "lab-pcr-positive under heavy sensor noise (a photo in the dark at high ISO): unreadable, said to be grainy")
+jobs2.append(("dark-pcr-positive.jpg",
+              ["convert", src, "-level", "0%,100%,0.5", "-modulate", "20"] + NOMETA +
+              ["-quality", "90", path("dark-pcr-positive.jpg")]))
+add("dark-pcr-positive.jpg", "reject", ["image"], day(-2),
+    "lab-pcr-positive photographed with almost no light: unreadable, said to be too dark")
 
 jobs2.append(("lab-pcr-positive.tiff",
               ["convert", src, "-compress", "LZW"] + NOMETA + [path("lab-pcr-positive.tiff")]))
