@@ -343,7 +343,6 @@ public final class OCREngine: @unchecked Sendable {
                 )
             )
         } while TessResultIteratorNext(iterator, RIL_WORD) != 0
-        let page = OCRPage(words: words, quality: quality)
-        return page
+        return OCRPage(words: words, quality: quality)
     }
 }

@@ -185,9 +185,21 @@ extension SelfReportDesk {
         public var value: Value { .map(["report": report.forReview(image: false), "outcome": .string(line)]) }
     }
 
+    /// Deletes the review images kept here that no report waits on any more: past their 72 hours,
+    /// decided (here or by another server of the site), or never recorded (`ReviewImages`).
+    @discardableResult
+    public func sweepImages(now: Date = Date()) -> Int {
+        guard let images else { return 0 }
+        return images.purge(now: now)
+            + images.purgeDecided(now: now) { id in
+                let doc = try store.get(try Collections.report(id))
+                return doc.exists ? try Report(doc).status : nil
+            }
+    }
+
     /// The reports waiting for the health team (or with another status, or all), oldest first.
     public func reports(_ status: Report.Status? = .pending) throws -> [Report] {
-        images?.purge()
+        sweepImages()
         let query = status.map(Report.with(status:)) ?? Query(collection: Collections.reports)
         return try store.getDocuments(query).compactMap { try? Report($0) }.sorted {
             ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id)

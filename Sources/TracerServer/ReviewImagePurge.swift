@@ -3,15 +3,17 @@ import Logging
 import ServiceLifecycle
 import TracerReports
 
-/// Deletes review images past their 72 hours, every `every` seconds, while the server runs (a
-/// decision deletes its image at once; this is for the reports nobody decided in time).
+/// Deletes the review images no report waits on any more, every `every`, while the server runs:
+/// past their 72 hours (the reports nobody decided in time), and decided by another server of the
+/// site. A decision deletes the deciding server's image at once; with several `tracer serve` on
+/// one PostgreSQL store, the server that received the image deletes its copy here, within `every`.
 public struct ReviewImagePurge: Service {
-    public let images: ReviewImages
+    let desk: SelfReportDesk
     public let every: Duration
     let logger: Logger
 
-    public init(images: ReviewImages, every: Duration = .seconds(600), logger: Logger) {
-        self.images = images
+    public init(api: API, every: Duration = .seconds(30), logger: Logger) {
+        self.desk = api.desk
         self.every = every
         self.logger = logger
     }
@@ -20,11 +22,11 @@ public struct ReviewImagePurge: Service {
         do {
             try await cancelWhenGracefulShutdown {
                 while !Task.isCancelled {
-                    let n = images.purge()
+                    let n = desk.sweepImages()
                     if n > 0 {
                         logger.notice(
-                            "review images past their time deleted",
-                            metadata: ["count": "\(n)", "directory": "\(images.directory)"]
+                            "review images deleted: decided, or past their time",
+                            metadata: ["count": "\(n)", "directory": "\(desk.images?.directory ?? "")"]
                         )
                     }
                     try await Task.sleep(for: every)

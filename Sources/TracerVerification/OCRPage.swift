@@ -83,7 +83,7 @@ public struct ImageQuality: Sendable, Equatable {
         self.contrast = contrast
     }
 
-    /// What is wrong with the picture, in words for the person who took it, or nil.
+    /// What is wrong with the picture, in words for the person who took it (none: nothing).
     public var problems: [String] {
         var out: [String] = []
         if edgeWidth > Self.blurred { out.append("blurred") }

@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "serving \(options.display) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
-        try await Services.run([app, ReviewImagePurge(images: options.reviewImages, logger: logger)], logger: logger)
+        try await Services.run([app, ReviewImagePurge(api: api, logger: logger)], logger: logger)
     }
 }
 

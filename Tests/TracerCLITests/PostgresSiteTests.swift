@@ -69,6 +69,41 @@ struct PostgresSiteTests {
         }
     }
 
+    /// Two servers on one database each keep the review images they receive. A report held by one
+    /// and denied through the other: the other has no image to show, and the image is deleted
+    /// from the server that received it by its sweep (every 30 s), not kept for 72 hours.
+    @Test func aReportDecidedThroughOneServerLosesItsImageOnTheOther() async throws {
+        let store = try TestBackend.freshPostgresStore()
+        try await tracer(["map", "publish", ReplicationTests.map], store: store)
+        let tokenFile = dir.file("admin.token")
+        try Data(try await adminToken(store).utf8).write(to: URL(fileURLWithPath: tokenFile))
+        let (reviewA, reviewB) = (dir.file("review-a"), dir.file("review-b"))
+        let a = try await ReplicationTests.SiteServer(store: store, environment: ["TRACER_REVIEW_DIR": reviewA])
+        let b = try await ReplicationTests.SiteServer(store: store, environment: ["TRACER_REVIEW_DIR": reviewB])
+        defer {
+            a.process.kill()
+            b.process.kill()
+        }
+        await ResultImages.ready()
+        let held = try await TracerProcess.running([
+            "self-report", ResultImages.file("lab-pcr-positive-two-dates.png"), "--server", a.url,
+            "--token-file", tokenFile, "--device", "dev-h", "--yes", "--json",
+        ])
+        #expect(held.status == 3, "\(held.stdout)\(held.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(held.stdout.utf8)) as? [String: Any] ?? [:]
+        let id = try #require(object["reportId"] as? String, "\(held.stdout)")
+        let image = "\(reviewA)/\(id)"
+        #expect(FileManager.default.fileExists(atPath: image))
+
+        let remote = ["--server", b.url, "--token-file", tokenFile]
+        let pending = try await TracerProcess.running(["report", "pending", "--json"] + remote)
+        #expect(pending.stdout.contains(id) && pending.stdout.contains(#""image":false"#), "\(pending.stdout)")
+        let deny = try await TracerProcess.running(["report", "deny", id, "--note", "two dates"] + remote)
+        #expect(deny.status == 0, "\(deny.stderr)")
+        #expect(await Self.until(120) { !FileManager.default.fileExists(atPath: image) }, "\(image) is still kept")
+        #expect(!FileManager.default.fileExists(atPath: "\(reviewB)/\(id)"))
+    }
+
     /// A kiosk names both servers of the site: one SIGKILLed mid-drain, it goes on with the other
     /// at once (no outage seen), and the site gets everything exactly once.
     @Test func aKioskNamingTwoServersMovesToTheOtherWhenOneDies() async throws {

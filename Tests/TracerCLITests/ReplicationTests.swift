@@ -21,11 +21,14 @@ import TracerTesting
         let scheme: String
         var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
-        init(store: String, port: Int = 0, extra: [String] = []) async throws {
+        init(store: String, port: Int = 0, extra: [String] = [], environment: [String: String] = [:]) async throws {
             // A restart on the port just freed may find it held for a moment: try for a while.
             var lastError = ""
             for _ in 0..<50 {
-                let p = try TracerProcess.start(["serve", "--store", store, "--bind", "127.0.0.1:\(port)"] + extra)
+                let p = try TracerProcess.start(
+                    ["serve", "--store", store, "--bind", "127.0.0.1:\(port)"] + extra,
+                    environment: environment
+                )
                 if let line = await p.line(timeout: 60), line.hasPrefix("serving"),
                     let bound = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) })
                 {

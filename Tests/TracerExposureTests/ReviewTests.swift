@@ -40,7 +40,8 @@ import TracerTesting
             }
         }
 
-        func desk(_ review: Review) -> SelfReportDesk {
+        /// A desk on the site's store; `images` another server's directory (default: this one's).
+        func desk(_ review: Review, images: ReviewImages? = nil) -> SelfReportDesk {
             var policy = VerificationPolicy()
             policy.review = review
             var exposure = ExposurePolicy()
@@ -49,7 +50,7 @@ import TracerTesting
                 store: store,
                 flagging: ExposureEngine(policy: exposure),
                 policy: policy,
-                images: images
+                images: images ?? self.images
             )
         }
 
@@ -258,6 +259,31 @@ import TracerTesting
         }
         #expect(try site.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
         #expect(try site.status("reporter").exists == false)
+    }
+
+    /// Several servers on one store each keep the images they received. A decision on another
+    /// server deletes this one's copy at its next sweep (`tracer serve` sweeps every 30 s); an
+    /// image whose report was never recorded goes after an hour, not while it may be on its way in.
+    @Test func anImageGoesWhereverItsReportIsDecided() throws {
+        let site = try Site()
+        let received = site.desk(.doubtful)
+        let other = site.desk(.doubtful, images: ReviewImages(directory: site.dir.file("review-b")))
+        let held = try site.hold(received)
+        #expect(site.images.has(held.id))
+        #expect(received.sweepImages() == 0, "a pending report keeps its image")
+        #expect(other.images?.has(held.id) == false, "the other server has no copy")
+
+        _ = try other.decide(held.id, approve: false, by: .init(name: "Dr Other", tokenID: "tok-b"))
+        #expect(site.images.has(held.id), "the deciding server deletes its own copy only")
+        #expect(received.sweepImages() == 1)
+        #expect(!site.images.has(held.id))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: site.images.directory).isEmpty)
+
+        // An image with no report: on its way in for a moment, an orphan after an hour.
+        try site.images.keep(Self.image, for: "0123456789abcdef0123")
+        #expect(received.sweepImages() == 0)
+        #expect(received.sweepImages(now: Date().addingTimeInterval(3601)) == 1)
+        #expect(!site.images.has("0123456789abcdef0123"))
     }
 
     @Test func imagesGoAfterSeventyTwoHoursWhetherDecidedOrNot() throws {
