@@ -67,14 +67,17 @@ public struct OCRPage: Sendable, Equatable {
 public struct ImageQuality: Sendable, Equatable {
     /// How many pixels the page's sharpest edges take to go from ground to ink: its contrast over
     /// its steepest step between neighbouring pixels (the 99th percentile). On the fixtures:
-    /// 1.3–2.1 px for screenshots and scans, 2.5–2.7 for the photographed set, 5.8 for a page
-    /// blurred by 2 px that is still read; 11–13 for pages nobody can read.
+    /// 1.2–2.1 px for screenshots and scans, 2.4–4.3 for the photographed set, 12.8 for the
+    /// blurred low-resolution page nobody can read (the lab report blurred by 2 px, still read,
+    /// measures 5.8; by 4 px, not read, 10.9).
     public var edgeWidth: Double
     /// The sensor noise's standard deviation in grey levels (of 255): Immerkær's Laplacian-
-    /// difference estimate in its robust form (the median, which text edges do not move).
+    /// difference estimate in its robust form (the median, which text edges do not move). Under
+    /// 0.75 on the fixtures that are read (JPEG and blur smooth a phone's noise); 33 for the
+    /// grainy one, which is not.
     public var noise: Double
     /// Ink against ground: the page's median grey (its ground) less its darkest 0.5% (ink), of
-    /// 255. 99–255 on the fixtures; 3 for a photo taken with almost no light.
+    /// 255. 99–255 on the fixtures that are read; 4 for the one photographed with almost no light.
     public var contrast: Double
 
     public init(edgeWidth: Double, noise: Double, contrast: Double) {
