@@ -78,42 +78,35 @@ public struct ReviewImages: Sendable {
     }
 
     /// Deletes every image older than `keep` (and any half-written one older than that), and
-    /// returns how many went.
+    /// returns how many went. With `status` (a report's status, or nil when there is no such
+    /// report), also the images whose reports are no longer pending: decided by another server of
+    /// the site (several `tracer serve` on one PostgreSQL store each keep the images they
+    /// received, and a decision deletes only the deciding server's), or revoked; and an image
+    /// whose report does not exist once `orphanAge` old: its report was never recorded (a crash
+    /// between keeping the image and recording the report), or the image is on its way in (kept
+    /// a moment before its report is recorded, so not at once). An image whose status cannot be
+    /// read stays.
     @discardableResult
-    public func purge(now: Date = Date()) -> Int {
+    public func purge(
+        now: Date = Date(),
+        orphanAge: TimeInterval = 3600,
+        status: ((String) throws -> Report.Status?)? = nil
+    ) -> Int {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
         var removed = 0
         for name in names {
             let path = (directory as NSString).appendingPathComponent(name)
-            guard let received = Self.modified(path), now.timeIntervalSince(received) >= keep else { continue }
-            if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
-        }
-        return removed
-    }
-
-    /// Deletes the images kept here whose reports are no longer pending: decided by another server
-    /// of the site (several `tracer serve` on one PostgreSQL store each keep the images they
-    /// received, and a decision deletes only the deciding server's), or revoked. An image whose
-    /// report does not exist is deleted once `orphanAge` old: its report was never recorded (a
-    /// crash between keeping the image and recording the report), or the image is on its way in
-    /// (kept a moment before its report is recorded, so not at once). `status` gives a report's
-    /// status, or nil when there is no such report; an image whose status cannot be read stays.
-    @discardableResult
-    public func purgeDecided(
-        now: Date = Date(),
-        orphanAge: TimeInterval = 3600,
-        status: (String) throws -> Report.Status?
-    ) -> Int {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
-        var removed = 0
-        for name in names where !name.hasSuffix(".partial") {
-            let path = (directory as NSString).appendingPathComponent(name)
-            let current: Report.Status?
-            do { current = try status(name) } catch { continue }  // the store did not answer: kept
-            if let current {
-                guard current != .pending else { continue }
-            } else {
-                guard let received = Self.modified(path), now.timeIntervalSince(received) >= orphanAge else { continue }
+            guard let received = Self.modified(path) else { continue }
+            let age = now.timeIntervalSince(received)
+            if age < keep {
+                guard let status, !name.hasSuffix(".partial") else { continue }
+                let current: Report.Status?
+                do { current = try status(name) } catch { continue }  // the store did not answer: kept
+                if let current {
+                    guard current != .pending else { continue }
+                } else {
+                    guard age >= orphanAge else { continue }
+                }
             }
             if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
         }

@@ -190,11 +190,10 @@ extension SelfReportDesk {
     @discardableResult
     public func sweepImages(now: Date = Date()) -> Int {
         guard let images else { return 0 }
-        return images.purge(now: now)
-            + images.purgeDecided(now: now) { id in
-                let doc = try store.get(try Collections.report(id))
-                return doc.exists ? try Report(doc).status : nil
-            }
+        return images.purge(now: now) { id in
+            let doc = try store.get(try Collections.report(id))
+            return doc.exists ? try Report(doc).status : nil
+        }
     }
 
     /// The reports waiting for the health team (or with another status, or all), oldest first.

@@ -289,11 +289,11 @@ public enum Verifier {
             )
         )
         // The picture itself, when it is why nothing could be read: the person can take it again.
-        let verification = Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
+        var verification = Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
         if verification.decision == .rejected, results.isEmpty || covid.isEmpty, let q = page.quality,
             !q.problems.isEmpty
         {
-            rules.append(
+            verification.rules.append(
                 VerificationRule(
                     name: "image",
                     passed: false,
@@ -304,7 +304,6 @@ public enum Verifier {
                     evidence: []
                 )
             )
-            return Verification(accepted: false, rules: rules, collectedAt: collectedAt)
         }
         return verification
     }
