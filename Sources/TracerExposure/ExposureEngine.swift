@@ -18,6 +18,9 @@ public struct FlagResult: Sendable, Equatable {
     public var marked: Int = 0
     /// Seconds from the start until the exposures were committed (the exposed could be told).
     public var secondsToFlagged: Double = 0
+    /// Interaction windows (the reporter's or a neighbour's) that could not be used: unreadable,
+    /// or with times or a distance out of range (`Presence.isUsable`). Skipped, never fatal.
+    public var skipped: Int = 0
 }
 
 /// Flags the people who were near a reporter, on the store: the co-location rule
@@ -69,7 +72,19 @@ public struct ExposureEngine: ExposureFlagging {
                 )
                 .order(by: Interaction.Field.start)
         )
-        let windows = mine.compactMap { (try? Interaction($0)).flatMap(Presence.init).map(Self.window) }
+        var skipped = 0
+        var windows: [Window] = []
+        for doc in mine {
+            guard let interaction = try? Interaction(doc) else {
+                skipped += 1
+                continue
+            }
+            if let p = Presence(interaction) {
+                windows.append(Self.window(p))
+            } else if interaction.distance != nil {
+                skipped += 1
+            }
+        }
 
         // Neighbours from the presence index, one covering range read per run of the reporter's
         // windows; under attribution or positions, the hit devices' whereabouts from theirs.
@@ -83,6 +98,7 @@ public struct ExposureEngine: ExposureFlagging {
                 paths: false
             )
             let neighbours = entries.compactMap { PresenceIndex.decode($0, anchor: read.anchor).map(Self.window) }
+            skipped += entries.count - neighbours.count
             hits += colocation.hits(read, neighbours: neighbours)
         }
         var elsewhere: [String: [Window]] = [:]
@@ -93,7 +109,9 @@ public struct ExposureEngine: ExposureFlagging {
                 from: .timestamp(Timestamp(seconds: from)),
                 through: .timestamp(Timestamp(seconds: through))
             )
-            elsewhere[device, default: []] += entries.compactMap { WhereaboutsIndex.decode($0).map(Self.window) }
+            let windows = entries.compactMap { WhereaboutsIndex.decode($0).map(Self.window) }
+            skipped += entries.count - windows.count
+            elsewhere[device, default: []] += windows
         }
         var wanted: [DocumentPath: Exposure] = [:]
         let judged = colocation.judged(hits, reporter: windows, elsewhere: elsewhere)
@@ -106,7 +124,7 @@ public struct ExposureEngine: ExposureFlagging {
                 to: Timestamp(seconds: e.to),
                 separationMin: e.low,
                 separationMax: e.high,
-                overlapSeconds: Int(e.overlapSeconds.rounded()),
+                overlapSeconds: Int(saturating: e.overlapSeconds.rounded()),
                 rule: policy.separation.rawValue
             )
             wanted[try exposure.path()] = exposure
@@ -129,7 +147,8 @@ public struct ExposureEngine: ExposureFlagging {
             changed: changed,
             reporterWindows: windows.count,
             marked: marked,
-            secondsToFlagged: Double(flagged - started) / 1e9
+            secondsToFlagged: Double(flagged - started) / 1e9,
+            skipped: skipped
         )
     }
 

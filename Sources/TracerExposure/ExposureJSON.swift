@@ -26,7 +26,7 @@ public enum ExposureJSON {
                 "min": .double(separation["min"]?.doubleValue ?? 0),
                 "max": .double(separation["max"]?.doubleValue ?? 0),
             ]),
-            "overlapSeconds": .integer(Int64(data["overlapSeconds"]?.doubleValue ?? 0)),
+            "overlapSeconds": .integer(Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0)),
         ])
     }
 

@@ -41,6 +41,12 @@ public struct Flagger: Service {
                 let id = change.document.id
                 do {
                     let r = try engine.flag(reportID: id, store: store)
+                    if r.skipped > 0 {
+                        logger.warning(
+                            "skipped \(r.skipped) interaction windows flagging cannot use (unreadable, or times or distance out of range); the rest flagged",
+                            metadata: ["report.id": "\(id)", "skipped": "\(r.skipped)"]
+                        )
+                    }
                     if r.changed > 0 { flagged(id, r) }
                 } catch {
                     // One report's failure is not the others': it is logged, and flagged

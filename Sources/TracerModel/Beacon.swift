@@ -67,8 +67,8 @@ public struct Beacon: Sendable, Equatable {
                 offset.isFinite
             else { return nil }
             receiverOffset = offset
-            windows = Int(m["windows"]?.doubleValue ?? 0)
-            references = Int(m["references"]?.doubleValue ?? 0)
+            windows = Int(saturating: m["windows"]?.doubleValue ?? 0)
+            references = Int(saturating: m["references"]?.doubleValue ?? 0)
             updatedAt = m["updatedAt"]?.timestampValue
         }
 

@@ -55,7 +55,7 @@ public struct DeviceStatus: Sendable, Equatable {
             deviceID: doc.id,
             status: data["status"]?.stringValue.flatMap(Status.init(rawValue:)) ?? .clear,
             risk: data["risk"]?.stringValue.flatMap(Risk.init(rawValue:)) ?? .low,
-            exposureCount: Int(data["exposureCount"]?.doubleValue ?? 0),
+            exposureCount: Int(saturating: data["exposureCount"]?.doubleValue ?? 0),
             colocatedMinutes: data["colocatedMinutes"]?.doubleValue ?? 0,
             updatedAt: data["updatedAt"]?.timestampValue
         )

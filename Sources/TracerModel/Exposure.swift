@@ -72,7 +72,11 @@ public struct Exposure: Sendable, Equatable {
 
     /// See `id`: 20 hex digits of a SHA-256 over the four.
     public static func id(reportID: String, deviceID: String, beaconKey: String, from: Timestamp) -> String {
-        String(Digest.sha256Hex("\(reportID)\n\(deviceID)\n\(beaconKey)\n\(Int(from.seconds * 1000))").prefix(20))
+        String(
+            Digest.sha256Hex("\(reportID)\n\(deviceID)\n\(beaconKey)\n\(Int(saturating: from.seconds * 1000))").prefix(
+                20
+            )
+        )
     }
 
     /// `devices/{device}/exposures/{id}`.

@@ -78,6 +78,19 @@ public struct Presence: Sendable, Equatable {
     public init?(_ i: Interaction) {
         guard let distance = i.distance else { return nil }
         self.init(deviceID: i.deviceID, anchor: i.anchor, start: i.start, end: i.end, distance: distance)
+        guard isUsable else { return nil }
+    }
+
+    /// The longest window flagging takes: a daemon closes a window after minutes; one that claims
+    /// more than a day was not written by one.
+    public static let longestWindow: Double = 86_400
+
+    /// Whether flagging can use this window: its times in `Timestamp.range`, in order and at most
+    /// a day apart, its distance a finite number of metres. Anything else (a document a kiosk or
+    /// an old store planted) is skipped and counted, so that stored data can never stop the flagger.
+    public var isUsable: Bool {
+        start.isInRange && end.isInRange && start <= end && end.seconds - start.seconds <= Self.longestWindow
+            && distance.isFinite && distance >= 0
     }
 
     /// Where each field sits in a covering index's entries, found by name from its field list
@@ -109,6 +122,7 @@ public struct Presence: Sendable, Equatable {
             let anchor = anchor ?? entry.path.flatMap(Collections.anchor(ofInteraction:))
         else { return nil }
         self.init(deviceID: device, anchor: anchor, start: start, end: end, distance: distance)
+        guard isUsable else { return nil }
     }
 }
 

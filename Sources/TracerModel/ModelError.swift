@@ -47,6 +47,9 @@ struct FieldReader {
 
     func time(_ field: String) throws(ModelError) -> Timestamp {
         guard let t = data[field]?.timestampValue else { throw missing(field, "a timestamp") }
+        guard t.isInRange else {
+            throw ModelError(.badValue, path: path, field: field, "the time lies outside years 0001 to 9999")
+        }
         return t
     }
 
@@ -55,13 +58,13 @@ struct FieldReader {
         return d
     }
 
-    func optionalTime(_ field: String) -> Timestamp? { data[field]?.timestampValue }
+    func optionalTime(_ field: String) -> Timestamp? { data[field]?.timestampValue.flatMap { $0.isInRange ? $0 : nil } }
     func optionalString(_ field: String) -> String? { data[field]?.stringValue }
     func optionalDouble(_ field: String) -> Double? { data[field]?.doubleValue }
 
     func integer(_ field: String, default value: Int = 0) -> Int {
         guard let d = data[field]?.doubleValue, d.isFinite else { return value }
-        return Int(d)
+        return Int(saturating: d)
     }
 
     func bool(_ field: String) -> Bool { data[field] == .bool(true) }

@@ -109,7 +109,7 @@ public struct SyncBatch: Sendable, Equatable {
         guard case .integer(let through)? = top["through"], through >= 0 else {
             throw SyncError(.badRequest, "through: a change token (0 or more) is needed")
         }
-        guard let sentAt = top["sentAt"]?.doubleValue, sentAt.isFinite else {
+        guard let sentAt = top["sentAt"]?.doubleValue, Timestamp(checkedSeconds: sentAt) != nil else {
             throw SyncError(.badRequest, "sentAt: Unix seconds are needed")
         }
         guard case .array(let docs)? = top["documents"] else {
@@ -136,7 +136,12 @@ public struct SyncBatch: Sendable, Equatable {
         var oldest: Double?
         if case .map(let b)? = top["backlog"] {
             if case .integer(let n)? = b["changes"] { backlog = max(0, n) }
-            oldest = b["oldest"]?.doubleValue
+            if let o = b["oldest"], o != .null {
+                guard let seconds = o.doubleValue, Timestamp(checkedSeconds: seconds) != nil else {
+                    throw SyncError(.badRequest, "backlog.oldest: Unix seconds between years 0001 and 9999 are needed")
+                }
+                oldest = seconds
+            }
         }
         self.init(
             kiosk: kiosk,
@@ -224,8 +229,8 @@ public struct SyncAnswer: Sendable, Equatable {
         }
         self.init(
             acknowledged: acknowledged,
-            applied: top["applied"]?.doubleValue.map { Int($0) } ?? 0,
-            unchanged: top["unchanged"]?.doubleValue.map { Int($0) } ?? 0,
+            applied: top["applied"]?.doubleValue.map { Int(saturating: $0) } ?? 0,
+            unchanged: top["unchanged"]?.doubleValue.map { Int(saturating: $0) } ?? 0,
             refused: refused,
             receivedAt: top["receivedAt"]?.doubleValue ?? serverTime,
             serverTime: serverTime,

@@ -131,6 +131,11 @@ enum PathRules {
         let shown = path.count > 120 ? String(path.prefix(120)) + "…" : path
         if segment.isEmpty { throw StoreError(.invalidPath, "the path has an empty segment", context: shown) }
         if segment.contains("/") { throw StoreError(.invalidPath, "an id may not contain '/'", context: shown) }
+        // NUL ends a C string (and PostgreSQL's text refuses it); the other control characters
+        // make ids nobody can type or print.
+        if segment.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw StoreError(.invalidPath, "an id may not contain control characters", context: shown.debugDescription)
+        }
         if segment == "." || segment == ".." {
             throw StoreError(.invalidPath, "'\(segment)' is not a valid id", context: shown)
         }

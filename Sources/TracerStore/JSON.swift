@@ -236,7 +236,7 @@ private struct Parser {
         while index < bytes.count {
             let c = bytes[index]
             if c == UInt8(ascii: "\"") {
-                let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let s = try utf8(bytes[start..<index])
                 index += 1
                 return s
             }
@@ -250,7 +250,7 @@ private struct Parser {
             index += 1
             switch c {
             case UInt8(ascii: "\""):
-                return String(decoding: out, as: UTF8.self)
+                return try utf8(out)
             case UInt8(ascii: "\\"):
                 guard index < bytes.count else { throw error("unterminated escape") }
                 let e = bytes[index]
@@ -283,6 +283,20 @@ private struct Parser {
             }
         }
         throw error("unterminated string")
+    }
+
+    /// The bytes as a string, refused unless they are valid UTF-8 (`String(decoding:)` would put
+    /// U+FFFD in place of what is not, and a key or an id would change on the way in).
+    func utf8(_ b: some Collection<UInt8>) throws(StoreError) -> String {
+        // The contiguous bytes (every caller's) go through the fast validation.
+        let s: String? =
+            if let contiguous = b.withContiguousStorageIfAvailable({ String(validating: $0, as: UTF8.self) }) {
+                contiguous
+            } else {
+                String(validating: b, as: UTF8.self)
+            }
+        guard let s else { throw error("a string is not valid UTF-8") }
+        return s
     }
 
     mutating func hex4() throws(StoreError) -> UInt32 {
@@ -336,10 +350,15 @@ private struct Parser {
     func tagged(_ key: String, _ inner: Value) throws(StoreError) -> Value {
         switch (key, inner) {
         case ("__time__", .string(let s)):
-            guard let t = Timestamp(parsing: s) else { throw error("bad __time__ '\(s)'") }
+            guard let t = Timestamp(parsing: s) else {
+                throw error("bad __time__ '\(s.prefix(40))': RFC 3339 between years 0001 and 9999 is needed")
+            }
             return .timestamp(t)
         case ("__time__", .integer), ("__time__", .double):
-            return .timestamp(Timestamp(seconds: inner.doubleValue!))
+            guard let t = Timestamp(checkedSeconds: inner.doubleValue!) else {
+                throw error("bad __time__ \(inner.doubleValue!): Unix seconds between years 0001 and 9999 are needed")
+            }
+            return .timestamp(t)
         case ("__bytes__", .string(let s)):
             guard let d = Data(base64Encoded: s) else { throw error("bad __bytes__ base64") }
             return .bytes(Array(d))

@@ -1,18 +1,48 @@
 import Foundation
 
 /// A point in time with microsecond precision, as Firestore keeps timestamps.
+///
+/// The times tracer takes lie in Firestore's range, 0001-01-01T00:00:00Z through
+/// 9999-12-31T23:59:59.999999Z (`Timestamp.range`). Every decoder of a time that crosses a
+/// boundary (RFC 3339 text, a `{"__time__": n}` number, the command line, the sync wire) checks it
+/// there, with `init?(checkedSeconds:)` or `init?(parsing:)`; inside the range, any sum of two
+/// times or of a time and a window of years stays far from Int64's limits (2.5e17 µs of 9.2e18),
+/// so arithmetic on stored times cannot trap. What is not checked saturates instead of trapping.
 public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Microseconds since 1970-01-01T00:00:00Z.
     public var microseconds: Int64
+
+    /// The earliest time taken: 0001-01-01T00:00:00Z.
+    public static let min = Timestamp(microseconds: -62_135_596_800_000_000)
+    /// The latest time taken: 9999-12-31T23:59:59.999999Z.
+    public static let max = Timestamp(microseconds: 253_402_300_799_999_999)
+    /// The times tracer takes, as Firestore's.
+    public static let range = min...max
+
+    /// Whether this time lies in `Timestamp.range` (a stored time from before the range was
+    /// checked may not).
+    public var isInRange: Bool { Self.range.contains(self) }
 
     /// A timestamp from microseconds since the Unix epoch.
     public init(microseconds: Int64) {
         self.microseconds = microseconds
     }
 
-    /// A timestamp from (fractional) seconds since the Unix epoch.
+    /// A timestamp from (fractional) seconds since the Unix epoch, saturating at the ends of
+    /// `Timestamp.range` (NaN is the epoch): for times tracer computes itself. A time from outside
+    /// goes through `init?(checkedSeconds:)`.
     public init(seconds: Double) {
-        self.microseconds = Int64((seconds * 1_000_000).rounded())
+        self = Self(checkedSeconds: seconds) ?? (seconds.isNaN ? Timestamp(microseconds: 0) : seconds < 0 ? .min : .max)
+    }
+
+    /// A timestamp from seconds since the Unix epoch, or nil when they are not a number or lie
+    /// outside `Timestamp.range`.
+    public init?(checkedSeconds seconds: Double) {
+        let micros = (seconds * 1_000_000).rounded()
+        guard micros.isFinite, micros >= Double(Self.min.microseconds), micros <= Double(Self.max.microseconds)
+        else { return nil }
+        // max's microseconds are not a double: the nearest one is a microsecond past it.
+        self.microseconds = Swift.min(Int64(micros), Self.max.microseconds)
     }
 
     /// A timestamp from a Foundation date.
@@ -31,9 +61,13 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// The same instant as a Foundation date.
     public var date: Date { Date(timeIntervalSince1970: seconds) }
 
-    /// This timestamp moved by a number of seconds.
+    /// This timestamp moved by a number of seconds, saturating at the ends of `Timestamp.range`.
     public func adding(seconds: Double) -> Timestamp {
-        Timestamp(microseconds: microseconds + Int64((seconds * 1_000_000).rounded()))
+        let delta = (seconds * 1_000_000).rounded()
+        guard delta.isFinite, abs(delta) < 1e18 else { return seconds.isNaN ? self : seconds < 0 ? .min : .max }
+        let (sum, overflow) = microseconds.addingReportingOverflow(Int64(delta))
+        if overflow { return delta < 0 ? .min : .max }
+        return Swift.min(Swift.max(Timestamp(microseconds: sum), .min), .max)
     }
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
@@ -107,8 +141,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// a bare date (`2026-11-22`, midnight UTC), or Unix seconds (`1763776800.125`).
     public init?(parsing text: String) {
         if let seconds = Double(text) {
-            guard seconds.isFinite, abs(seconds) < 1e13 else { return nil }
-            self.init(seconds: seconds)
+            self.init(checkedSeconds: seconds)
             return
         }
         var p = Array(text.utf8)[...]
@@ -128,7 +161,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return true
         }
         guard let y = number(4), expect(45), let m = number(2), expect(45), let d = number(2),
-            (1...12).contains(m), (1...31).contains(d)
+            (1...12).contains(m), d >= 1, d <= Self.daysIn(month: m, of: y)
         else { return nil }
         var h: Int64 = 0
         var mi: Int64 = 0
@@ -142,7 +175,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             mi = mm
             if expect(58) {
                 guard let ss = number(2), ss < 61 else { return nil }
-                s = min(ss, 59)
+                s = Swift.min(ss, 59)
                 if expect(46) {
                     var digits = 0
                     while let c = p.first, c >= 48, c <= 57 {
@@ -151,7 +184,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                         digits += 1
                     }
                     guard digits > 0 else { return nil }
-                    for _ in digits..<max(digits, 6) { micros *= 10 }
+                    for _ in digits..<Swift.max(digits, 6) { micros *= 10 }
                 }
             }
             if expect(90) || expect(122) {  // Z or z
@@ -166,7 +199,18 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         guard p.isEmpty else { return nil }
         let days = Self.days(fromCivil: y, m, d)
         let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset
+        // Year 0000, or an offset past either end of the range.
+        guard Self.range.contains(Timestamp(microseconds: secs * 1_000_000 + micros)) else { return nil }
         self.init(microseconds: secs * 1_000_000 + micros)
+    }
+
+    /// 28 to 31 (the proleptic Gregorian calendar's leap years).
+    static func daysIn(month m: Int64, of y: Int64) -> Int64 {
+        switch m {
+        case 2: return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     // Howard Hinnant's civil-date algorithms: exact for the proleptic Gregorian calendar.
@@ -200,4 +244,25 @@ extension Int64 {
         let r = self % d
         return r < 0 ? (q - 1, r + d) : (q, r)
     }
+}
+
+extension Int {
+    /// The double rounded toward zero, saturating at `Int.min` and `Int.max` (NaN is 0): a
+    /// stored or received number converted without a trap (`Int(_:)` traps out of range).
+    public init(saturating d: Double) {
+        if d.isNaN {
+            self = 0
+        } else if d >= 9.223_372_036_854_775e18 {
+            self = .max
+        } else if d <= -9.223_372_036_854_775e18 {
+            self = .min
+        } else {
+            self = Int(d)
+        }
+    }
+}
+
+extension Int64 {
+    /// The double rounded toward zero, saturating (NaN is 0), like `Int(saturating:)`.
+    public init(saturating d: Double) { self = Int64(Int(saturating: d)) }
 }

@@ -71,8 +71,11 @@ struct DaemonCommand: AsyncParsableCommand {
             if upstream == nil, tokenFile != nil || caFile != nil {
                 throw ValidationError("--token-file and --ca-file go with --upstream URL")
             }
-            guard drainTimeout >= 0, siteInterval > 0 else {
-                throw ValidationError("--drain-timeout takes seconds, 0 or more")
+            // Bounded: seconds become milliseconds in an Int, which 1e300 would trap.
+            guard drainTimeout >= 0, drainTimeout <= 86_400, siteInterval > 0, siteInterval <= 86_400 else {
+                throw ValidationError(
+                    "--drain-timeout takes seconds from 0 to 86400, --site-interval above 0 up to 86400"
+                )
             }
         }
     }
@@ -81,9 +84,11 @@ struct DaemonCommand: AsyncParsableCommand {
         if replication.upstream != nil, modeOptions.anchor == nil {
             throw ValidationError("--upstream replicates a kiosk: give --anchor KEY")
         }
-        guard stallTimeout > 0, forgetAfter > 0, statusInterval >= 0 else {
+        guard stallTimeout > 0, stallTimeout <= 86_400, forgetAfter > 0, forgetAfter <= 86_400, statusInterval >= 0,
+            statusInterval <= 86_400
+        else {
             throw ValidationError(
-                "--stall-timeout and --forget-after take seconds above 0, --status-interval 0 or more"
+                "--stall-timeout and --forget-after take seconds above 0, --status-interval 0 or more, each up to 86400"
             )
         }
     }

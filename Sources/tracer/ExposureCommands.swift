@@ -41,7 +41,7 @@ enum ExposureOutput {
                     o["separation.min"]?.doubleValue ?? 0,
                     o["separation.max"]?.doubleValue ?? 0
                 ),
-                "\(Int(o["overlapSeconds"]?.doubleValue ?? 0)) s",
+                "\(Int(saturating: o["overlapSeconds"]?.doubleValue ?? 0)) s",
             ])
         }
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
@@ -296,6 +296,7 @@ struct ReportCommand: AsyncParsableCommand {
             Output.line(
                 "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure")) "
                     + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
+                    + (r.skipped > 0 ? "; \(r.skipped) windows skipped (unreadable, or out of range)" : "")
             )
         }
     }

@@ -25,13 +25,17 @@ struct VerifyOptions: ParsableArguments {
 
     /// The trust list: --trust-list's, else the site's, else none.
     func trust(_ site: Site?) throws -> TrustList? {
+        let list: TrustList?
         if let trustList {
             guard let data = FileManager.default.contents(atPath: trustList) else {
                 throw ValidationError("--trust-list \(trustList): cannot read the file")
             }
-            return try TrustList(pem: String(decoding: data, as: UTF8.self), file: trustList)
+            list = try TrustList(pem: String(decoding: data, as: UTF8.self), file: trustList)
+        } else {
+            list = try site.flatMap { try TrustList($0.verification) }
         }
-        return try site.flatMap { try TrustList($0.verification) }
+        for line in list?.skipped ?? [] { Output.error("warning: trust list: \(line)") }
+        return list
     }
 
     /// The site's policy (or the defaults), with this command's overrides.
@@ -81,7 +85,7 @@ struct VerifyOptions: ParsableArguments {
                 "  \(passed ? "pass" : rule["doubtful"] as? Bool == true ? "DOUBT" : "FAIL")  \(rule["name"] as? String ?? ""): \(rule["detail"] as? String ?? "")"
             )
             for e in (rule["evidence"] as? [[String: Any]] ?? []).prefix(3) {
-                let confidence = Int((e["confidence"] as? Double) ?? 0)
+                let confidence = Int(saturating: (e["confidence"] as? Double) ?? 0)
                 Output.line(
                     "          \"\(e["text"] as? String ?? "")\" (\(confidence)%) in \"\(e["context"] as? String ?? "")\""
                 )

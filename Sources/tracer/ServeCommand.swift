@@ -34,6 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Close a connection that sends nothing for this many seconds (half a request included).")
     var idleTimeout: Double = 30
     @Option(help: "Connections open at once; more wait to be accepted.") var maxConnections = 1024
+    @Option(help: "Connections open at once from one client address; more are closed as they arrive.")
+    var maxConnectionsPerClient = 128
 
     func run() async throws {
         let (host, port) = try Server.address(bind)
@@ -41,13 +43,16 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...64).contains(ocrThreads), (0...10_000).contains(ocrQueue) else {
             throw ValidationError("--ocr-threads takes 1 to 64, --ocr-queue 0 or more")
         }
-        guard idleTimeout > 0, maxConnections > 0 else {
-            throw ValidationError("--idle-timeout takes seconds above 0, --max-connections 1 or more")
+        guard idleTimeout > 0, idleTimeout <= 86_400, maxConnections > 0, maxConnectionsPerClient > 0 else {
+            throw ValidationError(
+                "--idle-timeout takes seconds above 0 up to 86400, --max-connections and --max-connections-per-client 1 or more"
+            )
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         var serverOptions = Server.Options()
         serverOptions.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
         serverOptions.maxConnections = maxConnections
+        serverOptions.maxConnectionsPerClient = maxConnectionsPerClient
         if let tlsCert, let tlsKey { serverOptions.tls = try Server.Options.tls(certificate: tlsCert, key: tlsKey) }
         var logger = Logger(label: "tracer.serve")
         logger.logLevel =

@@ -84,6 +84,33 @@ import TracerTesting
         #expect(marked.map { $0["testResult"] } == [.bool(true)])
     }
 
+    /// Windows no daemon wrote (times at Int64's edge, an end before the start, a NaN or
+    /// negative distance, planted by a kiosk or left in an old store) are skipped and counted, and
+    /// the rest is flagged: stored data can never stop the flagger (it crashed on `end + 300 s`).
+    @Test func windowsFlaggingCannotUseAreSkippedAndTheRestFlagged() throws {
+        let s = try Site()
+        try s.seen("R", at: "A", 0, 30, 1)
+        try s.seen("C", at: "A", 0, 30, 1)
+        let edge = Timestamp(microseconds: 9_223_372_036_854_000_000)
+        func plant(_ id: String, _ device: String, start: Timestamp, end: Timestamp, distance: Value) throws {
+            try s.store.set(
+                DocumentPath("beacons/A/interactions/\(id)"),
+                ["deviceId": .string(device), "start": .timestamp(start), "end": .timestamp(end), "distance": distance]
+            )
+        }
+        let t = Timestamp(seconds: Self.t0 + 10)
+        try plant("p1", "R", start: edge, end: edge, distance: 1)
+        try plant("p2", "X", start: t, end: edge, distance: 1)
+        try plant("p3", "Y", start: t, end: Timestamp(seconds: Self.t0), distance: 1)
+        try plant("p4", "Z", start: t, end: t, distance: .double(.nan))
+        try plant("p5", "W", start: t, end: t, distance: -3)
+        try s.report("r1", by: "R")
+        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        #expect(r.exposedDevices == ["C"])
+        #expect(r.skipped == 5)
+        #expect(r.reporterWindows == 1)
+    }
+
     @Test func theLooserRuleFlagsWhatThePossibleSeparationAllows() throws {
         let s = try Site()
         try s.seen("R", at: "A", 0, 30, 1)
