@@ -185,10 +185,29 @@ public final class Replicator: Service, Sendable {
                     )
                 )
                 lastExchange = .now
+                if answer.acknowledged > outbox.through, answer.acknowledged <= outbox.through + batch.after.changes {
+                    // The server already has this store's changes further than this batch (an
+                    // earlier batch reached further and its answer was lost): it applied nothing
+                    // of this one, and the kiosk goes on from where the server is.
+                    logger.notice(
+                        "the site server already has changes up to \(answer.acknowledged); going on from there",
+                        metadata: ["through": "\(outbox.through)"]
+                    )
+                    do { try store.setCheckpoint(checkpointName, answer.acknowledged) } catch {
+                        logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
+                    }
+                    acknowledged = answer.acknowledged
+                    prefetch?.cancel()
+                    prefetch = nil
+                    current = nil
+                    continue
+                }
                 guard answer.acknowledged == outbox.through else {
                     // Acknowledging anything else would skip changes or send them twice over.
                     logger.error(
-                        "the site server acknowledged token \(answer.acknowledged) for a batch through \(outbox.through); retrying"
+                        answer.acknowledged > outbox.through
+                            ? "the site server has this kiosk's changes up to \(answer.acknowledged), beyond this store's \(outbox.through): was the kiosk's store replaced? Nothing is sent until that is settled (on the server: tracer db delete kiosks/\(kiosk) forgets what it acknowledged); retrying"
+                            : "the site server acknowledged token \(answer.acknowledged) for a batch through \(outbox.through); retrying"
                     )
                     failures += 1
                     await nap(backoff(failures), draining: drainDeadline != nil)

@@ -86,8 +86,21 @@ final class SyncEndpoint: Sendable {
         let store = self.store
         let entries = accepted
         let bookkeeping = also
+        let sequence = ReplicaSequence(
+            path: try Collections.kiosk(kiosk),
+            field: "acknowledged",
+            through: batch.through
+        )
         let result = try await NIOThreadPool.singleton.runIfActive {
-            try store.applyReplica(entries, also: bookkeeping)
+            try store.applyReplica(entries, also: bookkeeping, sequence: sequence)
+        }
+        if result.stale {
+            logger.warning(
+                "kiosk \(kiosk) sent a batch through change \(batch.through), behind the \(result.previous ?? 0) acknowledged: nothing of it applied",
+                metadata: [
+                    "kiosk": "\(kiosk)", "through": "\(batch.through)", "acknowledged": "\(result.previous ?? 0)",
+                ]
+            )
         }
         if !refused.isEmpty {
             logger.warning(
@@ -97,7 +110,8 @@ final class SyncEndpoint: Sendable {
         }
         if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
         let answer = SyncAnswer(
-            acknowledged: batch.through,
+            // A stale batch is answered with what the server has: the kiosk sees it is behind.
+            acknowledged: result.stale ? result.previous ?? batch.through : batch.through,
             applied: result.applied,
             unchanged: result.unchanged,
             refused: refused,

@@ -44,6 +44,24 @@ public struct ReplicaResult: Sendable, Equatable {
     public var applied = 0
     /// Documents already in that state (a replayed batch): nothing written, no change logged.
     public var unchanged = 0
+    /// What the receiver had acknowledged of the sender before this batch (nil: nothing yet).
+    public var previous: Int64?
+    /// The batch was behind what the receiver had acknowledged: nothing of it was written.
+    public var stale = false
+}
+
+/// Where a receiver keeps how far it has taken a sender's changes (an integer field of a
+/// document), and how far a batch reaches: a batch at or below it is not applied again.
+public struct ReplicaSequence: Sendable, Equatable {
+    public var path: DocumentPath
+    public var field: String
+    public var through: Int64
+
+    public init(path: DocumentPath, field: String, through: Int64) {
+        self.path = path
+        self.field = field
+        self.through = through
+    }
 }
 
 extension DocumentStore {
@@ -124,10 +142,30 @@ extension DocumentStore {
     /// Applies replicated documents in one transaction: each written whole (or deleted) unless
     /// it is already in that state, so that a batch applied twice changes nothing the second
     /// time. `also` (the receiver's own bookkeeping) commits in the same transaction.
-    public func applyReplica(_ entries: [Replica], also: WriteBatch = WriteBatch()) throws -> ReplicaResult {
+    ///
+    /// With a `sequence`, batches are applied in order whatever order they arrive in: read in
+    /// the same transaction, a batch reaching no further than what was acknowledged writes no
+    /// document (a replay after a lost answer, or an old request arriving late, cannot roll a
+    /// document back); one below it writes nothing at all, `also` included, and is `stale`.
+    public func applyReplica(
+        _ entries: [Replica],
+        also: WriteBatch = WriteBatch(),
+        sequence: ReplicaSequence? = nil
+    ) throws -> ReplicaResult {
         let result = try pool.write { db in
             let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
             var result = ReplicaResult()
+            if let sequence {
+                if case .integer(let had)? = try Self.load(sequence.path, db)?.data[sequence.field] {
+                    result.previous = had
+                    if sequence.through <= had {
+                        result.unchanged = entries.count
+                        result.stale = sequence.through < had
+                        if !result.stale { for op in also.operations { try writer.apply(op) } }
+                        return result
+                    }
+                }
+            }
             for e in entries {
                 let current = try Self.load(e.path, db)?.data
                 if current == e.data {
