@@ -27,6 +27,8 @@ let package = Package(
         // Declared for the products tracer imports from them directly (all in Hummingbird's graph).
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        // NIOHTTPTypes: the server's own channel handlers see HTTPTypes' request parts.
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
         // Outgoing HTTP(S): the webhook (and the kiosks' replication to come).
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         // Every long-running part is a Service, run in one ServiceGroup.
@@ -215,6 +217,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -323,7 +326,7 @@ let package = Package(
             name: "TracerServerTests",
             dependencies: [
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
-                "TracerReplication", "TracerReports", "TracerCertificate",
+                "TracerReplication", "TracerReports", "TracerCertificate", "TracerRanging",
                 "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

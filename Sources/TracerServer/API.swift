@@ -57,11 +57,13 @@ public final class API: Sendable {
         self.limiter = limiter
         self.occupancyWindow = occupancyWindow
         self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue)
+        let trustList = try site.flatMap { try TrustList($0.verification) }
+        for line in trustList?.skipped ?? [] { logger.warning("trust list: \(line)") }
         self.desk = SelfReportDesk(
             store: store,
             flagging: engine,
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
-            trustList: try site.flatMap { try TrustList($0.verification) },
+            trustList: trustList,
             images: reviewImages
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)

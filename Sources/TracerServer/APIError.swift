@@ -49,6 +49,11 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
             var mapped = APIError(e.status, Self.code(for: e.status), e.body ?? Self.message(for: e.status))
             mapped.headers = e.headers
             return mapped
+        case let e as NIOTooManyBytesError:
+            // Every route collects its body up to a limit of its own: over it is the client's
+            // mistake (413), whichever route it was.
+            let limit = e.maxBytes.map { " (\($0 >> 10) KiB)" } ?? ""
+            return APIError(.contentTooLarge, "too_large", "the request body is larger than this route takes\(limit)")
         case let e as StoreError:
             switch e.code {
             case .notFound: return .notFound(e.message)

@@ -36,6 +36,9 @@ public enum Server {
         public var idleTimeout: Duration = .seconds(30)
         /// Connections open at once; beyond them, new ones wait in the listen backlog.
         public var maxConnections = 1024
+        /// Connections open at once from one client address; beyond them, a new one is closed
+        /// (one client cannot take every slot). A site behind one reverse proxy raises it.
+        public var maxConnectionsPerClient = 128
 
         public init() {}
 
@@ -67,8 +70,12 @@ public enum Server {
         logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some Service {
+        let perClient = ClientConnectionLimit(limit: options.maxConnectionsPerClient)
         let http = HTTPServerBuilder.http1(
-            configuration: .init(idleTimeout: .nanoseconds(Int64(options.idleTimeout / .nanoseconds(1))))
+            configuration: .init(
+                additionalChannelHandlers: [perClient.handler(), ParseErrorAnswer()],
+                idleTimeout: .nanoseconds(Int64(options.idleTimeout / .nanoseconds(1)))
+            )
         )
         return Application(
             router: api.router(),

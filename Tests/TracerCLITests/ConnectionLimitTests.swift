@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+import TracerTesting
+
+/// One client holding half-sent requests must not take the server: `tracer serve` closes a
+/// client's connections beyond `--max-connections-per-client`, and `/health` answers meanwhile.
+@Suite struct ConnectionLimitTests {
+    let dir = TemporaryDirectory("tracer-connection-limit")
+    static let map = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("BeaconMap/example-campus.yaml").path
+
+    /// A TCP connection from `source` (a loopback address of its own) that sends `text` and
+    /// stops; -1 when it could not connect.
+    static func halfRequest(port: Int, from source: String, _ text: String) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = UInt16(port).bigEndian
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok =
+            withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0
+            && withUnsafePointer(to: &remote) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0
+        guard ok else {
+            close(fd)
+            return -1
+        }
+        _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        return fd
+    }
+
+    /// Whether the server has closed the connection (read gives end of file or an error).
+    static func closedByServer(_ fd: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
+    }
+
+    @Test func halfSentRequestsFromOneClientLeaveHealthAnswering() async throws {
+        // 1,100 sockets here, as many accepted there: the limit a site would raise too.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 4096))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        try #require(limit.rlim_cur >= 2400, "the file limit is \(limit.rlim_cur)")
+
+        let server = try TracerProcess.start([
+            "serve", "--bind", "127.0.0.1:0", "--map", Self.map, "--store", dir.file("s.sqlite"),
+            "--max-connections-per-client", "64", "--idle-timeout", "60",
+        ])
+        defer { server.kill() }
+        let line = try #require(await server.line(), "serve printed nothing")
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<1100 {
+            let fd = Self.halfRequest(port: port, from: "127.0.0.2", "GET /health HTTP/1.1\r\nHost: x\r\n")
+            if fd >= 0 { held.append(fd) }
+        }
+        #expect(held.count == 1100)
+        // All but the client's 64 are closed by the server, at once (a deadline, not a timing).
+        let closed = await until(30) { held.filter(Self.closedByServer).count >= 1100 - 64 }
+        #expect(closed, "\(held.filter(Self.closedByServer).count) of 1,100 closed")
+        // Another client is answered within a second while the 64 are still held open.
+        for _ in 0..<5 {
+            let started = ContinuousClock.now
+            let body = httpGet(port: UInt16(port), path: "/health", timeout: 5)
+            #expect(body?.contains(#""status":"ok""#) == true)
+            #expect(ContinuousClock.now - started < .seconds(1))
+        }
+        #expect(held.filter(Self.closedByServer).count <= 1100 - 64, "the client's first 64 were closed too")
+
+        // A request of 1,001 headers is refused as every other: a 400 with the JSON error.
+        let headers = (0..<1001).map { "X-H\($0): v\r\n" }.joined()
+        let fd = Self.halfRequest(port: port, from: "127.0.0.3", "GET /health HTTP/1.1\r\nHost: x\r\n\(headers)\r\n")
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var wait = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var response = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 400"), "\(text)")
+        #expect(text.lowercased().contains("content-type: application/json"), "\(text)")
+        #expect(text.contains(#""code":"bad_request""#), "\(text)")
+    }
+}
