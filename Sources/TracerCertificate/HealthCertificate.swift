@@ -68,9 +68,11 @@ public struct HealthCertificate: Sendable {
             throw CertificateError(.malformed, "not a health certificate (no HC1: prefix)")
         }
         let packed = try Base45.decode(String(text.dropFirst(OCRPage.healthCertificatePrefix.count)))
-        // zlib's header starts 0x78; the specification allows the COSE bytes uncompressed too.
-        var cose = packed
-        if packed.first == 0x78 { cose = try Inflate.zlib(packed) }
+        // The member states' test cases refuse a certificate that is not zlib-compressed (Z2).
+        guard packed.first == 0x78 else {
+            throw CertificateError(.malformed, "the certificate is not zlib-compressed")
+        }
+        let cose = try Inflate.zlib(packed)
         let message: CBOR
         do { message = try CBOR.decode(cose).untagged } catch {
             throw CertificateError(.malformed, "the certificate is not CBOR: \(error)")
@@ -99,9 +101,10 @@ public struct HealthCertificate: Sendable {
             throw CertificateError(.malformed, "the certificate's payload is not CBOR: \(error)")
         }
         issuerCountry = claims[1]?.string
-        expires = claims[4]?.number.map { Date(timeIntervalSince1970: $0) }
-        issued = claims[6]?.number.map { Date(timeIntervalSince1970: $0) }
-        guard let hcert = claims[-260]?[1] else {
+        guard case .map = claims else { throw CertificateError(.malformed, "the payload is not a CWT claims map") }
+        expires = try Self.claimTime(claims[4], "expiry (claim 4)")
+        issued = try Self.claimTime(claims[6], "issue time (claim 6)")
+        guard let hcert = claims[-260]?[1], case .map = hcert else {
             throw CertificateError(.malformed, "the payload holds no health certificate (claim -260)")
         }
         if case .array(let tests)? = hcert["t"], let t = tests.first {
@@ -120,6 +123,21 @@ public struct HealthCertificate: Sendable {
         }
     }
 
+    /// A CWT time claim: absent, or Unix seconds between years 1 and 9999 (NaN, infinities and
+    /// anything else are malformed: "valid until NaN" must never pass an expiry rule).
+    static func claimTime(_ claim: CBOR?, _ name: String) throws(CertificateError) -> Date? {
+        guard let claim else { return nil }
+        guard let seconds = claim.number, seconds.isFinite, abs(seconds) < 253_402_300_800 else {
+            throw CertificateError(.malformed, "the certificate's \(name) is not a time")
+        }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    /// The kind for an issuer's extended key usage: `t`, `v` or `r`.
+    public var kind: String {
+        test != nil ? "t" : otherKind == "vaccination" ? "v" : otherKind == "recovery" ? "r" : "?"
+    }
+
     /// `2026-11-20T09:40:00Z`, with an offset or fractional seconds.
     static func date(_ text: String) -> Date? {
         let f = ISO8601DateFormatter()
@@ -133,10 +151,20 @@ public struct HealthCertificate: Sendable {
         let digest = SHA256.hash(data: signed)
         switch algorithm {
         case -7:
-            guard let key = P256.Signing.PublicKey(key),
+            // ES256 is ECDSA with SHA-256 (RFC 9053 §2.1): P-256 is its suggested curve, not a
+            // required one, and three of Spain's test cases sign with a P-384 key under it. The
+            // key is the trusted issuer's either way, so both curves are checked.
+            if let key = P256.Signing.PublicKey(key),
                 let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
-            else { return false }
-            return key.isValidSignature(signature, for: digest)
+            {
+                return key.isValidSignature(signature, for: digest)
+            }
+            if let key = P384.Signing.PublicKey(key),
+                let signature = try? P384.Signing.ECDSASignature(rawRepresentation: signature)
+            {
+                return key.isValidSignature(signature, for: digest)
+            }
+            return false
         case -37:
             guard let key = _RSA.Signing.PublicKey(key) else { return false }
             return key.isValidSignature(
@@ -182,25 +210,7 @@ public enum CertificateVerifier {
         // What an untrusted or altered certificate says is not shown as if it counted.
         guard signature.passed else { return Verification(accepted: false, rules: [signature], collectedAt: nil) }
         var rules = [signature]
-        if let expires = certificate.expires, expires < now {
-            rules.append(
-                VerificationRule(
-                    name: "expiry",
-                    passed: false,
-                    detail: "the certificate expired on \(day(expires, timeZone))",
-                    evidence: []
-                )
-            )
-        } else {
-            rules.append(
-                VerificationRule(
-                    name: "expiry",
-                    passed: true,
-                    detail: certificate.expires.map { "valid until \(day($0, timeZone))" } ?? "no expiry given",
-                    evidence: []
-                )
-            )
-        }
+        rules.append(expiryRule(certificate, now: now, timeZone: timeZone))
         guard let test = certificate.test else {
             rules.append(
                 VerificationRule(
@@ -243,6 +253,19 @@ public enum CertificateVerifier {
         return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: test.collected)
     }
 
+    /// Unexpired at `now` (a certificate valid until T is valid at T) and not issued after it.
+    static func expiryRule(_ c: HealthCertificate, now: Date, timeZone: TimeZone) -> VerificationRule {
+        let (passed, detail): (Bool, String)
+        if let expires = c.expires, expires < now {
+            (passed, detail) = (false, "the certificate expired on \(day(expires, timeZone))")
+        } else if let issued = c.issued, issued > now {
+            (passed, detail) = (false, "the certificate says it was issued on \(day(issued, timeZone)), after today")
+        } else {
+            (passed, detail) = (true, c.expires.map { "valid until \(day($0, timeZone))" } ?? "no expiry given")
+        }
+        return VerificationRule(name: "expiry", passed: passed, detail: detail, evidence: [])
+    }
+
     static func signatureRule(_ c: HealthCertificate, trustList: TrustList?, now: Date) -> VerificationRule {
         let issuerText = [c.test?.issuer, c.test?.country ?? c.issuerCountry].compactMap { $0 }.joined(separator: ", ")
         func rule(_ passed: Bool, _ detail: String, subject: String? = nil) -> VerificationRule {
@@ -269,10 +292,16 @@ public enum CertificateVerifier {
         guard let issuer = trustList.issuers[c.keyID] else {
             return rule(false, "an unknown issuer: key id \(c.keyID) is not on the site's trust list")
         }
-        guard issuer.notValidBefore <= now, now <= issuer.notValidAfter else {
+        // The issuer's certificate must not have expired when it signed (the certificate's issue
+        // time, else now; valid until T is valid at T). One that has expired since does not undo
+        // what it signed while valid: the certificate's own expiry bounds its life. Its start is
+        // not held against an issue time before it: the member states' own cases (Poland's,
+        // Bulgaria's) are signed so, and the trust list, not the date, is what makes it trusted.
+        let signedAt = c.issued ?? now
+        guard signedAt <= issuer.notValidAfter else {
             return rule(
                 false,
-                "the issuer's certificate is not valid now (\(issuer.notValidBefore) to \(issuer.notValidAfter))",
+                "the issuer's certificate had expired when it signed (valid until \(issuer.notValidAfter))",
                 subject: issuer.subject
             )
         }
@@ -280,6 +309,14 @@ public enum CertificateVerifier {
             return rule(
                 false,
                 "the signature does not match: the certificate was altered, or not signed by \(issuer.subject)",
+                subject: issuer.subject
+            )
+        }
+        if let kinds = issuer.kinds, !kinds.contains(c.kind) {
+            let names = ["t": "tests", "v": "vaccinations", "r": "recoveries"]
+            return rule(
+                false,
+                "the issuer may sign only \(kinds.sorted().compactMap { names[$0] }.joined(separator: " and ")), not this certificate's kind",
                 subject: issuer.subject
             )
         }

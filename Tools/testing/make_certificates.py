@@ -143,6 +143,8 @@ CASES = [
                          -7), "reject", ["date"], 30, "a positive collected 30 days ago"),
     ("dcc-vaccination.png", sign(ES, claims(hcert(group="v")), -7), "reject", ["result"], None,
      "a vaccination certificate, not a test"),
+    ("dcc-nan-expiry.png", sign(ES, {**claims(hcert()), 4: float("nan")}, -7), "reject", ["signature"], None,
+     "a positive validly signed whose expiry is NaN: malformed, never 'valid until '"),
 ]
 
 # A page around each code: a header, the QR code, and printed words that the code overrules
