@@ -4,6 +4,8 @@
 checked() {
     local before status=0
     before=$(mktemp)
+    # What the benchmark starts carries this mark; other tracer processes are not its concern.
+    export TRACER_RUN_ID="bench-$$-$RANDOM"
     Tools/testing/leftovers snapshot "$before"
     "$@" || status=$?
     # Processes end a moment after their parent: give them a few seconds.
