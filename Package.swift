@@ -285,7 +285,8 @@ let package = Package(
         .testTarget(
             name: "TracerDaemonTests",
             dependencies: [
-                "TracerDaemon", "TracerDBus", "TracerTesting", .product(name: "Logging", package: "swift-log"),
+                "TracerDaemon", "TracerDBus", "TracerModel", "TracerTesting",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

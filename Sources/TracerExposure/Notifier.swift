@@ -23,8 +23,8 @@ public struct Notifier: Service {
     public let position: Position
     /// The lock that keeps it to one instance per store (one per webhook).
     public let role: String
-    /// Backoff between attempts: from the first to the last, doubling.
-    public var backoff: (first: Duration, last: Duration) = (.milliseconds(500), .seconds(30))
+    /// Backoff between attempts: 0.5 s doubling to 30 s.
+    public var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
     let logger: Logger
 
     public init(store: DocumentStore, webhook: Webhook, position: Position, role: String, logger: Logger) {
@@ -47,18 +47,14 @@ public struct Notifier: Service {
     }
 
     /// Delivers until the service group shuts down (a delivery in flight is abandoned: its change
-    /// is sent again at the next start, as the token was not saved), then closes the client.
+    /// is sent again at the next start, as the token was not saved). The webhook's client is its
+    /// maker's to shut down (`withShutdown`).
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 try await store.whileSoleInstance(of: role, logger: logger) { try await deliverChanges() }
             }
-        } catch is CancellationError {
-        } catch {
-            try? await webhook.shutdown()
-            throw error
-        }
-        try await webhook.shutdown()
+        } catch is CancellationError {}
     }
 
     func deliverChanges() async throws {
@@ -89,7 +85,8 @@ public struct Notifier: Service {
 
     /// POSTs until a 2xx answer, backing off between attempts.
     func deliver(_ body: String) async throws {
-        var delay = backoff.first
+        var backoff = self.backoff
+        var delay = backoff.failed()
         while true {
             do {
                 let code = try await webhook.post(body)
@@ -105,7 +102,7 @@ public struct Notifier: Service {
                 )
             }
             try await Task.sleep(for: delay)
-            delay = min(delay * 2, backoff.last)
+            delay = backoff.failed()
         }
     }
 

@@ -2,10 +2,11 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOSSL
+import TracerModel
 
 /// A receiver of status changes: JSON POSTed over HTTP or HTTPS (AsyncHTTPClient), verified
 /// against the system's trust store or a CA file of the site's own. Call `shutdown()` when done.
-public final class Webhook: Sendable {
+public final class Webhook: AsyncShutdown {
     public let url: String
     let client: HTTPClient
     /// Each attempt, connection included, must be answered within this long.

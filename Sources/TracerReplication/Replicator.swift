@@ -324,8 +324,7 @@ public final class Replicator: Service, Sendable {
     /// 1 s, 2 s, 4 s … up to `maxBackoff`, each between half and all of it (jitter, so that a
     /// site's kiosks do not all come back in the same second).
     func backoff(_ failures: Int) -> Duration {
-        let ceiling = min(Double(options.maxBackoff / .milliseconds(1)), 1000 * pow(2, Double(min(failures - 1, 16))))
-        return .milliseconds(Int(ceiling * Double.random(in: 0.5...1.0)))
+        Backoff(first: .seconds(1), longest: options.maxBackoff, jitter: true).delay(after: failures)
     }
 
     func publishBacklog(after token: Int64) {

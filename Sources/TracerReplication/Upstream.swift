@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Synchronization
+import TracerModel
 
 /// The site server as a kiosk (or a person's command) talks to it: HTTP or HTTPS with
 /// AsyncHTTPClient, verified against the system's trust store or `caFile`, with the token read
@@ -14,7 +15,7 @@ import Synchronization
 /// requests go to one until it fails (no answer, or 502, 503 or 504), then to the next, in turn.
 /// A request that failed on one is sent to the next at once: the API's writes are idempotent
 /// (a kiosk's batch replayed changes nothing), so a batch whose answer was lost may go to both.
-public final class Upstream: Sendable {
+public final class Upstream: AsyncShutdown {
     /// The servers' base URLs, without a trailing slash.
     public let bases: [String]
     public let tokenFile: String
@@ -56,11 +57,12 @@ public final class Upstream: Sendable {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout = .init(connect: .seconds(10), read: .milliseconds(milliseconds))
         configuration.redirectConfiguration = .disallow
+        // A missing or empty token file is an error at start, before there is a client to shut down.
+        _ = try Self.token(in: tokenFile)
         self.bases = bases
         self.tokenFile = tokenFile
         self.timeout = .milliseconds(milliseconds)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        _ = try token()  // a missing or empty token file is an error at start
     }
 
     /// Moves on from server `index` to the next (unless another request already did).
@@ -69,7 +71,9 @@ public final class Upstream: Sendable {
     }
 
     /// The token in the token file (its first line, trimmed).
-    public func token() throws(SyncError) -> String {
+    public func token() throws(SyncError) -> String { try Self.token(in: tokenFile) }
+
+    static func token(in tokenFile: String) throws(SyncError) -> String {
         guard let data = FileManager.default.contents(atPath: tokenFile) else {
             throw SyncError(.badInput, "--token-file \(tokenFile): cannot read it")
         }

@@ -39,6 +39,24 @@ struct SyncFanIn: AsyncParsableCommand {
 
         var replicators: [Replicator] = []
         var stores: [DocumentStore] = []
+        // Every client made is shut down on every path out (AsyncHTTPClient traps otherwise).
+        func shutdown() async { for r in replicators { try? await r.upstream.shutdown() } }
+        do {
+            try await race(&replicators, &stores, tally: tally, logger: logger)
+        } catch {
+            await shutdown()
+            throw error
+        }
+        await shutdown()
+        return try report(tally)
+    }
+
+    func race(
+        _ replicators: inout [Replicator],
+        _ stores: inout [DocumentStore],
+        tally: Tally,
+        logger: Logger
+    ) async throws {
         for k in kiosks {
             let store = try DocumentStore(path: (scratch as NSString).appendingPathComponent("\(k).sqlite"))
             let upstream = try Upstream(server, tokenFile: (tokens as NSString).appendingPathComponent(k))
@@ -69,7 +87,9 @@ struct SyncFanIn: AsyncParsableCommand {
             }
             group.cancelAll()
         }
-        for r in replicators { try? await r.upstream.shutdown() }
+    }
+
+    func report(_ tally: Tally) throws {
         let sorted = tally.latencies.withLock { $0.sorted() }
         func q(_ p: Double) -> Double {
             sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]

@@ -6,9 +6,11 @@ import Prometheus
 import ServiceLifecycle
 import Synchronization
 import TracerDaemon
+import TracerModel
 import TracerReplication
 import TracerServer
 import TracerSite
+import TracerStore
 
 /// `tracer daemon`: ranging into the store until the source ends or a signal comes.
 struct DaemonCommand: AsyncParsableCommand {
@@ -95,10 +97,17 @@ struct DaemonCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try options.open()
-        let logger = Logger(label: "tracer.daemon")
-        let upstream = try replication.upstream.map {
-            try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
+        // The client is shut down on every path out: a wrong --map after it is made is one line.
+        let make = {
+            try replication.upstream.map {
+                try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
+            }
         }
+        try await withShutdown(make, { try await range(store: store, upstream: $0) })
+    }
+
+    func range(store: DocumentStore, upstream: Upstream?) async throws {
+        let logger = Logger(label: "tracer.daemon")
         let site: Site?
         if map == nil, let upstream {
             // The server's site first; the copy kept here when the server cannot be reached.
@@ -200,7 +209,6 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         services.append(.init(service: SystemdService(notifier)))
         try await Services.run(services, logger: logger)
-        try? await upstream?.shutdown()
         guard let report = finished.withLock({ $0 }) else { return }
         let c = report.counts
         let rate = report.seconds > 0 ? Int(Double(c.adverts) / report.seconds) : 0

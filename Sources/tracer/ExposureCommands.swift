@@ -67,11 +67,12 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
     func run() async throws {
-        if let upstream = try serverOptions.upstream() {
-            defer { Task { try? await upstream.shutdown() } }
-            try await remote(upstream)
-            return
+        try await serverOptions.withUpstream { upstream in
+            if let upstream { try await remote(upstream) } else { try await local() }
         }
+    }
+
+    func local() async throws {
         let store = try options.open(mustExist: true)
         let path = try Collections.device(device)
         if !watch {
@@ -146,20 +147,20 @@ struct StatusCommand: AsyncParsableCommand {
             "/v1/watch?path=" + ("devices/\(device)".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         try await Services.untilSignalled(logger: Logger(label: "tracer.status")) {
             let last = LastLine()
-            var failures = 0
+            var backoff = Backoff(first: .seconds(2), longest: .seconds(30))
             while !Task.isCancelled {
                 do {
                     last.print(try await fetch())
                     try await up.events(watchPath) { last.print(try await fetch()) }
                 } catch let e as SyncError where e.code == .unavailable {
-                    failures += 1
-                    if failures == 1 { Output.error("the site server went away (\(e.message)); reconnecting") }
-                    try await Task.sleep(for: .seconds(min(30, 1 << min(failures, 5))))
+                    let delay = backoff.failed()
+                    if backoff.failures == 1 { Output.error("the site server went away (\(e.message)); reconnecting") }
+                    try await Task.sleep(for: delay)
                     continue
                 } catch let e as SyncError {
                     throw ValidationError("the site server refused the watch: \(e.message)")
                 }
-                failures = 0
+                backoff.succeeded()
             }
         }
     }

@@ -41,7 +41,11 @@ struct NotifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let hook = try Webhook(webhook, caFile: caFile)
+        // The client is shut down on every path: a wrong --store after it is made is one line.
+        try await withShutdown({ try Webhook(webhook, caFile: caFile) }, { try await notify(through: $0) })
+    }
+
+    func notify(through hook: Webhook) async throws {
         let store = try options.open(mustExist: true)
         let logger = Logger(label: "tracer.notify")
         if state == nil, try store.savedPosition(name) == nil, let legacy = legacyState,

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import TracerModel
 import TracerReplication
 import TracerStore
 
@@ -25,8 +26,14 @@ struct ServerOptions: ParsableArguments {
     /// The server's URL, if this command goes to one.
     var url: String? { server ?? Self.environment("TRACER_SERVER") }
 
-    /// The client for the server, or nil for a local command.
-    func upstream() throws -> Upstream? {
+    /// Runs `body` with the client for the server (nil for a local command), shut down on every
+    /// path out.
+    func withUpstream<Result>(_ body: (Upstream?) async throws -> Result) async throws -> Result {
+        try await withShutdown({ try upstream() }, body)
+    }
+
+    /// The client for the server, or nil for a local command: through `withUpstream`.
+    private func upstream() throws -> Upstream? {
         guard let url else {
             if tokenFile != nil || caFile != nil {
                 throw ValidationError("--token-file and --ca-file go with --server URL (or TRACER_SERVER)")

@@ -82,15 +82,12 @@ enum ReviewCommands {
         @Flag(help: "Print JSON: {\"reports\": [...], \"review\": MODE}.") var json = false
 
         func run() async throws {
-            let value: Value
-            if let up = try serverOptions.upstream() {
-                defer { Task { try? await up.shutdown() } }
+            let value: Value = try await serverOptions.withUpstream { up in
+                guard let up else { return try ReviewCommands.desk(options, policy).reviewList() }
                 let answer = try await RemoteAnswer.send { try await up.request(.GET, "/v1/reports?status=pending") }
                 guard answer.status == 200, let parsed = try? JSON.parse(String(decoding: answer.body, as: UTF8.self))
                 else { throw RemoteAnswer.failure(answer, up) }
-                value = parsed
-            } else {
-                value = try ReviewCommands.desk(options, policy).reviewList()
+                return parsed
             }
             if json {
                 Output.line(ExposureJSON.json(value))
@@ -116,30 +113,35 @@ enum ReviewCommands {
         @Flag(help: "Print JSON: {\"report\": {...}, \"outcome\": LINE}.") var json = false
 
         func decide(approve: Bool) async throws {
-            let action = approve ? "approve" : "deny"
-            if let up = try serverOptions.upstream() {
-                defer { Task { try? await up.shutdown() } }
-                if by != nil {
-                    throw ValidationError("--by is for the local store; the server records the token's name")
-                }
-                var body: [String: Value] = [:]
-                if let note { body["note"] = .string(note) }
-                let answer = try await RemoteAnswer.send {
-                    try await up.request(
-                        .POST,
-                        ReviewCommands.path(id, action),
-                        body: .bytes(ByteBuffer(string: JSON.string(.map(body)))),
-                        headers: [("Content-Type", "application/json")]
-                    )
-                }
-                guard answer.status == 200, let value = try? JSON.parse(String(decoding: answer.body, as: UTF8.self))
-                else {
-                    if answer.status == 404 || answer.status == 409 { throw ValidationError(answer.message) }
-                    throw RemoteAnswer.failure(answer, up)
-                }
-                show(value)
-                return
+            try await serverOptions.withUpstream { up in
+                if let up { try await remote(up, approve: approve) } else { try local(approve: approve) }
             }
+        }
+
+        func remote(_ up: Upstream, approve: Bool) async throws {
+            let action = approve ? "approve" : "deny"
+            if by != nil {
+                throw ValidationError("--by is for the local store; the server records the token's name")
+            }
+            var body: [String: Value] = [:]
+            if let note { body["note"] = .string(note) }
+            let answer = try await RemoteAnswer.send {
+                try await up.request(
+                    .POST,
+                    ReviewCommands.path(id, action),
+                    body: .bytes(ByteBuffer(string: JSON.string(.map(body)))),
+                    headers: [("Content-Type", "application/json")]
+                )
+            }
+            guard answer.status == 200, let value = try? JSON.parse(String(decoding: answer.body, as: UTF8.self))
+            else {
+                if answer.status == 404 || answer.status == 409 { throw ValidationError(answer.message) }
+                throw RemoteAnswer.failure(answer, up)
+            }
+            show(value)
+        }
+
+        func local(approve: Bool) throws {
             let desk = try ReviewCommands.desk(options, policy)
             let decided: SelfReportDesk.Decided
             do {

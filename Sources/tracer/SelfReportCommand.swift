@@ -193,11 +193,12 @@ struct SelfReportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let upstream = try serverOptions.upstream() {
-            defer { Task { try? await upstream.shutdown() } }
-            try await remote(upstream)
-            return
+        try await serverOptions.withUpstream { upstream in
+            if let upstream { try await remote(upstream) } else { try await local() }
         }
+    }
+
+    func local() async throws {
         // The person is at the kiosk when they start, not when the OCR is done reading.
         let started = Date()
         // The site (--map's, else the store's) and the options first: their errors come before

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import TracerDBus
+import TracerModel
 import TracerTesting
 
 @testable import TracerDaemon
@@ -22,7 +23,7 @@ import TracerTesting
 
         init(_ bus: PrivateBus, configure: (inout BlueZSource.Options) -> Void = { _ in }) {
             var options = BlueZSource.Options(adapter: nil, busAddress: bus.address)
-            options.reconnectBackoff = (.milliseconds(50), .milliseconds(400))
+            options.reconnectBackoff = Backoff(first: .milliseconds(50), longest: .milliseconds(400))
             configure(&options)
             var logger = Logger(label: "test.bluez")
             logger.logLevel = .warning

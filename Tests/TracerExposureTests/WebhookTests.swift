@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOSSL
 import Synchronization
 import Testing
+import TracerModel
 import TracerTesting
 
 @testable import TracerExposure
@@ -40,14 +41,16 @@ import TracerTesting
         let bodies = Bodies()
         try await Self.receiver(ca, bodies: bodies).test(.ahc(.https)) { client in
             let url = "https://127.0.0.1:\(try #require(client.port))/hook"
-            let hook = try Webhook(url, caFile: ca.caFile)
-            #expect(try await hook.post(#"{"deviceId":"a"}"#) == 200)
-            try await hook.shutdown()
-            // The system's trust store does not know this CA: refused, and said so.
-            let untrusting = try Webhook(url)
-            let error = await #expect(throws: ExposureError.self) { try await untrusting.post("{}") }
+            let status = try await withShutdown({ try Webhook(url, caFile: ca.caFile) }) {
+                try await $0.post(#"{"deviceId":"a"}"#)
+            }
+            #expect(status == 200)
+            // The system's trust store does not know this CA: refused, and said so (and the
+            // client is shut down all the same: it trapped when `post` threw before `shutdown`).
+            let error = await #expect(throws: ExposureError.self) {
+                try await withShutdown({ try Webhook(url) }) { try await $0.post("{}") }
+            }
             #expect(error?.code == .delivery && error?.message.hasPrefix(url) == true, "\(String(describing: error))")
-            try await untrusting.shutdown()
         }
         #expect(bodies.list.withLock { $0 } == [#"{"deviceId":"a"}"#])
     }

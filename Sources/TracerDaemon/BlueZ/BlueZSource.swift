@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import TracerDBus
+import TracerModel
 import TracerRanging
 
 /// Adverts from BlueZ over the system D-Bus (org.bluez.Adapter1, org.bluez.Device1).
@@ -24,7 +25,7 @@ public final class BlueZSource: AdvertSource, Sendable {
         /// Adverts are handed over at least this often.
         public var batchInterval: Duration = .milliseconds(100)
         /// The first and the longest wait between attempts to reach the bus.
-        public var reconnectBackoff: (first: Duration, longest: Duration) = (.milliseconds(250), .seconds(8))
+        public var reconnectBackoff = Backoff(first: .milliseconds(250), longest: .seconds(8))
 
         public init(adapter: String? = nil, busAddress: String? = nil) {
             self.adapter = adapter
@@ -99,7 +100,7 @@ public final class BlueZSource: AdvertSource, Sendable {
 
     /// Connects, serves, and reconnects with backoff until stopped.
     private func run(_ emit: ([Advert]) -> Void) {
-        var backoff = options.reconnectBackoff.first
+        var backoff = options.reconnectBackoff
         var connections = 0
         var lastFailure = ""
         while !stopped.isSet {
@@ -114,8 +115,7 @@ public final class BlueZSource: AdvertSource, Sendable {
                     lastFailure = text
                 }
                 update { $0.state = .waitingForBus }
-                sleep(backoff)
-                backoff = min(backoff * 2, options.reconnectBackoff.longest)
+                sleep(backoff.failed())
                 continue
             }
             connections += 1
@@ -123,7 +123,7 @@ public final class BlueZSource: AdvertSource, Sendable {
                 update { $0.reconnects += 1 }
                 logger.notice("connected to the system bus again")
             }
-            backoff = options.reconnectBackoff.first
+            backoff.succeeded()
             lastFailure = ""
             var session = Session(source: self, connection: connection)
             session.serve(emit)
