@@ -10,3 +10,12 @@ public func until(_ seconds: Double = 120, _ condition: () throws -> Bool) async
     }
     return try condition()
 }
+
+/// Runs blocking work (a socket read, a process wait) on a thread of its own and awaits it: a
+/// test must not block one of Swift's cooperative threads (two on this machine, shared by every
+/// test of the run and by an in-process server), or what it waits for may never run.
+public func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
+}

@@ -25,15 +25,6 @@ struct PostgresSiteTests {
         return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    static func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     @Test func twoServersOnOneDatabaseServeOneSiteAndTheirWatchersSeeEveryWriter() async throws {
         let store = try TestBackend.freshPostgresStore()
         try await tracer(["map", "publish", ReplicationTests.map], store: store)
@@ -100,7 +91,7 @@ struct PostgresSiteTests {
         #expect(pending.stdout.contains(id) && pending.stdout.contains(#""image":false"#), "\(pending.stdout)")
         let deny = try await TracerProcess.running(["report", "deny", id, "--note", "two dates"] + remote)
         #expect(deny.status == 0, "\(deny.stderr)")
-        #expect(await Self.until(120) { !FileManager.default.fileExists(atPath: image) }, "\(image) is still kept")
+        #expect(await until(120) { !FileManager.default.fileExists(atPath: image) }, "\(image) is still kept")
         #expect(!FileManager.default.fileExists(atPath: "\(reviewB)/\(id)"))
     }
 
@@ -129,7 +120,7 @@ struct PostgresSiteTests {
         ])
         defer { daemon.kill() }
         let reader = try DocumentStore(path: store)
-        #expect(await Self.until(120) { ReplicationTests.count(reader, anchor: "kiosk-lab") >= 5_000 })
+        #expect(await until(120) { ReplicationTests.count(reader, anchor: "kiosk-lab") >= 5_000 })
         // Frozen for the kill, so that the kiosk still has work when it meets the dead server.
         daemon.signal(SIGSTOP)
         _ = await a.process.stop(SIGKILL, timeout: 30)
@@ -175,14 +166,14 @@ struct PostgresSiteTests {
 
         try cluster.crash()
         // Not a crash of the server, not a hang: 503 with the store named as the reason.
-        let unavailable = await Self.until {
+        let unavailable = await until {
             httpGet(port: port, path: path, headers: auth)?.contains("store_unavailable") == true
         }
         #expect(unavailable, "\(httpGet(port: port, path: path, headers: auth) ?? "no answer")")
         #expect(server.process.isRunning, "\(server.process.stderr)")
 
         try cluster.restart()
-        #expect(await Self.until { httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true })
+        #expect(await until { httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true })
         try await tracer(["db", "set", "devices/dev-2", #"{"status": "after"}"#], store: store)
         // A watcher reconnecting with its last token gets what it missed.
         let resumed = try SSEClient(
@@ -268,7 +259,7 @@ struct PostgresSiteTests {
         // Killed part-way, then run again: it goes on, and the two stores read the same.
         let first = try TracerProcess.start(["db", "copy", "--from", sqlite, "--to", postgres, "--batch-size", "100"])
         let reader = try DocumentStore(path: postgres)
-        let started = await Self.until(60) { ((try? reader.count(Query(collectionGroup: "interactions"))) ?? 0) >= 500 }
+        let started = await until(60) { ((try? reader.count(Query(collectionGroup: "interactions"))) ?? 0) >= 500 }
         first.kill()
         #expect(started)
         let again = try await TracerProcess.running(["db", "copy", "--from", sqlite, "--to", postgres])

@@ -20,7 +20,7 @@ import TracerTesting
 /// a crash fails the run; where a round trip exists it must be a fixed point. The seed of the
 /// random stream is printed, so a failure is repeated exactly (`TRACER_FUZZ_SEED`).
 /// `Tools/test` runs a bounded number; `Tools/fuzz` runs many more.
-@Suite struct FuzzTests {
+@Suite(.serialized) struct FuzzTests {
     enum Fuzz {
         static let iterations = Int(ProcessInfo.processInfo.environment["TRACER_FUZZ_ITERATIONS"] ?? "") ?? 20000
         static let seed =

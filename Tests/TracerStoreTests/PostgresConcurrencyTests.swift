@@ -114,12 +114,4 @@ struct PostgresConcurrencyTests {
         #expect(counts.values.allSatisfy { $0 == 1 })
     }
 
-    func until(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
 }

@@ -21,15 +21,6 @@ import TracerTesting
         return text.split(separator: "\n").map(String.init).filter { $0.contains(directory) && $0.contains("postgres") }
     }
 
-    static func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return condition()
-    }
-
     @Test func aServerOfItsOwnOnASocketAndLoopbackIsRemovedAfterwards() throws {
         let cluster = try PostgresCluster()
         let directory = cluster.directory
@@ -72,8 +63,8 @@ import TracerTesting
         #expect(!Self.servers(in: directory).isEmpty)
         kill(owner.processIdentifier, SIGKILL)
         owner.waitUntilExit()
-        #expect(await Self.until { !FileManager.default.fileExists(atPath: directory) })
-        #expect(await Self.until { Self.servers(in: directory).isEmpty })
+        #expect(await until { !FileManager.default.fileExists(atPath: directory) })
+        #expect(await until { Self.servers(in: directory).isEmpty })
     }
 
     /// Index keys sort in `bytea` as they do in SQLite and as `Value.compare` orders their
