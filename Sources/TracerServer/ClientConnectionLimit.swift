@@ -32,9 +32,6 @@ final class ClientConnectionLimit: Sendable {
         }
     }
 
-    /// Connections open now from this client.
-    func count(_ client: String) -> Int { open.withLock { $0[client, default: 0] } }
-
     /// The handler for one connection's pipeline.
     func handler() -> Handler { Handler(limit: self) }
 

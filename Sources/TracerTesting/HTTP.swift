@@ -6,8 +6,6 @@ public func httpGet(port: UInt16, path: String = "/", headers: [String: String] 
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var wait = timeval(tv_sec: timeout, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -21,6 +19,15 @@ public func httpGet(port: UInt16, path: String = "/", headers: [String: String] 
     let extra = headers.map { "\($0): \($1)\r\n" }.joined()
     let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n".utf8)
     guard request.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == request.count else { return nil }
+    let text = String(decoding: readAll(fd, timeout: timeout), as: UTF8.self)
+    guard let split = text.range(of: "\r\n\r\n") else { return nil }
+    return String(text[split.upperBound...])
+}
+
+/// Everything a socket gives until the peer closes it, or `timeout` seconds pass without a byte.
+public func readAll(_ fd: Int32, timeout: Int) -> [UInt8] {
+    var wait = timeval(tv_sec: timeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
     var response = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
@@ -28,9 +35,7 @@ public func httpGet(port: UInt16, path: String = "/", headers: [String: String] 
         if n <= 0 { break }
         response += buffer[0..<n]
     }
-    let text = String(decoding: response, as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n") else { return nil }
-    return String(text[split.upperBound...])
+    return response
 }
 
 /// A datagram socket standing in for systemd's `NOTIFY_SOCKET`: what `sd_notify` sends arrives here.

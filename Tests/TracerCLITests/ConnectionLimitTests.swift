@@ -88,16 +88,7 @@ import TracerTesting
         let fd = Self.halfRequest(port: port, from: "127.0.0.3", "GET /health HTTP/1.1\r\nHost: x\r\n\(headers)\r\n")
         try #require(fd >= 0)
         defer { close(fd) }
-        var wait = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        var response = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            response += buffer[0..<n]
-        }
-        let text = String(decoding: response, as: UTF8.self)
+        let text = String(decoding: await onThread { readAll(fd, timeout: 10) }, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 400"), "\(text)")
         #expect(text.lowercased().contains("content-type: application/json"), "\(text)")
         #expect(text.contains(#""code":"bad_request""#), "\(text)")
