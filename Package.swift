@@ -173,6 +173,7 @@ let package = Package(
             dependencies: [
                 "CTracerSQLite", "CTracerPQ",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
 

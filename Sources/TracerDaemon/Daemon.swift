@@ -118,7 +118,7 @@ public final class Daemon: Sendable {
                 }) {
                     // What was ranged under the old site is closed and written under it.
                     ranger.closeAll(into: &pending)
-                    written += try write(pending)
+                    written += try await write(pending)
                     pending.removeAll(keepingCapacity: true)
                     counts.add(ranger.counts)
                     site = newer
@@ -131,13 +131,14 @@ public final class Daemon: Sendable {
                 let now = live ? Date().timeIntervalSince1970 : 0
                 if live { ranger.expire(now: now, into: &pending) }
                 if pending.count >= batchSize || (live && !pending.isEmpty && now - lastWrite >= flushInterval) {
-                    written += try write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
+                    written += try await write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
                     pending.removeAll(keepingCapacity: true)
                     lastWrite = now
                 }
                 if live, let retention, now >= nextPurge {
                     nextPurge = now + 3600
-                    purge(olderThan: now - retention)
+                    let store = self.store
+                    try await store.writing { self.purge(olderThan: now - retention) }
                 }
                 progress.update(ranger, before: counts, written: written, wroteAt: live ? lastWrite : nil)
                 if Task.isCancelled {
@@ -152,7 +153,7 @@ public final class Daemon: Sendable {
         source.stop(timeout: .seconds(1))
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
-        written += try write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
+        written += try await write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
         progress.update(ranger, before: counts, written: written, wroteAt: Date().timeIntervalSince1970)
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
@@ -198,8 +199,15 @@ public final class Daemon: Sendable {
     }
 
     /// Writes summaries as interaction documents in one transaction, with the kiosk's
-    /// calibration when it changed (so that both replicate together).
-    func write(_ summaries: [InteractionSummary], calibration: DocumentData? = nil) throws -> Int {
+    /// calibration when it changed (so that both replicate together), on the store's writer
+    /// thread: the ranging's task never waits on a commit's fsync on a cooperative thread.
+    func write(_ summaries: [InteractionSummary], calibration: DocumentData? = nil) async throws -> Int {
+        guard !summaries.isEmpty || calibration != nil else { return 0 }
+        let store = self.store
+        return try await store.writing { try self.commit(summaries, calibration: calibration) }
+    }
+
+    func commit(_ summaries: [InteractionSummary], calibration: DocumentData?) throws -> Int {
         guard !summaries.isEmpty || calibration != nil else { return 0 }
         var batch = WriteBatch()
         for s in summaries {

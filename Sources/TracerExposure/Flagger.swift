@@ -40,7 +40,8 @@ public struct Flagger: Service {
                 guard Report.is(change.document, .accepted) else { continue }
                 let id = change.document.id
                 do {
-                    let r = try engine.flag(reportID: id, store: store)
+                    let (engine, store) = (self.engine, self.store)
+                    let r = try await store.writing { try engine.flag(reportID: id, store: store) }
                     if r.skipped > 0 {
                         logger.warning(
                             "skipped \(r.skipped) interaction windows flagging cannot use (unreadable, or times or distance out of range); the rest flagged",

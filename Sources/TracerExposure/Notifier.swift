@@ -59,7 +59,7 @@ public struct Notifier: Service {
 
     func deliverChanges() async throws {
         var last: [String: String] = [:]
-        let start: ListenStart = try savedToken().map { .after(token: $0) } ?? .now
+        let start: ListenStart = try await store.reading { try self.savedToken() }.map { .after(token: $0) } ?? .now
         for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
             for change in snap.changes where change.kind != .removed {
                 let doc = change.document
@@ -78,8 +78,10 @@ public struct Notifier: Service {
                 try await deliver(ExposureJSON.json(body))
                 last[doc.id] = key
             }
-            // Only once everything up to this token is delivered.
-            try save(snap.token)
+            // Only once everything up to this token is delivered; on the store's writer thread
+            // (or its reader threads for a file: blocking I/O off the cooperative pool either way).
+            let token = snap.token
+            try await store.writing { try self.save(token) }
         }
     }
 

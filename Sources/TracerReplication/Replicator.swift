@@ -70,7 +70,8 @@ public final class Replicator: Service, Sendable {
     /// Runs until drained at shutdown (or cancelled). Nothing after its start ends it early: a
     /// failing store or server is logged and retried, never a reason to stop the ranging.
     public func run() async throws {
-        var acknowledged = try store.checkpoint(checkpointName)
+        let (store, checkpointName) = (self.store, self.checkpointName)
+        var acknowledged = try await store.reading { try store.checkpoint(checkpointName) }
         var clock = ClockFilter()
         var lastExchange = ContinuousClock.now - options.heartbeat
         var failures = 0
@@ -85,13 +86,14 @@ public final class Replicator: Service, Sendable {
         var prefetch: Task<Prepared, any Error>?
         // Retention reads this from the start: what the server acknowledged before a restart.
         status.update { [acknowledged] in $0.acknowledged = acknowledged }
-        publishBacklog(after: acknowledged)
+        await publishBacklog(after: acknowledged)
         logger.info("replicating", metadata: ["upstream": "\(upstream.base)", "from.token": "\(acknowledged)"])
 
         while true {
             if drainDeadline == nil, Task.isShuttingDownGracefully {
                 drainDeadline = .now + options.drainTimeout
-                let left = (try? store.backlog(after: acknowledged).changes) ?? 0
+                let from = acknowledged
+                let left = (try? await store.reading { try store.backlog(after: from).changes }) ?? 0
                 if left > 0 {
                     logger.notice(
                         "draining before exit",
@@ -103,7 +105,8 @@ public final class Replicator: Service, Sendable {
             }
             if Task.isCancelled { return }
             if let deadline = drainDeadline, ContinuousClock.now >= deadline {
-                let left = (try? store.backlog(after: acknowledged).changes) ?? -1
+                let from = acknowledged
+                let left = (try? await store.reading { try store.backlog(after: from).changes }) ?? -1
                 logger.warning(
                     "drain timed out: \(left) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
                     metadata: ["backlog.changes": "\(left)"]
@@ -127,7 +130,7 @@ public final class Replicator: Service, Sendable {
             }
 
             if current == nil || current?.from != acknowledged {
-                do { current = try prepare(after: acknowledged) } catch {
+                do { current = try await prepared(after: acknowledged) } catch {
                     // The store busy or failing: ranging goes on; try again shortly.
                     logger.error("reading the change log failed; retrying in 5 s", metadata: ["error": "\(error)"])
                     await nap(.seconds(5), draining: drainDeadline != nil)
@@ -150,7 +153,7 @@ public final class Replicator: Service, Sendable {
             }
             if prefetch == nil, batch.after.changes > 0 {
                 let next = outbox.through
-                prefetch = Task { try self.prepare(after: next) }
+                prefetch = Task { try await self.prepared(after: next) }
             }
 
             let sentAt = Date().timeIntervalSince1970
@@ -193,9 +196,7 @@ public final class Replicator: Service, Sendable {
                         "the site server already has changes up to \(answer.acknowledged); going on from there",
                         metadata: ["through": "\(outbox.through)"]
                     )
-                    do { try store.setCheckpoint(checkpointName, answer.acknowledged) } catch {
-                        logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
-                    }
+                    await keep(checkpoint: answer.acknowledged)
                     acknowledged = answer.acknowledged
                     prefetch?.cancel()
                     prefetch = nil
@@ -216,9 +217,7 @@ public final class Replicator: Service, Sendable {
                 // The server committed before it answered: only now does the checkpoint move.
                 // (Should the store refuse the write, the batch is sent again later: a replay
                 // changes nothing.)
-                do { try store.setCheckpoint(checkpointName, answer.acknowledged) } catch {
-                    logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
-                }
+                await keep(checkpoint: answer.acknowledged)
                 acknowledged = answer.acknowledged
                 current = try? await prefetch?.value  // starts at the token just acknowledged
                 prefetch = nil
@@ -283,7 +282,7 @@ public final class Replicator: Service, Sendable {
                     $0.state = .retrying
                     $0.lastError = e.message
                 }
-                publishBacklog(after: acknowledged)
+                await publishBacklog(after: acknowledged)
                 var wait = backoff(failures)
                 if let deadline = drainDeadline { wait = min(wait, max(.zero, deadline - .now)) }
                 await nap(wait, draining: drainDeadline != nil)
@@ -300,6 +299,20 @@ public final class Replicator: Service, Sendable {
         var documents: [UInt8]
         /// What is left after it.
         var after: (changes: Int64, oldest: Timestamp?)
+    }
+
+    /// The batch after `token`, read and encoded on the store's reader threads.
+    func prepared(after token: Int64) async throws -> Prepared {
+        try await store.reading { try self.prepare(after: token) }
+    }
+
+    /// Moves the checkpoint (on the store's writer thread); a failure is logged, and the batch
+    /// sent again later (a replay changes nothing).
+    func keep(checkpoint token: Int64) async {
+        let (store, name) = (self.store, checkpointName)
+        do { try await store.writing { try store.setCheckpoint(name, token) } } catch {
+            logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
+        }
     }
 
     func prepare(after token: Int64) throws -> Prepared {
@@ -327,8 +340,9 @@ public final class Replicator: Service, Sendable {
         Backoff(first: .seconds(1), longest: options.maxBackoff, jitter: true).delay(after: failures)
     }
 
-    func publishBacklog(after token: Int64) {
-        guard let backlog = try? store.backlog(after: token) else { return }
+    func publishBacklog(after token: Int64) async {
+        let store = self.store
+        guard let backlog = try? await store.reading({ try store.backlog(after: token) }) else { return }
         publish(backlog: backlog)
     }
 

@@ -76,46 +76,55 @@ public final class API: Sendable {
         router.add(middleware: ErrorMiddleware())
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
-        router.get("/health") { [self] _, _ in try health() }
+        router.get("/health") { [self] _, _ in await health() }
         router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
+        // Every read and write of the store runs on the store's own threads (`reading`,
+        // `writing`), never on the cooperative threads that every request and stream shares.
         router.get("/v1/beacons") { [self] request, context in
-            try authorize(request, context, [.admin])
-            return JSONBody.response(encoding: try beacons())
+            try await authorize(request, context, [.admin])
+            return try await store.reading { JSONBody.response(encoding: try self.beacons()) }
         }
         router.get("/v1/beacons/:key/exposures") { [self] request, context in
-            try authorize(request, context, [.admin])
+            try await authorize(request, context, [.admin])
             let key = try Self.key(context.parameters.require("key"), "beacon key")
             let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
-            let docs = try ExposureJSON.atBeacon(key, since: since, store: store)
+            let store = self.store
+            let docs = try await store.reading { try ExposureJSON.atBeacon(key, since: since, store: store) }
             return JSONBody.response(
                 .map(["beaconKey": .string(key), "exposures": .array(docs.map(ExposureJSON.value))])
             )
         }
         router.get("/v1/devices/:id") { [self] request, context in
-            let who = try authorize(request, context, [.admin, .kiosk, .device])
+            let who = try await authorize(request, context, [.admin, .kiosk, .device])
             let id = try Self.key(context.parameters.require("id"), "device id")
             if who.role == .device, who.deviceID != id {
                 throw APIError.forbidden("a device token reads its own device only")
             }
-            let doc = try store.get(Collections.device(id))
-            return JSONBody.response(
-                ExposureJSON.status(id, document: doc, exposures: try ExposureJSON.exposures(of: id, store: store))
-            )
+            let store = self.store
+            let status = try await store.reading {
+                ExposureJSON.status(
+                    id,
+                    document: try store.get(Collections.device(id)),
+                    exposures: try ExposureJSON.exposures(of: id, store: store)
+                )
+            }
+            return JSONBody.response(status)
         }
         router.post("/v1/reports") { [self] request, context in
-            let who = try authorize(request, context, [.admin, .kiosk, .device])
+            let who = try await authorize(request, context, [.admin, .kiosk, .device])
             return try await report(request, context, who)
         }
         router.get("/v1/reports") { [self] request, context in
-            try authorize(request, context, [.admin])
-            return try reviewList(request)
+            try await authorize(request, context, [.admin])
+            return try await store.reading { try self.reviewList(request) }
         }
         router.get("/v1/reports/:id/image") { [self] request, context in
-            try authorize(request, context, [.admin])
-            return try reviewImage(Self.key(context.parameters.require("id"), "report id"))
+            try await authorize(request, context, [.admin])
+            let id = try Self.key(context.parameters.require("id"), "report id")
+            return try await store.reading { try self.reviewImage(id) }
         }
         router.post("/v1/reports/:id/approve") { [self] request, context in
-            let who = try authorize(request, context, [.admin])
+            let who = try await authorize(request, context, [.admin])
             return try await decide(
                 request,
                 Self.key(context.parameters.require("id"), "report id"),
@@ -124,7 +133,7 @@ public final class API: Sendable {
             )
         }
         router.post("/v1/reports/:id/deny") { [self] request, context in
-            let who = try authorize(request, context, [.admin])
+            let who = try await authorize(request, context, [.admin])
             return try await decide(
                 request,
                 Self.key(context.parameters.require("id"), "report id"),
@@ -133,24 +142,24 @@ public final class API: Sendable {
             )
         }
         router.get("/v1/responses") { [self] request, context in
-            try authorize(request, context, [.admin, .kiosk, .device])
-            return JSONBody.response(encoding: try responses())
+            try await authorize(request, context, [.admin, .kiosk, .device])
+            return try await store.reading { JSONBody.response(encoding: try self.responses()) }
         }
         router.post("/v1/sync") { [self] request, context in
-            let who = try authorize(request, context, [.kiosk, .admin])
+            let who = try await authorize(request, context, [.kiosk, .admin])
             return try await sync.handle(request, who)
         }
         router.get("/v1/kiosks") { [self] request, context in
-            try authorize(request, context, [.admin])
-            return JSONBody.response(encoding: try kiosks())
+            try await authorize(request, context, [.admin])
+            return try await store.reading { JSONBody.response(encoding: try self.kiosks()) }
         }
         router.get("/v1/site") { [self] request, context in
-            try authorize(request, context, [.admin, .kiosk, .device])
-            return try publishedSite(request)
+            try await authorize(request, context, [.admin, .kiosk, .device])
+            return try await store.reading { try self.publishedSite(request) }
         }
         router.get("/v1/watch") { [self] request, context in
-            let who = try authorize(request, context, [.admin, .device], tokenInQuery: true)
-            return try Watch.response(self, request, who)
+            let who = try await authorize(request, context, [.admin, .device], tokenInQuery: true)
+            return try await store.reading { try Watch.response(self, request, who) }
         }
         return router
     }
@@ -168,7 +177,7 @@ public final class API: Sendable {
         _ context: TracerContext,
         _ roles: Set<Role>,
         tokenInQuery: Bool = false
-    ) throws -> Principal {
+    ) async throws -> Principal {
         if let wait = limiter.retryAfter(context.client) {
             var e = APIError(
                 .tooManyRequests,
@@ -191,20 +200,21 @@ public final class API: Sendable {
         guard let presented else {
             throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
         }
-        guard let who = try tokens.verify(presented) else {
+        let tokens = self.tokens
+        guard let who = try await store.reading({ try tokens.verify(presented) }) else {
             limiter.failed(context.client)
             throw APIError.unauthorized("the token is not valid: unknown, revoked or mistyped")
         }
         guard roles.contains(who.role) else {
             throw APIError.forbidden("a \(who.role.rawValue) token may not \(request.method) \(request.uri.path)")
         }
-        if who.role == .admin { try audit(who, request) }
+        if who.role == .admin { try await audit(who, request) }
         return who
     }
 
     /// `audit/{id}`: who (the token's id and name), what (method and path with its query,
     /// without a token), when (the server's time).
-    func audit(_ who: Principal, _ request: Request) throws {
+    func audit(_ who: Principal, _ request: Request) async throws {
         var what = request.uri.path
         if let query = request.uri.query, !query.isEmpty {
             let kept = query.split(separator: "&").filter { !$0.hasPrefix("access_token=") }
@@ -217,7 +227,8 @@ public final class API: Sendable {
             method: request.method.rawValue,
             path: what
         )
-        _ = try store.add(Collections.audit, entry.data)
+        let store = self.store
+        _ = try await store.writing { try store.add(Collections.audit, entry.data) }
     }
 
     // MARK: Input
@@ -250,9 +261,10 @@ public final class API: Sendable {
 
     // MARK: Routes
 
-    func health() throws -> Response {
+    func health() async -> Response {
         do {
-            let token = try store.currentToken()
+            let store = self.store
+            let token = try await store.reading { try store.currentToken() }
             return JSONBody.response(
                 encoding: Responses.Health(
                     status: "ok",

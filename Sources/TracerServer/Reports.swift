@@ -212,8 +212,10 @@ extension API {
         guard device != nil || anchor != nil else {
             throw APIError.badRequest("give a 'deviceId' part, or an 'anchor' part on a kiosk")
         }
+        let desk = self.desk
         do {
-            device = try desk.reporter(device: device, kiosk: anchor, since: started)
+            let named = device
+            device = try await store.reading { try desk.reporter(device: named, kiosk: anchor, since: started) }
         } catch let e as SelfReportError {
             throw APIError(
                 .unprocessableContent,
@@ -256,13 +258,16 @@ extension API {
                 status: .ok
             )
         }
-        let outcome = try desk.submit(
-            verification,
-            imageSHA256: Digest.sha256Hex(data),
-            image: data,
-            device: device ?? "",
-            answers: answers
-        )
+        let (reporter, given) = (device ?? "", answers)
+        let outcome = try await store.writing {
+            try desk.submit(
+                verification,
+                imageSHA256: Digest.sha256Hex(data),
+                image: data,
+                device: reporter,
+                answers: given
+            )
+        }
         let recorded: RecordedReport
         let flagging: String
         let flagged: Bool
@@ -397,13 +402,16 @@ extension API {
                 note = s
             }
         }
+        let (desk, decision) = (self.desk, note)
         do {
-            let decided = try desk.decide(
-                id,
-                approve: approve,
-                by: .init(name: who.name, tokenID: who.tokenID),
-                note: note
-            )
+            let decided = try await store.writing {
+                try desk.decide(
+                    id,
+                    approve: approve,
+                    by: .init(name: who.name, tokenID: who.tokenID),
+                    note: decision
+                )
+            }
             return JSONBody.response(decided.value)
         } catch let e as ReviewError {
             switch e.code {

@@ -81,7 +81,7 @@ final class SyncEndpoint: Sendable {
             )
             also.set(Collections.audit.newDocument(), entry.data)
         }
-        // The commit (an fsync) runs on NIO's blocking pool, not on the event loop or the
+        // The commit (an fsync) runs on the store's writer thread, not on the event loop or the
         // cooperative pool that every other request shares.
         let store = self.store
         let entries = accepted
@@ -91,7 +91,7 @@ final class SyncEndpoint: Sendable {
             field: "acknowledged",
             through: batch.through
         )
-        let result = try await NIOThreadPool.singleton.runIfActive {
+        let result = try await store.writing {
             try store.applyReplica(entries, also: bookkeeping, sequence: sequence)
         }
         if result.stale {

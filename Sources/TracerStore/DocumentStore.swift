@@ -34,6 +34,8 @@ public final class DocumentStore: Sendable {
     let logger: Logger
     let catalog: IndexCatalog
     let observer: ChangeObserver
+    /// The threads of the async face (`reading`, `writing`).
+    let threads: StoreThreads
 
     /// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
     public static func isPostgres(_ location: String) -> Bool {
@@ -76,6 +78,7 @@ public final class DocumentStore: Sendable {
                 setUp: { db in try Schema.setUp(db, log: { logger.notice("\($0)") }) }
             )
         }
+        self.threads = StoreThreads(readers: configuration.readers)
         let catalog = IndexCatalog()
         self.catalog = catalog
         self.observer = ChangeObserver(
@@ -86,6 +89,7 @@ public final class DocumentStore: Sendable {
     }
 
     deinit {
+        threads.shutdown()
         observer.stop()
         pool.close()
     }

@@ -1,0 +1,106 @@
+import NIOPosix
+import Synchronization
+
+/// The store's own threads, on which its async face (`reading`, `writing`) runs the store's
+/// blocking work: SQLite's locks, busy waits and fsyncs, libpq's round trips, a wait for a free
+/// connection. None of it may run on Swift's cooperative pool, whose threads (one a core: two on
+/// a kiosk or a small server) every task of the process shares: a few slow requests there stall
+/// `/health`, every SSE stream and the replicator with them.
+///
+/// Reads have as many threads as the store has reader connections, so a read never waits for a
+/// thread while a connection is free; writes have one, as the store has one writer, so a long
+/// write transaction queues the writes behind it and nothing else. The threads are swift-nio's
+/// `NIOThreadPool` (the ecosystem's pool for blocking work), started on the first use (most
+/// stores a command opens never need them) and stopped with the store.
+final class StoreThreads: Sendable {
+    private struct Pools {
+        var read: NIOThreadPool?
+        var write: NIOThreadPool?
+    }
+
+    private let pools = Mutex(Pools())
+    private let readers: Int
+    /// Work given to the reader and writer threads and not finished: what waits for the store.
+    let unfinishedReads = Atomic<Int>(0)
+    let unfinishedWrites = Atomic<Int>(0)
+
+    init(readers: Int) {
+        self.readers = max(1, readers)
+    }
+
+    /// The reader pool, started if it was not.
+    func read() -> NIOThreadPool {
+        pool(\.read, threads: readers)
+    }
+
+    /// The writer's pool (one thread), started if it was not.
+    func write() -> NIOThreadPool {
+        pool(\.write, threads: 1)
+    }
+
+    private func pool(_ which: WritableKeyPath<Pools, NIOThreadPool?>, threads: Int) -> NIOThreadPool {
+        pools.withLock { pools in
+            if let pool = pools[keyPath: which] { return pool }
+            let pool = NIOThreadPool(numberOfThreads: threads)
+            pool.start()
+            pools[keyPath: which] = pool
+            return pool
+        }
+    }
+
+    /// Stops the threads once the work given to them has run; never waits (a store may be
+    /// released on one of its own threads). Called when the store is released: nobody can give
+    /// them more.
+    func shutdown() {
+        let started = pools.withLock { pools -> [NIOThreadPool] in
+            defer { (pools.read, pools.write) = (nil, nil) }
+            return [pools.read, pools.write].compactMap { $0 }
+        }
+        for pool in started { pool.shutdownGracefully { _ in } }
+    }
+}
+
+extension NIOThreadPool {
+    /// Runs `body` on one of the pool's threads and returns what it returns. Unlike NIO's
+    /// `runIfActive`, a cancelled task's work still runs: cancellation is for waits, and a write
+    /// the caller has handed over (a shutdown's last flush, a checkpoint) must not be dropped.
+    fileprivate func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            submit { state in
+                guard case .active = state else {
+                    continuation.resume(throwing: StoreError(.storeGone, "the store was closed before its work ran"))
+                    return
+                }
+                continuation.resume(with: Result(catching: body))
+            }
+        }
+    }
+}
+
+extension DocumentStore {
+    /// Runs `body`, which reads the store, on one of the store's reader threads, and returns what
+    /// it returns: the async face of every read (`get`, `getDocuments`, `currentToken`, …), for
+    /// callers on Swift's cooperative threads.
+    public func reading<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        threads.unfinishedReads.add(1, ordering: .relaxed)
+        defer { threads.unfinishedReads.subtract(1, ordering: .relaxed) }
+        return try await threads.read().run(body)
+    }
+
+    /// Runs `body`, which writes to the store (or reads and writes), on the store's writer
+    /// thread: writes queue there, one after another, as they do for the store's one writer
+    /// connection, and never hold a cooperative thread while they wait or commit. Cancelling the
+    /// task does not cancel the write: what is given to the store is written (a daemon cancelled
+    /// by SIGTERM writes what it has buffered this way).
+    public func writing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        threads.unfinishedWrites.add(1, ordering: .relaxed)
+        defer { threads.unfinishedWrites.subtract(1, ordering: .relaxed) }
+        return try await threads.write().run(body)
+    }
+
+    /// Reads and writes given to the store's threads (`reading`, `writing`) and not finished:
+    /// queued, or running. A writer held by a long transaction shows here as writes waiting.
+    public var unfinished: (reads: Int, writes: Int) {
+        (threads.unfinishedReads.load(ordering: .relaxed), threads.unfinishedWrites.load(ordering: .relaxed))
+    }
+}
