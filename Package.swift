@@ -222,8 +222,9 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The dashboard page, embedded in the binary (one file to install).
-            resources: [.embedInCode("Resources/dashboard.html")]
+            // The dashboard page and the API's OpenAPI document, embedded in the binary (one file
+            // to install).
+            resources: [.embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml")]
         ),
 
         // The command line: thin commands that parse and hand over; long-running ones run their
@@ -331,6 +332,7 @@ let package = Package(
                 "TracerReplication", "TracerReports", "TracerCertificate", "TracerRanging",
                 "TracerTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(

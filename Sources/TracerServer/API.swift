@@ -76,6 +76,7 @@ public final class API: Sendable {
         router.add(middleware: ErrorMiddleware())
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
+        router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         router.get("/health") { [self] _, _ in await health() }
         router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
         // Every read and write of the store runs on the store's own threads (`reading`,

@@ -24,3 +24,16 @@ enum Dashboard {
     /// or server installs one file).
     static let page = String(decoding: PackageResources.dashboard_html, as: UTF8.self)
 }
+
+/// The HTTP API's contract: an OpenAPI 3.1 document (`Resources/openapi.yaml`), served as it is
+/// at `GET /openapi.yaml`. Every route the router answers is in it (`OpenAPITests`), and
+/// schemathesis checks the live server's answers against it (`Tools/testing/schemathesis`).
+enum OpenAPIDocument {
+    static func response() -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml))
+        )
+    }
+}

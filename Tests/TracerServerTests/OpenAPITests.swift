@@ -1,0 +1,55 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+import TracerTesting
+import Yams
+
+@testable import TracerServer
+
+/// The OpenAPI document is the API's contract: it names every route the server answers, and
+/// nothing it does not; the server serves it as it is. (schemathesis checks the answers
+/// themselves against it, on a live server: `Tools/testing/schemathesis`.)
+@Suite struct OpenAPITests {
+    static let methods = ["get", "put", "post", "delete", "patch", "head", "options"]
+
+    /// `METHOD /path/{param}` for every operation of the document.
+    static func documented() throws -> Set<String> {
+        let text = String(decoding: PackageResources.openapi_yaml, as: UTF8.self)
+        let root = try #require(try Yams.load(yaml: text) as? [String: Any])
+        #expect(root["openapi"] as? String == "3.1.0")
+        let paths = try #require(root["paths"] as? [String: Any])
+        var out: Set<String> = []
+        for (path, item) in paths {
+            let operations = try #require(item as? [String: Any], "\(path)")
+            for method in methods where operations[method] != nil { out.insert("\(method.uppercased()) \(path)") }
+        }
+        return out
+    }
+
+    @Test func everyRouteIsDocumentedAndNothingElse() throws {
+        let f = try ServerFixture()
+        let served = Set(f.api.router().routes.map { "\($0.method) \($0.path)" })
+        let documented = try Self.documented()
+        #expect(served.count >= 17, "\(served.sorted())")
+        #expect(
+            served.subtracting(documented).isEmpty,
+            "served, not documented: \(served.subtracting(documented).sorted())"
+        )
+        #expect(
+            documented.subtracting(served).isEmpty,
+            "documented, not served: \(documented.subtracting(served).sorted())"
+        )
+    }
+
+    @Test func theServerServesTheDocument() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/openapi.yaml", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("application/yaml") == true)
+                #expect(Array(response.body.readableBytesView) == PackageResources.openapi_yaml)
+            }
+        }
+    }
+}
