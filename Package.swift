@@ -152,11 +152,19 @@ let package = Package(
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
-        // Kiosk → site server: the wire format, the kiosk's replicator and its HTTP client.
+        // The HTTP API's contract as types: every body the server answers and its clients read
+        // (the OpenAPI document, Resources/openapi.yaml in TracerServer, describes the same), and
+        // the sync wire format. No I/O.
+        .target(
+            name: "TracerAPI",
+            dependencies: ["TracerStore", "TracerModel", "TracerVerification"]
+        ),
+
+        // Kiosk → site server: the kiosk's replicator and its HTTP client.
         .target(
             name: "TracerReplication",
             dependencies: [
-                "TracerStore", "TracerModel",
+                "TracerStore", "TracerModel", "TracerAPI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -208,7 +216,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
-                "TracerOCR", "TracerVerification", "TracerReplication", "TracerCertificate",
+                "TracerOCR", "TracerVerification", "TracerAPI", "TracerCertificate",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -232,6 +240,7 @@ let package = Package(
         .executableTarget(
             name: "tracer",
             dependencies: [
+                "TracerAPI",
                 "TracerStore",
                 "TracerModel",
                 "TracerColocation",
@@ -258,6 +267,7 @@ let package = Package(
         .executableTarget(
             name: "tracer-bench",
             dependencies: [
+                "TracerAPI",
                 "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerModel", "TracerColocation",
                 "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure", "TracerReplication",
                 "TracerOCR", "TracerVerification",
@@ -328,6 +338,7 @@ let package = Package(
         .testTarget(
             name: "TracerServerTests",
             dependencies: [
+                "TracerAPI",
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
                 "TracerReplication", "TracerReports", "TracerCertificate", "TracerRanging",
                 "TracerTesting",
@@ -337,7 +348,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerCLITests",
-            dependencies: ["tracer", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting"]
+            dependencies: [
+                "TracerAPI", "tracer", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Synchronization
+import TracerAPI
 import TracerModel
 import TracerStore
 

@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import TracerAPI
 import TracerModel
 import TracerStore
 

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Synchronization
+import TracerAPI
 import TracerModel
 
 /// The site server as a kiosk (or a person's command) talks to it: HTTP or HTTPS with
@@ -94,12 +95,7 @@ public final class Upstream: AsyncShutdown {
 
         /// The API's error message (`{"error": {"message"}}`), or the status.
         public var message: String {
-            if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-                let error = object["error"] as? [String: Any], let message = error["message"] as? String
-            {
-                return message
-            }
-            return "HTTP \(status)"
+            Responses.decode(Responses.ErrorBody.self, from: body)?.error.message ?? "HTTP \(status)"
         }
     }
 
@@ -170,10 +166,10 @@ public final class Upstream: AsyncShutdown {
         switch answer.status {
         case 304: return nil
         case 200:
-            guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
-                let source = object["source"] as? String, let digest = object["digest"] as? String
-            else { throw SyncError(.protocolError, "\(base)/v1/site: not a published site") }
-            return (source, object["file"] as? String ?? "\(base)/v1/site", digest, object["trustList"] as? String)
+            guard let site = Responses.decode(Responses.PublishedSite.self, from: answer.body) else {
+                throw SyncError(.protocolError, "\(base)/v1/site: not a published site")
+            }
+            return (site.source, site.file, site.digest, site.trustList)
         case 401: throw SyncError(.unauthorized, answer.message)
         case 403: throw SyncError(.forbidden, answer.message)
         case 404: throw SyncError(.unavailable, "\(base): \(answer.message)")

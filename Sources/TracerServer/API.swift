@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TracerAPI
 import TracerCertificate
 import TracerExposure
 import TracerModel

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import TracerAPI
 import TracerStore
 
 /// An answer that is not a success: its status and a JSON body

@@ -3,6 +3,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import TracerAPI
 
 /// A request that is not HTTP/1.1 as the server takes it (over 1,000 headers, a header over
 /// 80 KiB, a malformed line) is answered as every other refusal is, a 400 with the JSON error

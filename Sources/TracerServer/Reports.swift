@@ -4,6 +4,7 @@ import MultipartKit
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import TracerAPI
 import TracerExposure
 import TracerModel
 import TracerOCR

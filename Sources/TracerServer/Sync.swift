@@ -4,8 +4,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
+import TracerAPI
 import TracerModel
-import TracerReplication
 import TracerStore
 
 /// `POST /v1/sync`: a kiosk's batch, committed in one transaction before the answer, with the

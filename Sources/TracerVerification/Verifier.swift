@@ -429,18 +429,3 @@ struct Statement {
         return out
     }
 }
-
-extension Verification {
-    /// The rules as JSON objects (`name`, `passed`, `detail`, `evidence`), as `tracer verify --json`
-    /// and `POST /v1/reports` show them.
-    public var ruleObjects: [[String: Any]] {
-        rules.map { r in
-            [
-                "name": r.name, "passed": r.passed, "detail": r.detail, "doubtful": r.doubtful,
-                "evidence": r.evidence.map {
-                    ["text": $0.text, "confidence": ($0.confidence * 10).rounded() / 10, "context": $0.context]
-                },
-            ]
-        }
-    }
-}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Synchronization
+import TracerAPI
 import TracerModel
 import TracerReplication
 import TracerStore

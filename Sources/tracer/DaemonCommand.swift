@@ -5,6 +5,7 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 import Synchronization
+import TracerAPI
 import TracerDaemon
 import TracerModel
 import TracerReplication

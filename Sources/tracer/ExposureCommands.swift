@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import TracerAPI
 import TracerColocation
 import TracerExposure
 import TracerModel
@@ -10,20 +11,10 @@ import TracerStore
 
 /// Exposure documents in the contract's JSON shape and as a table.
 enum ExposureOutput {
-    /// Compact JSON with sorted keys, for the few outputs built from Foundation values.
-    static func json(_ object: Any) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     /// A time to the second, UTC: `2026-11-22 06:32:07Z` (from a timestamp, or its RFC 3339 text).
     static func second(_ v: Value?) -> String {
         guard let t = v?.timestampValue ?? v?.stringValue.flatMap({ Timestamp(parsing: $0) }) else { return "" }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
-        return f.string(from: t.date)
+        return t.iso8601Seconds.replacingOccurrences(of: "T", with: " ")
     }
 
     static func table(_ docs: [DocumentSnapshot]) -> [String] { table(values: docs.map(ExposureJSON.value)) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import TracerAPI
 import TracerModel
 import TracerReplication
 import TracerStore
@@ -77,12 +78,12 @@ struct MultipartForm {
 
 /// What the site server answers, read for a command's output.
 enum RemoteAnswer {
-    /// The JSON object of an answer, or an error naming the server.
-    static func object(_ answer: Upstream.Answer, from server: String) throws -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any] else {
+    /// An answer's body as the contract's type, or an error naming the server.
+    static func decode<T: Decodable>(_ type: T.Type, _ answer: Upstream.Answer, from server: String) throws -> T {
+        guard let value = Responses.decode(type, from: answer.body) else {
             throw ValidationError("\(server) answered HTTP \(answer.status) with something that is not tracer's JSON")
         }
-        return object
+        return value
     }
 
     /// A one-line error for an answer that is not a success: whose token, what the server said.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import TracerAPI
 import TracerCertificate
 import TracerExposure
 import TracerModel

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import TracerAPI
 import TracerCertificate
 import TracerExposure
 import TracerModel
@@ -72,52 +73,35 @@ struct VerifyOptions: ParsableArguments {
     }
 
     static func show(_ v: Verification, as outcome: String? = nil) {
-        show(outcome ?? v.decision.rawValue, rules: v.ruleObjects)
+        show(outcome ?? v.decision.rawValue, rules: v.rules.map(Responses.Rule.init))
     }
 
     /// The decision and its rules, from the verifier here or from the site server's answer
-    /// (both in the API's shape: confidences to a tenth), so the two print the same.
-    static func show(_ outcome: String, rules: [[String: Any]]) {
+    /// (both the API's `Rule`: confidences to a tenth), so the two print the same.
+    static func show(_ outcome: String, rules: [Responses.Rule]) {
         Output.line(heading(outcome))
         for rule in rules {
-            let passed = rule["passed"] as? Bool ?? false
-            Output.line(
-                "  \(passed ? "pass" : rule["doubtful"] as? Bool == true ? "DOUBT" : "FAIL")  \(rule["name"] as? String ?? ""): \(rule["detail"] as? String ?? "")"
-            )
-            for e in (rule["evidence"] as? [[String: Any]] ?? []).prefix(3) {
-                let confidence = Int(saturating: (e["confidence"] as? Double) ?? 0)
-                Output.line(
-                    "          \"\(e["text"] as? String ?? "")\" (\(confidence)%) in \"\(e["context"] as? String ?? "")\""
-                )
+            Output.line("  \(rule.passed ? "pass" : rule.doubtful ? "DOUBT" : "FAIL")  \(rule.name): \(rule.detail)")
+            for e in rule.evidence.prefix(3) {
+                Output.line("          \"\(e.text)\" (\(Int(saturating: e.confidence))%) in \"\(e.context)\"")
             }
         }
     }
 
-    static func json(_ v: Verification, extra: [String: Any] = [:]) -> String {
-        var extra = extra
-        if extra["decision"] == nil { extra["decision"] = v.decision.rawValue }
-        return json(
+    /// What the verifier here decided, in the API's shape (`POST /v1/reports`'s answer), for
+    /// `--json` and for the fields a recorded report adds.
+    static func outcome(_ v: Verification, decision: String? = nil) -> Responses.ReportOutcome {
+        Responses.ReportOutcome(
             accepted: v.accepted,
-            collectedAt: v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds },
-            rules: v.ruleObjects,
-            extra: extra
+            decision: decision ?? v.decision.rawValue,
+            rules: v.rules.map(Responses.Rule.init),
+            collectedAt: v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds }
         )
     }
 
-    static func json(
-        accepted: Bool,
-        collectedAt: String?,
-        rules: [[String: Any]],
-        extra: [String: Any] = [:]
-    )
-        -> String
-    {
-        var object: [String: Any] = extra
-        object["accepted"] = accepted
-        object["collectedAt"] = collectedAt ?? NSNull()
-        object["rules"] = rules
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+    /// One line of JSON, as the API writes it.
+    static func json(_ outcome: Responses.ReportOutcome) -> String {
+        String(decoding: (try? Responses.encoder.encode(outcome)) ?? Data(), as: UTF8.self)
     }
 }
 
@@ -136,7 +120,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let (v, _, _) = try options.verify(options.policy(), trust: options.trust(nil))
-        if options.json { Output.line(VerifyOptions.json(v)) } else { VerifyOptions.show(v) }
+        if options.json { Output.line(VerifyOptions.json(VerifyOptions.outcome(v))) } else { VerifyOptions.show(v) }
         switch v.decision {
         case .accepted: return
         case .doubtful:
@@ -216,7 +200,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         let rules = options.policy(site)
         guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
             if options.json {
-                Output.line(VerifyOptions.json(v, extra: ["decision": "rejected"]))
+                Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: "rejected")))
             } else {
                 VerifyOptions.show(v, as: "rejected")
             }
@@ -250,16 +234,10 @@ struct SelfReportCommand: AsyncParsableCommand {
         let outcome = try desk.submit(v, imageSHA256: sha, image: data, device: deviceID, answers: answers)
         if case .held(let report, _) = outcome {
             if options.json {
-                Output.line(
-                    VerifyOptions.json(
-                        v,
-                        extra: [
-                            "decision": "pending", "reportId": report.id, "deviceId": deviceID,
-                            "created": report.created, "status": Report.Status.pending.rawValue,
-                            "doubts": v.doubts,
-                        ]
-                    )
-                )
+                var o = VerifyOptions.outcome(v, decision: "pending")
+                (o.reportId, o.deviceId, o.created) = (report.id, deviceID, report.created)
+                (o.status, o.doubts) = (Report.Status.pending.rawValue, v.doubts)
+                Output.line(VerifyOptions.json(o))
             } else {
                 Self.held(report.id, device: deviceID, created: report.created)
             }
@@ -272,15 +250,10 @@ struct SelfReportCommand: AsyncParsableCommand {
         guard case .recorded(let report, _, let flagged, let ok) = outcome else { throw ExitCode(2) }
         guard ok else { throw ValidationError(flagged) }
         if options.json {
-            Output.line(
-                VerifyOptions.json(
-                    v,
-                    extra: [
-                        "reportId": report.id, "deviceId": deviceID, "created": report.created,
-                        "status": Report.Status.accepted.rawValue, "flagging": flagged,
-                    ]
-                )
-            )
+            var o = VerifyOptions.outcome(v)
+            (o.reportId, o.deviceId, o.created) = (report.id, deviceID, report.created)
+            (o.status, o.flagging) = (Report.Status.accepted.rawValue, flagged)
+            Output.line(VerifyOptions.json(o))
         } else {
             Self.recorded(report.id, device: deviceID, created: report.created, flagging: flagged)
         }
@@ -348,7 +321,7 @@ struct SelfReportCommand: AsyncParsableCommand {
             f.add("image", file: options.image, data: data)
             if let device { f.add("deviceId", device) }
             if let anchor { f.add("anchor", anchor) }
-            if !answers.isEmpty { f.add("answers", ExposureOutput.json(answers)) }
+            if !answers.isEmpty { f.add("answers", JSON.string(.map(answers.mapValues(Value.bool)))) }
             if dryRun { f.add("dryRun", "true") }
             return f
         }
@@ -364,61 +337,43 @@ struct SelfReportCommand: AsyncParsableCommand {
         }
         if Output.stderrIsTerminal { Output.error("sending \(options.image) to \(up.base) to be read…") }
         let check = try await post(form(dryRun: true))
-        let checked = try? RemoteAnswer.object(check, from: up.base)
-        let rules = checked?["rules"] as? [[String: Any]] ?? []
-        let collectedAt = checked?["collectedAt"] as? String
-        if check.status == 422, checked?["accepted"] as? Bool == false {
+        if check.status == 422, let rejected = Responses.decode(Responses.ErrorBody.self, from: check.body)?.outcome {
             if options.json {
-                Output.line(
-                    VerifyOptions.json(
-                        accepted: false,
-                        collectedAt: collectedAt,
-                        rules: rules,
-                        extra: ["decision": "rejected"]
-                    )
-                )
+                Output.line(VerifyOptions.json(rejected))
             } else {
-                VerifyOptions.show("rejected", rules: rules)
+                VerifyOptions.show("rejected", rules: rejected.rules)
             }
             Output.error(check.message)
             throw ExitCode(2)
         }
-        guard check.status == 200, let deviceID = checked?["deviceId"] as? String else {
+        guard check.status == 200, let checked = Responses.decode(Responses.ReportOutcome.self, from: check.body),
+            let deviceID = checked.deviceId
+        else {
             throw RemoteAnswer.failure(check, up)
         }
         // The server's site decides whether the report waits for the health team.
-        let held = checked?["status"] as? String == Report.Status.pending.rawValue
-        if !options.json { VerifyOptions.show(held ? "pending" : "accepted", rules: rules) }
+        let held = checked.status == Report.Status.pending.rawValue
+        if !options.json { VerifyOptions.show(held ? "pending" : "accepted", rules: checked.rules) }
         try confirm(deviceID, held: held)
         let done = try await post(form(dryRun: false))
-        if done.status == 422, (try? RemoteAnswer.object(done, from: up.base))?["accepted"] == nil {
+        if done.status == 422, Responses.decode(Responses.ErrorBody.self, from: done.body)?.outcome == nil {
             // Reported before and decided: nothing recorded again.
             Output.error(done.message)
             throw ExitCode(2)
         }
         guard [200, 201, 202].contains(done.status) else { throw RemoteAnswer.failure(done, up) }
-        let r = try RemoteAnswer.object(done, from: up.base)
-        let id = r["reportId"] as? String ?? "?"
-        let created = r["created"] as? Bool ?? (done.status != 200)
-        let flagging = r["flagging"] as? String ?? ""
-        let status = r["status"] as? String ?? "accepted"
+        var r = try RemoteAnswer.decode(Responses.ReportOutcome.self, done, from: up.base)
+        let id = r.reportId ?? "?"
+        let created = r.created ?? (done.status != 200)
+        let status = r.status ?? Report.Status.accepted.rawValue
         if options.json {
-            Output.line(
-                VerifyOptions.json(
-                    accepted: status == "accepted",
-                    collectedAt: r["collectedAt"] as? String ?? collectedAt,
-                    rules: r["rules"] as? [[String: Any]] ?? rules,
-                    extra: [
-                        "reportId": id, "deviceId": r["deviceId"] as? String ?? deviceID, "created": created,
-                        "status": status, "flagging": flagging, "decision": r["decision"] as? String ?? status,
-                        "doubts": r["doubts"] as? [String] ?? [],
-                    ]
-                )
-            )
+            (r.deviceId, r.created, r.status) = (r.deviceId ?? deviceID, created, status)
+            if r.collectedAt == nil { r.collectedAt = checked.collectedAt }
+            Output.line(VerifyOptions.json(r))
         } else if status == Report.Status.pending.rawValue {
-            Self.held(id, device: r["deviceId"] as? String ?? deviceID, created: created)
+            Self.held(id, device: r.deviceId ?? deviceID, created: created)
         } else {
-            Self.recorded(id, device: r["deviceId"] as? String ?? deviceID, created: created, flagging: flagging)
+            Self.recorded(id, device: r.deviceId ?? deviceID, created: created, flagging: r.flagging ?? "")
         }
         if status == Report.Status.pending.rawValue { throw ExitCode(3) }
     }

@@ -126,7 +126,11 @@ struct TokenCommand: ParsableCommand {
             }
             let created = try TokenStore(store: store).create(role: r, deviceID: device, anchor: anchor, name: name)
             if json {
-                Output.line(ExposureOutput.json(["id": created.id, "token": created.token, "role": r.rawValue]))
+                Output.line(
+                    JSON.string(
+                        .map(["id": .string(created.id), "token": .string(created.token), "role": .string(r.rawValue)])
+                    )
+                )
             } else {
                 Output.line(created.token)
                 Output.error(

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+import TracerAPI
 import TracerRanging
 import TracerReplication
 import TracerTesting

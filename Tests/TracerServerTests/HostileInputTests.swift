@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TracerAPI
 import TracerModel
 import TracerReplication
 import TracerStore

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TracerAPI
 import TracerTesting
 import Yams
 
@@ -40,6 +41,28 @@ import Yams
             documented.subtracting(served).isEmpty,
             "documented, not served: \(documented.subtracting(served).sorted())"
         )
+    }
+
+    /// The server's answers read as the contract's types, as the clients read them.
+    @Test func theContractsTypesReadTheServersAnswers() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            func get<T: Decodable>(_ path: String, _ type: T.Type, token: String? = nil) async throws -> T? {
+                try await client.execute(
+                    uri: path,
+                    method: .get,
+                    headers: token.map { ServerFixture.bearer($0) } ?? [:]
+                ) { Responses.decode(type, from: Array($0.body.readableBytesView)) }
+            }
+            #expect(try await get("/health", Responses.Health.self)?.status == "ok")
+            #expect(try await get("/v1/features", Responses.Features.self)?.exposure.radiusMetres == 6)
+            let beacons = try await get("/v1/beacons", Responses.Beacons.self, token: f.admin)
+            #expect(beacons?.beacons.isEmpty == false && beacons?.site?.rooms.isEmpty == false)
+            #expect(try await get("/v1/kiosks", Responses.Kiosks.self, token: f.admin)?.kiosks.isEmpty == true)
+            #expect(try await get("/v1/responses", Responses.PublicResponses.self, token: f.device)?.days == 14)
+            let refused = try await get("/v1/kiosks", Responses.ErrorBody.self)
+            #expect(refused?.error.code == "unauthorized" && refused?.outcome == nil)
+        }
     }
 
     @Test func theServerServesTheDocument() async throws {

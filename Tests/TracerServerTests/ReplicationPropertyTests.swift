@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import TracerAPI
 import TracerColocation
 import TracerExposure
 import TracerModel

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerAPI
 import TracerReplication
 import TracerStore
 

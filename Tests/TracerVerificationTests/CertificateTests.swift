@@ -95,7 +95,7 @@ import TracerTesting
                 #expect(signature.evidence.first?.text.hasPrefix("key id ") == true)
                 #expect(trust.issuers[String(signature.evidence.first?.text.dropFirst(7) ?? "")] != nil)
             }
-            let shown = String(describing: v.ruleObjects)
+            let shown = String(describing: v.rules)
             for secret in ["Proefpersoon", "PROEFPERSOON", "Jan", "1990-04-12"] {
                 #expect(!shown.contains(secret), "\(entry.file) shows the holder: \(secret)")
             }

@@ -1,0 +1,472 @@
+import Foundation
+import TracerVerification
+
+/// The API's JSON bodies as types (encoded with sorted keys; a nil marked `@Null` is written as
+/// null, as clients expect the key). The hot routes (a device's status, exposures, the watch)
+/// keep the store's own writer: their bodies are the store's values.
+public enum Responses {
+    /// `GET /health`.
+    public struct Health: Codable, Sendable {
+        public var status: String
+        public var storeToken: Int64?
+        public var uptimeSeconds: Int?
+        @Null public var site: String?
+        public var error: ErrorBody.Detail?
+
+        public init(
+            status: String,
+            storeToken: Int64? = nil,
+            uptimeSeconds: Int? = nil,
+            site: String? = nil,
+            error: ErrorBody.Detail? = nil
+        ) {
+            self.status = status
+            self.storeToken = storeToken
+            self.uptimeSeconds = uptimeSeconds
+            self.site = site
+            self.error = error
+        }
+    }
+
+    /// `GET /v1/features`: what this site has on.
+    public struct Features: Codable, Sendable {
+        public struct Exposure: Codable, Sendable {
+            public var radiusMetres: Double
+            public var windowMinutes: Double
+            public var lookbackDays: Double
+            public var separation: String
+
+            public init(
+                radiusMetres: Double,
+                windowMinutes: Double,
+                lookbackDays: Double,
+                separation: String
+            ) {
+                self.radiusMetres = radiusMetres
+                self.windowMinutes = windowMinutes
+                self.lookbackDays = lookbackDays
+                self.separation = separation
+            }
+        }
+
+        public var selfReport = true
+        public var verification = "ocr"
+        public var questionnaire = ["symptoms", "tested"]
+        public var exposureNotifications = true
+        public var responses = true
+        public var watch = true
+        public var dashboard = true
+        public var kioskDeviceLookup = true
+        @Null public var site: String?
+        public var exposure: Exposure
+        public var retentionDays = 14
+        public var maxUploadBytes: Int
+
+        public init(
+            selfReport: Bool = true,
+            verification: String = "ocr",
+            questionnaire: [String] = ["symptoms", "tested"],
+            exposureNotifications: Bool = true,
+            responses: Bool = true,
+            watch: Bool = true,
+            dashboard: Bool = true,
+            kioskDeviceLookup: Bool = true,
+            site: String? = nil,
+            exposure: Exposure,
+            retentionDays: Int = 14,
+            maxUploadBytes: Int
+        ) {
+            self.selfReport = selfReport
+            self.verification = verification
+            self.questionnaire = questionnaire
+            self.exposureNotifications = exposureNotifications
+            self.responses = responses
+            self.watch = watch
+            self.dashboard = dashboard
+            self.kioskDeviceLookup = kioskDeviceLookup
+            self.site = site
+            self.exposure = exposure
+            self.retentionDays = retentionDays
+            self.maxUploadBytes = maxUploadBytes
+        }
+    }
+
+    /// `GET /v1/beacons`: the site and every anchor with its occupancy and exposures.
+    public struct Beacons: Codable, Sendable {
+        public struct Beacon: Codable, Sendable {
+            public var key: String
+            public var occupancy: Int
+            public var exposures: Int
+            public var exposedDevices: Int
+            public var lastHeard: String?
+            public var kind: String?
+            public var room: String?
+            public var name: String?
+            public var position: [Double]?
+
+            public init(
+                key: String,
+                occupancy: Int,
+                exposures: Int,
+                exposedDevices: Int,
+                lastHeard: String? = nil,
+                kind: String? = nil,
+                room: String? = nil,
+                name: String? = nil,
+                position: [Double]? = nil
+            ) {
+                self.key = key
+                self.occupancy = occupancy
+                self.exposures = exposures
+                self.exposedDevices = exposedDevices
+                self.lastHeard = lastHeard
+                self.kind = kind
+                self.room = room
+                self.name = name
+                self.position = position
+            }
+        }
+
+        public struct Site: Codable, Sendable {
+            public var name: String
+            public var rooms: [Room]
+
+            public init(
+                name: String,
+                rooms: [Room]
+            ) {
+                self.name = name
+                self.rooms = rooms
+            }
+        }
+
+        public struct Room: Codable, Sendable {
+            public var key: String
+            public var name: String
+            @Null public var building: String?
+            @Null public var floor: Int?
+            public var use: String
+            public var outline: [[Double]]
+
+            public init(
+                key: String,
+                name: String,
+                building: String? = nil,
+                floor: Int? = nil,
+                use: String,
+                outline: [[Double]]
+            ) {
+                self.key = key
+                self.name = name
+                self.building = building
+                self.floor = floor
+                self.use = use
+                self.outline = outline
+            }
+        }
+
+        public var beacons: [Beacon]
+        public var occupancyWindowSeconds: Double
+        public var generatedAt: String
+        public var site: Site?
+
+        public init(
+            beacons: [Beacon],
+            occupancyWindowSeconds: Double,
+            generatedAt: String,
+            site: Site? = nil
+        ) {
+            self.beacons = beacons
+            self.occupancyWindowSeconds = occupancyWindowSeconds
+            self.generatedAt = generatedAt
+            self.site = site
+        }
+    }
+
+    /// `GET /v1/responses`: accepted reports of 14 days under rotated ids.
+    public struct PublicResponses: Codable, Sendable {
+        public struct Entry: Codable, Sendable {
+            public var id: String
+            public var reportedOn: String
+            public var collectedOn: String?
+            public var answers: [String: Bool]?
+
+            public init(
+                id: String,
+                reportedOn: String,
+                collectedOn: String? = nil,
+                answers: [String: Bool]? = nil
+            ) {
+                self.id = id
+                self.reportedOn = reportedOn
+                self.collectedOn = collectedOn
+                self.answers = answers
+            }
+        }
+
+        public var days = 14
+        public var rotatedOn: String
+        public var responses: [Entry]
+
+        public init(
+            days: Int = 14,
+            rotatedOn: String,
+            responses: [Entry]
+        ) {
+            self.days = days
+            self.rotatedOn = rotatedOn
+            self.responses = responses
+        }
+    }
+
+    /// `POST /v1/reports`: what became of the report (201, 200) or why not (in a 422's body).
+    public struct ReportOutcome: Codable, Sendable {
+        public var accepted: Bool
+        public var reportId: String?
+        public var deviceId: String?
+        public var created: Bool?
+        public var status: String?
+        public var flagging: String?
+        /// True when nothing was recorded on purpose (`dryRun`).
+        public var dryRun: Bool?
+        /// `accepted`, `pending` (held for the health team's review) or `rejected`.
+        public var decision: String?
+        /// Why it waits for review (the doubtful rules).
+        public var doubts: [String]?
+        public var rules: [Rule]
+        @Null public var collectedAt: String?
+
+        public init(
+            accepted: Bool,
+            reportId: String? = nil,
+            deviceId: String? = nil,
+            created: Bool? = nil,
+            status: String? = nil,
+            flagging: String? = nil,
+            dryRun: Bool? = nil,
+            decision: String? = nil,
+            doubts: [String]? = nil,
+            rules: [Rule],
+            collectedAt: String? = nil
+        ) {
+            self.accepted = accepted
+            self.reportId = reportId
+            self.deviceId = deviceId
+            self.created = created
+            self.status = status
+            self.flagging = flagging
+            self.dryRun = dryRun
+            self.decision = decision
+            self.doubts = doubts
+            self.rules = rules
+            self.collectedAt = collectedAt
+        }
+    }
+
+    /// A verification rule as the API shows it (confidences to a tenth).
+    public struct Rule: Codable, Sendable {
+        public struct Evidence: Codable, Sendable {
+            public var text: String
+            public var confidence: Double
+            public var context: String
+
+            public init(
+                text: String,
+                confidence: Double,
+                context: String
+            ) {
+                self.text = text
+                self.confidence = confidence
+                self.context = context
+            }
+        }
+
+        public var name: String
+        public var passed: Bool
+        public var detail: String
+        /// A failure a reviewer could overrule.
+        public var doubtful: Bool
+        public var evidence: [Evidence]
+
+        public init(_ rule: VerificationRule) {
+            name = rule.name
+            passed = rule.passed
+            detail = rule.detail
+            doubtful = rule.doubtful
+            evidence = rule.evidence.map {
+                Evidence(text: $0.text, confidence: ($0.confidence * 10).rounded() / 10, context: $0.context)
+            }
+        }
+    }
+
+    /// Every error: `{"error": {"code", "message"}}`, with a rejected report's outcome beside it.
+    public struct ErrorBody: Codable, Sendable {
+        public struct Detail: Codable, Sendable {
+            public var code: String
+            public var message: String
+
+            public init(
+                code: String,
+                message: String
+            ) {
+                self.code = code
+                self.message = message
+            }
+        }
+
+        public var error: Detail
+        public var outcome: ReportOutcome?
+
+        public func encode(to encoder: any Encoder) throws {
+            // A rejected report's fields sit beside `error`, not under a key of their own.
+            try outcome?.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(error, forKey: .error)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            error = try decoder.container(keyedBy: Key.self).decode(Detail.self, forKey: .error)
+            // Beside `error` when the error is a rejected report's.
+            outcome = try? ReportOutcome(from: decoder)
+        }
+
+        enum Key: String, CodingKey { case error }
+
+        public init(
+            error: Detail,
+            outcome: ReportOutcome? = nil
+        ) {
+            self.error = error
+            self.outcome = outcome
+        }
+    }
+
+    /// `GET /v1/kiosks`: each replicating kiosk's sync state.
+    public struct Kiosks: Codable, Sendable {
+        public struct Kiosk: Codable, Sendable {
+            public var anchor: String
+            @Null public var room: String?
+            @Null public var lastSeen: String?
+            @Null public var secondsSinceSeen: Double?
+            public var silent: Bool
+            public var backlog: Int64
+            @Null public var backlogOldest: String?
+            /// How far behind the site store is: the age of the oldest change still queued.
+            public var lagSeconds: Double
+            @Null public var clockOffsetSeconds: Double?
+            public var clockWarning: Bool
+            public var documents: Int64
+            public var refused: Int64
+
+            public init(
+                anchor: String,
+                room: String? = nil,
+                lastSeen: String? = nil,
+                secondsSinceSeen: Double? = nil,
+                silent: Bool,
+                backlog: Int64,
+                backlogOldest: String? = nil,
+                lagSeconds: Double,
+                clockOffsetSeconds: Double? = nil,
+                clockWarning: Bool,
+                documents: Int64,
+                refused: Int64
+            ) {
+                self.anchor = anchor
+                self.room = room
+                self.lastSeen = lastSeen
+                self.secondsSinceSeen = secondsSinceSeen
+                self.silent = silent
+                self.backlog = backlog
+                self.backlogOldest = backlogOldest
+                self.lagSeconds = lagSeconds
+                self.clockOffsetSeconds = clockOffsetSeconds
+                self.clockWarning = clockWarning
+                self.documents = documents
+                self.refused = refused
+            }
+        }
+        public var kiosks: [Kiosk]
+        public var silentAfterSeconds: Double
+        public var generatedAt: String
+
+        public init(
+            kiosks: [Kiosk],
+            silentAfterSeconds: Double,
+            generatedAt: String
+        ) {
+            self.kiosks = kiosks
+            self.silentAfterSeconds = silentAfterSeconds
+            self.generatedAt = generatedAt
+        }
+    }
+
+    /// `GET /v1/site`: the published BeaconMap.
+    public struct PublishedSite: Codable, Sendable, Equatable {
+        public var site: String
+        public var file: String
+        public var digest: String
+        public var publishedAt: String?
+        /// The BeaconMap YAML.
+        public var source: String
+        /// The PEM trust list the map names, when it names one.
+        public var trustList: String?
+
+        public init(
+            site: String,
+            file: String,
+            digest: String,
+            publishedAt: String? = nil,
+            source: String,
+            trustList: String? = nil
+        ) {
+            self.site = site
+            self.file = file
+            self.digest = digest
+            self.publishedAt = publishedAt
+            self.source = source
+            self.trustList = trustList
+        }
+    }
+
+    /// The API's encoder: sorted keys, slashes as they are.
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+
+    /// Reads an answer's body as one of these types; nil when it is not that.
+    public static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) -> T? {
+        try? JSONDecoder().decode(type, from: Data(body))
+    }
+}
+
+/// An optional that is encoded as null rather than left out (clients expect the key), and decoded
+/// as nil when null or missing.
+@propertyWrapper
+public struct Null<Wrapped: Codable>: Codable {
+    public var wrappedValue: Wrapped?
+
+    public init(wrappedValue: Wrapped?) { self.wrappedValue = wrappedValue }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        wrappedValue = container.decodeNil() ? nil : try container.decode(Wrapped.self)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A `@Null` field whose key is missing is nil, as an optional's would be.
+    public func decode<T>(_ type: Null<T>.Type, forKey key: Key) throws -> Null<T> {
+        try decodeIfPresent(type, forKey: key) ?? Null(wrappedValue: nil)
+    }
+}
+
+extension Null: Sendable where Wrapped: Sendable {
+}
