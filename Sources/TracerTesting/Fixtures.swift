@@ -1,4 +1,5 @@
 import Foundation
+import TracerStore
 
 /// Test-result images rendered by `Tools/testing/make_fixtures.py` (dated relative to today,
 /// UTC), once per test process, with the manifest of what the verifier should say about each.
@@ -7,13 +8,11 @@ public enum ResultImages {
         let directory = TemporaryDirectory("tracer-fixtures")
         let tool = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Tools/testing/make_fixtures.py").path
-        let day = ISO8601DateFormatter()
-        day.formatOptions = [.withFullDate]
         // The OCR fixtures, then the signed certificates (Tools/testing/make_certificates.py).
         for script in [tool, (tool as NSString).deletingLastPathComponent + "/make_certificates.py"] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: script)
-            process.arguments = [directory.path, "--today", day.string(from: Date())]
+            process.arguments = [directory.path, "--today", String(Timestamp.now().iso8601.prefix(10))]
             process.standardError = FileHandle.nullDevice
             try? process.run()
             process.waitUntilExit()

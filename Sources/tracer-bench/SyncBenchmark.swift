@@ -11,7 +11,7 @@ import TracerStore
 /// product's `Replicator`, writing their badges' windows live as a daemon does (the windows that
 /// ended, every 2 s); a listener on the site store times each window from its write at the kiosk
 /// to its commit at the site. Tools/bench/sync runs the server and reads the results.
-struct SyncFanIn: AsyncParsableCommand {
+struct SyncFanIn: AsyncParsableCommand, Measuring {
     static let configuration = CommandConfiguration(
         commandName: "sync-fanin",
         abstract: "Kiosks replicating live to a site server: write-to-commit latency (JSON on stdout)."
@@ -91,16 +91,14 @@ struct SyncFanIn: AsyncParsableCommand {
     }
 
     func report(_ tally: Tally) throws {
-        let sorted = tally.latencies.withLock { $0.sorted() }
-        func q(_ p: Double) -> Double {
-            sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-        }
-        let out: [String: Any] = [
-            "documents": tally.total.withLock { $0 }, "missing": tally.waiting, "p50": q(0.5), "p99": q(0.99),
-            "max": sorted.last ?? -1,
-        ]
-        let data = try JSONSerialization.data(withJSONObject: out, options: [.sortedKeys])
-        print(String(decoding: data, as: UTF8.self))
+        let latencies = tally.latencies.withLock { $0 }
+        // -1 when nothing arrived (the driver reads it as a failure; JSON has no NaN).
+        func q(_ p: Double) -> Double { latencies.isEmpty ? -1 : percentile(latencies, p) }
+        let out: Value = .map([
+            "documents": .integer(Int64(tally.total.withLock { $0 })), "missing": .integer(Int64(tally.waiting)),
+            "p50": .double(q(0.5)), "p99": .double(q(0.99)), "max": .double(latencies.max() ?? -1),
+        ])
+        print(JSON.string(out))
     }
 
     /// One kiosk's daemon, as far as its store sees it: each badge's 30-second windows end at a

@@ -3,6 +3,7 @@ import Foundation
 import TracerDaemon
 import TracerRanging
 import TracerSite
+import TracerStore
 
 /// `tracer calibrate`: the distance model fitted to a capture at known distances.
 struct Calibrate: AsyncParsableCommand {
@@ -87,7 +88,7 @@ struct Calibrate: AsyncParsableCommand {
             )
         }
         if write {
-            let stamp = ISO8601DateFormatter().string(from: Date())
+            let stamp = Timestamp.now().iso8601Seconds
             let note =
                 "tracer calibrate, \(stamp), from \((replay as NSString).lastPathComponent) (\(f.samples) readings)"
             if self.site {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TracerSimulation
 import TracerSite
+import TracerStore
 
 /// `tracer simulate`: people moving about a site, the replays its kiosks would record, and the truth.
 struct SimulateCommand: ParsableCommand {
@@ -107,12 +108,9 @@ struct SimulateCommand: ParsableCommand {
     }
 
     static func parseStart(_ text: String) -> Double? {
-        let iso = ISO8601DateFormatter()
-        if let d = iso.date(from: text) { return d.timeIntervalSince1970 }
-        let day = DateFormatter()
-        day.locale = Locale(identifier: "en_US_POSIX")
-        day.timeZone = TimeZone(identifier: "UTC")
-        day.dateFormat = "yyyy-MM-dd"
-        return day.date(from: text).map { $0.timeIntervalSince1970 + 8 * 3600 }
+        guard let t = Timestamp(parsing: text) else { return nil }
+        // A bare date starts at 08:00 UTC, a working day's morning.
+        let bareDate = text.utf8.count == 10 && text.contains("-")
+        return t.seconds + (bareDate ? 8 * 3600 : 0)
     }
 }
