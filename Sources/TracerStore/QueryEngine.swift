@@ -143,7 +143,7 @@ struct QueryEngine {
                 s.bindBlob(2, lower)
                 s.bindBlob(3, upper)
                 if let one { s.bind(4, one.text) }
-                s.bind(5, page)
+                if paged { s.bind(5, page) }
                 var rows: Int64 = 0
                 var last: [UInt8] = []
                 while try s.step() {
@@ -172,8 +172,10 @@ struct QueryEngine {
                 s.reset()
                 s.bind(1, parent)
                 s.bind(2, c.description)
-                s.bind(3, after)
-                s.bind(4, page)
+                if paged {
+                    s.bind(3, after)
+                    s.bind(4, page)
+                }
                 var rows: Int64 = 0
                 while try s.step() {
                     rows += 1

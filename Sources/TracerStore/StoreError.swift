@@ -38,13 +38,23 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var context: String?
     /// SQLite's extended result code, for `.sqlite` errors.
     public var sqliteCode: Int32?
+    /// PostgreSQL's SQLSTATE (`40001`, `23505`, `57P01`, …), for `.postgres` errors the server
+    /// answered; nil when none came (a connection that failed, libpq's own errors).
+    public var sqlstate: String?
 
     /// Makes an error.
-    public init(_ code: Code, _ message: String, context: String? = nil, sqliteCode: Int32? = nil) {
+    public init(
+        _ code: Code,
+        _ message: String,
+        context: String? = nil,
+        sqliteCode: Int32? = nil,
+        sqlstate: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.context = context
         self.sqliteCode = sqliteCode
+        self.sqlstate = sqlstate
     }
 
     /// One line: the message, then what it concerns.

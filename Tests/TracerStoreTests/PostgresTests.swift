@@ -38,6 +38,23 @@ import TracerTesting
         #expect(Self.servers(in: directory).isEmpty)
     }
 
+    /// A statement PostgreSQL refuses carries its SQLSTATE, whichever way it was sent (a plain
+    /// query, a prepared statement): callers decide by code, never by the message's words.
+    @Test func aRefusedStatementCarriesItsSQLSTATE() throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.stop() }
+        let c = try PostgresConnection(cluster.uri)
+        let syntax = #expect(throws: StoreError.self) { try c.execute("SELEC 1") }
+        #expect(syntax?.sqlstate == "42601", "\(String(describing: syntax))")
+        #expect(syntax?.code == .postgres)
+        let missing = #expect(throws: StoreError.self) { _ = try c.query("SELECT * FROM no_such_table") }
+        #expect(missing?.sqlstate == "42P01", "\(String(describing: missing))")
+        let s = try c.statement("SELECT 1 / ?1::int")
+        s.bind(1, Int64(0))
+        let division = #expect(throws: StoreError.self) { _ = try s.step() }
+        #expect(division?.sqlstate == "22012", "\(String(describing: division))")
+    }
+
     /// The test process killed outright: the watchdog stops its server and removes the files.
     @Test func aKilledTestRunStillRemovesItsServer() async throws {
         let owner = Process()

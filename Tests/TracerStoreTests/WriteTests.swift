@@ -192,3 +192,23 @@ import TracerTesting
         #expect(try store.get(p).data?["n"] == 200)
     }
 }
+
+/// SQLite's result codes are kept where they arise: a bind SQLite refuses is an error with its
+/// code at the statement's step, never a statement run with that parameter left NULL.
+@Suite(.disabled(if: TestBackend.isPostgres, "SQLite itself: the PostgreSQL pass would run it again"))
+struct SQLiteErrorFunnelTests {
+    @Test func aRefusedBindIsAnErrorWithSQLitesCode() throws {
+        let dir = TemporaryDirectory("tracer-funnel")
+        let c = try SQLiteConnection(path: dir.file("s.sqlite"))
+        let s = try c.statement("SELECT ?1")
+        s.bind(2, Int64(5))  // no parameter 2: SQLITE_RANGE
+        let e = #expect(throws: StoreError.self) { _ = try s.step() }
+        #expect(e?.sqliteCode == 25, "\(String(describing: e))")  // SQLITE_RANGE
+        #expect(e?.code == .sqlite && e?.context == "SELECT ?1")
+        // Reset, the statement runs again with good bindings.
+        s.bind(1, Int64(7))
+        #expect(try s.step())
+        #expect(s.int64(0) == 7)
+        s.reset()
+    }
+}

@@ -292,7 +292,12 @@ final class PostgresConnection: StoreConnection {
                 changed?(Int(String(cString: PQcmdTuples(r))) ?? 0)
             } else if status != PGRES_PIPELINE_ABORTED, pipelineFailure == nil {
                 let message = String(cString: PQresultErrorMessage(r))
-                pipelineFailure = StoreError(.postgres, "PostgreSQL: \(Self.firstLine(message))", context: sql)
+                pipelineFailure = StoreError(
+                    .postgres,
+                    "PostgreSQL: \(Self.firstLine(message))",
+                    context: sql,
+                    sqlstate: Self.sqlstate(r)
+                )
             }
             PQclear(r)
             while let rest = PQgetResult(handle) { PQclear(rest) }  // up to the NULL that ends its answer
@@ -323,8 +328,21 @@ final class PostgresConnection: StoreConnection {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? ""
             let text = message.isEmpty ? String(cString: PQerrorMessage(handle)) : message
-            throw StoreError(.postgres, "PostgreSQL: \(Self.firstLine(text))", context: sql)
+            throw StoreError(
+                .postgres,
+                "PostgreSQL: \(Self.firstLine(text))",
+                context: sql,
+                sqlstate: result.flatMap(Self.sqlstate)
+            )
         }
+    }
+
+    /// The SQLSTATE of a failed result (libpq's `PG_DIAG_SQLSTATE`, the field code 'C'), kept
+    /// on the error so that callers decide by code, never by message text.
+    static func sqlstate(_ result: OpaquePointer) -> String? {
+        guard let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) else { return nil }
+        let code = String(cString: field)
+        return code.isEmpty ? nil : code
     }
 
     static func firstLine(_ s: String) -> String {

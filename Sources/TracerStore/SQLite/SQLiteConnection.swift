@@ -132,57 +132,84 @@ final class SQLiteStatement: StoreStatement {
 
     deinit { sqlite3_finalize(handle) }
 
+    /// The first bind that SQLite refused since the last reset (a value too large, an index out
+    /// of range, no memory): `step` throws it, with SQLite's code, instead of running the
+    /// statement with that parameter unbound (NULL).
+    private var bindFailure: Int32?
+
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        bindFailure = nil
     }
 
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
-    func bind(_ index: Int32, _ value: Int) { sqlite3_bind_int64(handle, index, Int64(value)) }
-    func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(handle, index, value) }
-    func bindNull(_ index: Int32) { sqlite3_bind_null(handle, index) }
+    /// Keeps a bind's result code: the first failure is thrown by `step`.
+    private func bound(_ rc: Int32) {
+        if rc != SQLITE_OK, bindFailure == nil { bindFailure = rc }
+    }
+
+    func bind(_ index: Int32, _ value: Int64) { bound(sqlite3_bind_int64(handle, index, value)) }
+    func bind(_ index: Int32, _ value: Int) { bound(sqlite3_bind_int64(handle, index, Int64(value))) }
+    func bind(_ index: Int32, _ value: Double) { bound(sqlite3_bind_double(handle, index, value)) }
+    func bindNull(_ index: Int32) { bound(sqlite3_bind_null(handle, index)) }
 
     func bind(_ index: Int32, _ value: String) {
         var value = value
         value.withUTF8 { buf in
             let base = UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-            _ = sqlite3_bind_text(
-                handle,
-                index,
-                base.assumingMemoryBound(to: CChar.self),
-                Int32(buf.count),
-                CTracerSQLite_TRANSIENT()
+            bound(
+                sqlite3_bind_text(
+                    handle,
+                    index,
+                    base.assumingMemoryBound(to: CChar.self),
+                    Int32(buf.count),
+                    CTracerSQLite_TRANSIENT()
+                )
             )
         }
     }
 
     func bindText(_ index: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { buf in
-            _ = sqlite3_bind_text(
-                handle,
-                index,
-                UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                    .assumingMemoryBound(to: CChar.self),
-                Int32(buf.count),
-                CTracerSQLite_TRANSIENT()
+            bound(
+                sqlite3_bind_text(
+                    handle,
+                    index,
+                    UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                        .assumingMemoryBound(to: CChar.self),
+                    Int32(buf.count),
+                    CTracerSQLite_TRANSIENT()
+                )
             )
         }
     }
 
     func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buf in
-            _ = sqlite3_bind_blob(
-                handle,
-                index,
-                buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
-                Int32(buf.count),
-                CTracerSQLite_TRANSIENT()
+            bound(
+                sqlite3_bind_blob(
+                    handle,
+                    index,
+                    buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                    Int32(buf.count),
+                    CTracerSQLite_TRANSIENT()
+                )
             )
         }
     }
 
     /// Advances: true when a row is ready, false when done.
     func step() throws -> Bool {
+        if let rc = bindFailure {
+            let e = StoreError(
+                .sqlite,
+                "a value could not be bound: \(String(cString: sqlite3_errstr(rc)))",
+                context: sql,
+                sqliteCode: rc
+            )
+            reset()
+            throw e
+        }
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return true
