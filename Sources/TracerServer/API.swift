@@ -103,12 +103,15 @@ public final class API: Sendable {
                 throw APIError.forbidden("a device token reads its own device only")
             }
             let store = self.store
+            // The device and its exposures from one snapshot (one read transaction).
             let status = try await store.reading {
-                ExposureJSON.status(
-                    id,
-                    document: try store.get(Collections.device(id)),
-                    exposures: try ExposureJSON.exposures(of: id, store: store)
-                )
+                try store.read { r in
+                    ExposureJSON.status(
+                        id,
+                        document: try r.get(Collections.device(id)),
+                        exposures: try r.getDocuments(Exposure.of(device: id))
+                    )
+                }
             }
             return JSONBody.response(status)
         }

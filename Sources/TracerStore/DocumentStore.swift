@@ -98,9 +98,17 @@ public final class DocumentStore: Sendable {
 
     /// The document at `path` (a snapshot whose `exists` is false when there is none).
     public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
-        try pool.read { db in
+        // One statement (with the parent's id interned, which never changes): no transaction.
+        try pool.readOne { db in
             try Self.snapshot(path, parent: db.parentID(path.parentText), db) ?? DocumentSnapshot(path: path, data: nil)
         }
+    }
+
+    /// Several reads from one snapshot, in one read transaction: what `body` reads agrees (a
+    /// device and its exposures as of one commit), and on PostgreSQL it costs one BEGIN and
+    /// COMMIT for all of them instead of one each.
+    public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+        try pool.read { db in try body(ReadTransaction(db: db, catalog: catalog)) }
     }
 
     /// The document at a path given as text.
@@ -220,6 +228,23 @@ public final class DocumentStore: Sendable {
 
     /// The newest change sequence token: a listener resumed from it misses nothing after it.
     public func currentToken() throws -> Int64 {
-        try pool.read { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0 }
+        try pool.readOne { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0 }
+    }
+}
+
+/// Reads inside `DocumentStore.read`: every one from the same snapshot.
+public struct ReadTransaction {
+    let db: any StoreConnection
+    let catalog: IndexCatalog
+
+    /// The document at `path` (a snapshot whose `exists` is false when there is none).
+    public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
+        try DocumentStore.snapshot(path, parent: db.parentID(path.parentText), db)
+            ?? DocumentSnapshot(path: path, data: nil)
+    }
+
+    /// The documents matching a query, in its order.
+    public func getDocuments(_ query: Query) throws -> [DocumentSnapshot] {
+        try QueryEngine(db: db, catalog: catalog).run(query)
     }
 }

@@ -134,6 +134,10 @@ protocol StorePool: AnyObject, Sendable {
     func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T
     /// Runs `body` in a read transaction: one consistent snapshot.
     func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T
+    /// Runs `body`, whose one statement reads what it needs (a statement is its own snapshot),
+    /// outside a transaction where that saves the BEGIN and COMMIT (PostgreSQL), or as `read`.
+    /// Interned parents never change, so a lookup of one before it does not count.
+    func readOne<T>(_ body: (any StoreConnection) throws -> T) throws -> T
     /// A connection of its own for the change observer, outside the pool.
     func observerConnection() throws -> any StoreConnection
     /// A value that changes when anyone commits (read on the observer's connection).

@@ -116,8 +116,31 @@ final class PostgresConnection: StoreConnection {
         try statement(.begin, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").run()
     }
 
+    /// Ends a read transaction without waiting: a read-only transaction's COMMIT changes nothing,
+    /// so it is sent and its answer read at the connection's next use (`finishCommit`, from
+    /// `flush`, which every statement passes), by then long arrived. One round trip less a read.
     func endRead() {
-        if (try? statement(.commit, "COMMIT").run()) == nil { _ = try? execute("ROLLBACK") }
+        if (try? flush()) == nil || PQsendQuery(handle, "COMMIT") != 1 {
+            _ = try? execute("ROLLBACK")
+            return
+        }
+        commitInFlight = true
+    }
+
+    /// Reads the answer to a COMMIT sent by `endRead`; a failed one is rolled back (the server
+    /// ends the transaction either way), a broken connection is found by the next statement.
+    private func finishCommit() {
+        guard commitInFlight else { return }
+        commitInFlight = false
+        var failed = false
+        while let r = PQgetResult(handle) {
+            if PQresultStatus(r) != PGRES_COMMAND_OK { failed = true }
+            PQclear(r)
+        }
+        if failed, PQstatus(handle) == CONNECTION_OK {
+            let r = PQexec(handle, "ROLLBACK")
+            PQclear(r)
+        }
     }
 
     /// Whether the server connection is gone (a restart, a network cut).
@@ -129,6 +152,7 @@ final class PostgresConnection: StoreConnection {
         synced.removeAll()
         pipelineFailure = nil
         pipelining = false
+        commitInFlight = false
         cache.removeAll()
         for i in frequent.indices { frequent[i] = nil }
         PQreset(handle)
@@ -223,6 +247,8 @@ final class PostgresConnection: StoreConnection {
     private var synced: [[Sent]] = []
     /// The first failure read from an answer, thrown by the next `flush()`.
     private var pipelineFailure: StoreError?
+    /// A read's COMMIT sent and its answer not read yet (`endRead`).
+    private var commitInFlight = false
     /// Whether the connection is in libpq's pipeline mode.
     private var pipelining = false
     /// Statements between sync points. One segment's answers are read while the server works
@@ -238,6 +264,7 @@ final class PostgresConnection: StoreConnection {
     /// store wrote at 0.27× raw libpq's single-statement INSERTs (`Tools/bench/store --backend
     /// postgres`; BENCHMARKS.md has the figures since).
     func send(_ statement: any StoreStatement, changed: ((Int) -> Void)?) throws {
+        finishCommit()
         guard let s = statement as? PostgresStatement else {
             try statement.run()
             changed?(changes)
@@ -308,6 +335,7 @@ final class PostgresConnection: StoreConnection {
     /// Reads the answers to every statement sent, leaves pipeline mode, and throws the first
     /// failure among them. The connection is ready for anything afterwards, whatever happened.
     func flush() throws {
+        finishCommit()
         guard pipelining else { return }
         if !segment.isEmpty { endSegment() }
         for sent in synced { read(sent) }

@@ -140,6 +140,16 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     }
 
     func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
+        try withReader { reader in
+            try begin(reader) { try $0.beginRead() }
+            defer { reader.endRead() }
+            return try body(reader)
+        }
+    }
+
+    /// A reader connection for `body`, back in the pool when it returns: an idle one, or a new
+    /// one while fewer than the readers allowed are open.
+    private func withReader<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         readersCondition.lock()
         while readers.isEmpty && openReaders >= maxReaders { readersCondition.wait() }
         let reader: PostgresConnection
@@ -165,9 +175,20 @@ final class PostgresPool: StorePool, @unchecked Sendable {
             readersCondition.signal()
             readersCondition.unlock()
         }
-        try begin(reader) { try $0.beginRead() }
-        defer { reader.endRead() }
         return try body(reader)
+    }
+
+    /// One statement in autocommit: no BEGIN and no COMMIT, a third of the statements of a
+    /// transaction's read (a document by its path, the store's token). A connection found dead
+    /// is connected again and the read run once more (a read changes nothing).
+    func readOne<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
+        try withReader { reader in
+            try ready(reader)
+            do { return try body(reader) } catch  where reader.isBroken {
+                try ready(reader)
+                return try body(reader)
+            }
+        }
     }
 
     func observerConnection() throws -> any StoreConnection {

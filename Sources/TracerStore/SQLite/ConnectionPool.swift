@@ -108,6 +108,11 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
         return try body(reader)
     }
 
+    /// SQLite's read transaction costs no round trip: the same as `read`.
+    func readOne<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
+        try read(body)
+    }
+
     func observerConnection() throws -> any StoreConnection {
         let c = try SQLiteConnection(path: path)
         try c.execute("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1")
