@@ -31,6 +31,16 @@ import TracerTesting
         return Verifier.verify(page, now: Date(), timeZone: Self.utc)
     }
 
+    /// Each entry with its verification, read on a thread of its own: Tesseract keeps a core busy
+    /// for a second or more a page, and a test doing that on one of Swift's cooperative threads
+    /// (two on this machine, shared by the whole run) held both for minutes beside another such
+    /// test, starving every other test's waits and in-process servers (a webhook test's HTTPS
+    /// receiver timed out after 128 s that way).
+    func verified(_ entries: [Entry]) async throws -> [(entry: Entry, verification: Verification)] {
+        let results = await onThread { [self] in entries.map { entry in Result { try self.verify(entry) } } }
+        return try zip(entries, results).map { ($0, try $1.get()) }
+    }
+
     /// A collection date as the manifest writes it (YYYY-MM-DD, UTC).
     static func day(_ date: Date?) -> String? {
         date.map {
@@ -47,11 +57,10 @@ import TracerTesting
         )
     }
 
-    @Test func acceptsWhatIsARecentPositiveTest() throws {
+    @Test func acceptsWhatIsARecentPositiveTest() async throws {
         let accepts = Self.entries.filter { $0.expect == "accept" && $0.set == nil }
         #expect(accepts.count >= 6)
-        for entry in accepts {
-            let v = try verify(entry)
+        for (entry, v) in try await verified(accepts) {
             #expect(v.accepted, "\(entry.file) (\(entry.about)): \(v.failed.map { "\($0.name): \($0.detail)" })")
             let day = Self.day(v.collectedAt)
             #expect(day == entry.collected, "\(entry.file)")
@@ -60,11 +69,10 @@ import TracerTesting
 
     /// No false accept; the rules named in the manifest are among those that fail (a picture
     /// nobody could read, refused with what is wrong with it, `image`, may fail more).
-    @Test func rejectsEverythingElseForTheRightReasons() throws {
+    @Test func rejectsEverythingElseForTheRightReasons() async throws {
         let rejects = Self.entries.filter { $0.expect == "reject" && $0.set == nil }
         #expect(rejects.count >= 10)
-        for entry in rejects {
-            let v = try verify(entry)
+        for (entry, v) in try await verified(rejects) {
             #expect(!v.accepted, "\(entry.file) (\(entry.about)) was accepted")
             let failed = Set(v.failed.map(\.name))
             #expect(
@@ -81,11 +89,10 @@ import TracerTesting
 
     /// Pages the rules cannot decide with confidence: doubtful (held for the health team on a
     /// reviewing site), for the reasons the manifest names, and never accepted.
-    @Test func holdsWhatAPersonShouldDecide() throws {
+    @Test func holdsWhatAPersonShouldDecide() async throws {
         let holds = Self.entries.filter { $0.expect == "hold" && $0.set == nil }
         #expect(holds.count >= 1)
-        for entry in holds {
-            let v = try verify(entry)
+        for (entry, v) in try await verified(holds) {
             #expect(
                 v.decision == .doubtful,
                 "\(entry.file) (\(entry.about)): \(v.failed.map { "\($0.name): \($0.detail)" })"
@@ -101,14 +108,13 @@ import TracerTesting
     /// of the positives, the issue's 95%, each with the page's collection date. All 32 are
     /// accepted (10 before pages were straightened and cut from their surround, 26 while pages
     /// whose angle Leptonica found at a confidence under 3 were read unturned).
-    @Test func acceptsPhotographedPositivesAndNothingElse() throws {
+    @Test func acceptsPhotographedPositivesAndNothingElse() async throws {
         let photos = Self.entries.filter { $0.set == "photo" }
         let positives = photos.filter { $0.expect == "accept" }
         #expect(positives.count >= 32 && photos.count > positives.count + 10)
         var accepted = 0
         var refused: [String] = []
-        for entry in positives {
-            let v = try verify(entry)
+        for (entry, v) in try await verified(positives) {
             if v.accepted {
                 accepted += 1
                 let day = Self.day(v.collectedAt)
@@ -118,8 +124,7 @@ import TracerTesting
             }
         }
         #expect(Double(accepted) >= 0.95 * Double(positives.count), "refused: \(refused)")
-        for entry in photos where entry.expect != "accept" {
-            let v = try verify(entry)
+        for (entry, v) in try await verified(photos.filter { $0.expect != "accept" }) {
             #expect(!v.accepted, "\(entry.file) (\(entry.about)) was accepted")
             // A photographed negative, trap, old result or unrelated page is refused for certain,
             // not sent to the health team.
