@@ -207,8 +207,8 @@ public final class Daemon: Sendable {
         return try await store.writing { try self.commit(summaries, calibration: calibration) }
     }
 
+    /// The transaction itself, on the writer thread (`write` skips it when there is nothing).
     func commit(_ summaries: [InteractionSummary], calibration: DocumentData?) throws -> Int {
-        guard !summaries.isEmpty || calibration != nil else { return 0 }
         var batch = WriteBatch()
         for s in summaries {
             batch.set(try Collections.interactions(at: s.anchorKey).newDocument(), Interaction(s).data)

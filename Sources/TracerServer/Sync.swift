@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import NIOPosix
 import Synchronization
 import TracerAPI
 import TracerModel

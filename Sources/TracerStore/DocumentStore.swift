@@ -99,9 +99,12 @@ public final class DocumentStore: Sendable {
     /// The document at `path` (a snapshot whose `exists` is false when there is none).
     public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
         // One statement (with the parent's id interned, which never changes): no transaction.
-        try pool.readOne { db in
-            try Self.snapshot(path, parent: db.parentID(path.parentText), db) ?? DocumentSnapshot(path: path, data: nil)
-        }
+        try pool.readOne { db in try Self.document(path, db) }
+    }
+
+    /// The document at `path` as `db` reads it now; one that does not exist when there is none.
+    static func document(_ path: DocumentPath, _ db: any StoreConnection) throws -> DocumentSnapshot {
+        try snapshot(path, parent: db.parentID(path.parentText), db) ?? DocumentSnapshot(path: path, data: nil)
     }
 
     /// Several reads from one snapshot, in one read transaction: what `body` reads agrees (a
@@ -239,8 +242,7 @@ public struct ReadTransaction {
 
     /// The document at `path` (a snapshot whose `exists` is false when there is none).
     public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
-        try DocumentStore.snapshot(path, parent: db.parentID(path.parentText), db)
-            ?? DocumentSnapshot(path: path, data: nil)
+        try DocumentStore.document(path, db)
     }
 
     /// The documents matching a query, in its order.
