@@ -115,6 +115,15 @@ public struct Exposure: Sendable, Equatable {
         Query(collection: try Collections.exposures(of: device)).order(by: Field.from)
     }
 
+    /// A device's exposures read as a whole collection (`DocumentStore.fetch`, in the order of
+    /// their ids), in `of(device:)`'s order: oldest first, then by id.
+    public static func ordered(_ exposures: [DocumentSnapshot]) -> [DocumentSnapshot] {
+        exposures.sorted { a, b in
+            let order = Value.compare(a[Field.from] ?? .null, b[Field.from] ?? .null)
+            return order != 0 ? order < 0 : a.path.id < b.path.id
+        }
+    }
+
     /// Exposures at an anchor from `since` on, oldest first (the `beaconKey, from` group index).
     public static func at(beacon: String, since: Timestamp) -> Query {
         Query.exposures.where(Field.beaconKey, .equal, .string(beacon))

@@ -81,23 +81,39 @@ public struct TokenStore: Sendable {
     static func isID(_ s: Substring) -> Bool { s.count == 12 && s.utf8.allSatisfy { alphabet.contains($0) } }
     static func isID(_ s: String) -> Bool { isID(Substring(s)) }
 
-    /// The principal a presented token stands for, or nil. The hashes (hex) are compared in
-    /// constant time, and an unknown id costs the same comparison as a known one.
-    /// Throws when the store cannot answer (a token cannot be judged then: the caller answers
-    /// 503, and does not count it as a failed attempt).
-    public func verify(_ presented: String) throws -> Principal? {
-        let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "tracer", Self.isID(parts[1]), parts[2].utf8.count == 32 else {
-            return nil
+    /// A presented token taken apart: its record's path and the hash of the secret offered.
+    public struct Claim: Sendable {
+        public let path: DocumentPath
+        let offered: [UInt8]
+
+        /// Nil when the text is not a token's shape (`tracer_{id}_{secret}`).
+        public init?(_ presented: String) {
+            let parts = presented.split(separator: "_", omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[0] == "tracer", TokenStore.isID(parts[1]), parts[2].utf8.count == 32,
+                let path = try? Collections.token(String(parts[1]))
+            else { return nil }
+            self.path = path
+            self.offered = Array(Digest.sha256Hex(parts[2].utf8).utf8)
         }
-        let id = String(parts[1])
-        let offered = Array(Digest.sha256Hex(parts[2].utf8).utf8)
-        let stored = try store.get(Collections.token(id))
+    }
+
+    /// The principal a presented token stands for, or nil. Throws when the store cannot answer
+    /// (a token cannot be judged then: the caller answers 503, and does not count it as a failed
+    /// attempt).
+    public func verify(_ presented: String) throws -> Principal? {
+        guard let claim = Claim(presented) else { return nil }
+        return Self.principal(claim, stored: try store.get(claim.path))
+    }
+
+    /// The principal of a claim, judged against its record as read from the store. The hashes
+    /// (hex) are compared in constant time, and an unknown id costs the same comparison as a
+    /// known one.
+    public static func principal(_ claim: Claim, stored: DocumentSnapshot) -> Principal? {
         let record = stored.exists ? try? TokenRecord(stored) : nil
         let hash = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
-        guard Self.constantTimeEqual(offered, hash), let record, record.revokedAt == nil else { return nil }
+        guard constantTimeEqual(claim.offered, hash), let record, record.revokedAt == nil else { return nil }
         return Principal(
-            tokenID: id,
+            tokenID: claim.path.id,
             role: record.role,
             deviceID: record.deviceID,
             anchor: record.anchor,

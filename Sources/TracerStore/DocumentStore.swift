@@ -114,6 +114,37 @@ public final class DocumentStore: Sendable {
         try pool.read { db in try body(ReadTransaction(db: db, catalog: catalog)) }
     }
 
+    /// Documents by path and every document of some collections, read by one statement: one
+    /// snapshot, and on PostgreSQL one round trip and one statement for the database to run. A
+    /// device's request (its token, its status, its exposures) was four round trips and five
+    /// statements on two cores shared with the database, which was the limit (BENCHMARKS.md).
+    /// A collection's documents come in the order of their ids.
+    public func fetch(_ paths: [DocumentPath], collections: [CollectionPath] = []) throws -> Fetched {
+        guard !paths.isEmpty || !collections.isEmpty else { return Fetched(documents: [], collections: []) }
+        return try pool.readOne { db in
+            let asked = paths.map(\.parentText) + collections.map(\.description)
+            let fetch = FetchStatement(paths: paths, parents: asked, known: db.parents.ids)
+            let s = try db.statement(fetch.sql)
+            defer { s.reset() }
+            fetch.bind(s)
+            var documents = paths.map { DocumentSnapshot(path: $0, data: nil) }
+            var children = collections.map { _ in [DocumentSnapshot]() }
+            while try s.step() {
+                let i = Int(s.int64(0))
+                db.parents.ids[asked[i]] = s.int64(5)  // known from now on: no lookup in the statement
+                let path = i < paths.count ? paths[i] : DocumentPath(parent: asked[i], id: s.text(1))
+                let fields = try s.withBytes(2) { try DocumentFields.read($0, path: path) }
+                let snapshot = DocumentSnapshot(path: path, fields: fields, created: s.int64(3), updated: s.int64(4))
+                if i < paths.count {
+                    documents[i] = snapshot
+                } else {
+                    children[i - paths.count].append(snapshot)
+                }
+            }
+            return Fetched(documents: documents, collections: children.map { $0.sorted { $0.path.id < $1.path.id } })
+        }
+    }
+
     /// The document at a path given as text.
     public func get(_ path: String) throws -> DocumentSnapshot {
         try get(DocumentPath(path))
@@ -232,6 +263,63 @@ public final class DocumentStore: Sendable {
     /// The newest change sequence token: a listener resumed from it misses nothing after it.
     public func currentToken() throws -> Int64 {
         try pool.readOne { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0 }
+    }
+}
+
+/// `DocumentStore.fetch`'s statement: a `SELECT` for each document or collection asked for,
+/// joined by `UNION ALL`, whose first column says which was asked. A parent's id the connection
+/// knows is a parameter; one it does not is looked up inside the statement (a collection never
+/// written has none, and gives no rows), not by a round trip before it.
+struct FetchStatement {
+    enum Parameter {
+        case id(Int64)
+        case text(String)
+    }
+
+    let sql: String
+    let parameters: [Parameter]
+
+    init(paths: [DocumentPath], parents: [String], known: [String: Int64]) {
+        var parameters: [Parameter] = []
+        var selects: [String] = []
+        for (i, parent) in parents.enumerated() {
+            var select = "SELECT \(i), id, data, created, updated, parent FROM documents WHERE parent = "
+            if let id = known[parent] {
+                parameters.append(.id(id))
+                select += "?\(parameters.count)"
+            } else {
+                parameters.append(.text(parent))
+                select += "(SELECT id FROM parents WHERE path = ?\(parameters.count))"
+            }
+            if i < paths.count {
+                parameters.append(.text(paths[i].id))
+                select += " AND id = ?\(parameters.count)"
+            }
+            selects.append(select)
+        }
+        self.sql = selects.joined(separator: " UNION ALL ")
+        self.parameters = parameters
+    }
+
+    func bind(_ s: any StoreStatement) {
+        for (i, p) in parameters.enumerated() {
+            switch p {
+            case .id(let id): s.bind(Int32(i + 1), id)
+            case .text(let text): s.bind(Int32(i + 1), text)
+            }
+        }
+    }
+}
+
+/// What `DocumentStore.fetch` read: the documents in the order their paths were given (one
+/// whose `exists` is false where there is none), and each collection's documents.
+public struct Fetched: Sendable {
+    public let documents: [DocumentSnapshot]
+    public let collections: [[DocumentSnapshot]]
+
+    public init(documents: [DocumentSnapshot], collections: [[DocumentSnapshot]]) {
+        self.documents = documents
+        self.collections = collections
     }
 }
 

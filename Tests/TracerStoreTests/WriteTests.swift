@@ -191,6 +191,30 @@ import TracerTesting
         }
         #expect(try store.get(p).data?["n"] == 200)
     }
+
+    @Test func fetchReadsDocumentsAndCollectionsInOneStatement() throws {
+        try store.set(path("tokens/t1"), ["role": "device"])
+        try store.set(path("devices/d1"), ["status": "exposed"])
+        try store.set(path("devices/d1/exposures/b"), ["from": 2])
+        try store.set(path("devices/d1/exposures/a"), ["from": 3])
+        try store.set(path("devices/d2/exposures/c"), ["from": 1])
+        let exposures = try CollectionPath("devices/d1/exposures")
+        let fetched = try store.fetch(
+            [path("tokens/t1"), path("devices/none"), path("devices/d1")],
+            collections: [exposures, CollectionPath("devices/none/exposures")]
+        )
+        #expect(fetched.documents.map(\.path.description) == ["tokens/t1", "devices/none", "devices/d1"])
+        #expect(fetched.documents.map(\.exists) == [true, false, true])
+        #expect(fetched.documents[2] == (try store.get(path("devices/d1"))))
+        // A collection's documents in the order of their ids, as a query of it reads them.
+        #expect(fetched.collections.map { $0.map(\.path.id) } == [["a", "b"], []])
+        #expect(fetched.collections[0] == (try store.getDocuments(Query(collection: exposures))))
+        // Again, with the parents' ids now known to the connection (parameters, not lookups).
+        let again = try store.fetch([path("devices/d1"), path("tokens/t1")], collections: [exposures])
+        #expect(again.documents == [fetched.documents[2], fetched.documents[0]])
+        #expect(again.collections == [fetched.collections[0]])
+        #expect(try store.fetch([]).documents.isEmpty)
+    }
 }
 
 /// SQLite's result codes are kept where they arise: a bind SQLite refuses is an error with its
