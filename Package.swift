@@ -347,6 +347,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "TracerReplicationTests",
+            dependencies: ["TracerReplication", "TracerAPI"]
+        ),
+        .testTarget(
             name: "TracerCLITests",
             dependencies: [
                 "TracerAPI", "tracer", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting",

@@ -69,45 +69,52 @@ public final class Replicator: Service, Sendable {
     }
 
     /// Runs until drained at shutdown (or cancelled). Nothing after its start ends it early: a
-    /// failing store or server is logged and retried, never a reason to stop the ranging.
+    /// failing store or server is logged and retried, never a reason to stop the ranging. What
+    /// to do next is `ReplicationMachine`'s to decide; this reads, sends, sleeps and logs.
     public func run() async throws {
         let (store, checkpointName) = (self.store, self.checkpointName)
-        var acknowledged = try await store.reading { try store.checkpoint(checkpointName) }
+        let start = ContinuousClock.now
+        let now = { (ContinuousClock.now - start) / .seconds(1) }
+        var machine = ReplicationMachine(
+            acknowledged: try await store.reading { try store.checkpoint(checkpointName) },
+            now: now(),
+            timing: .init(
+                interval: options.interval / .seconds(1),
+                heartbeat: options.heartbeat / .seconds(1),
+                drainTimeout: options.drainTimeout / .seconds(1),
+                maxBackoff: options.maxBackoff / .seconds(1)
+            )
+        )
         var clock = ClockFilter()
-        var lastExchange = ContinuousClock.now - options.heartbeat
-        var failures = 0
-        var outageSince: ContinuousClock.Instant?
-        var stoppedToken: String?
-        var drainDeadline: ContinuousClock.Instant?
-        // The batch to send next (after `acknowledged`), and the one after it, read and encoded
-        // while this one is in flight: the kiosk's work overlaps the server's (a backlog drains
-        // at the pace of the slower of the two, not of both in turn). Batches are still sent
-        // one at a time, in order: a newer state of a document can never be overtaken.
+        // The batch to send next (after the acknowledged token), and the one after it, read and
+        // encoded while this one is in flight: the kiosk's work overlaps the server's (a backlog
+        // drains at the pace of the slower of the two, not of both in turn). Batches are still
+        // sent one at a time, in order: a newer state of a document can never be overtaken.
         var current: Prepared?
         var prefetch: Task<Prepared, any Error>?
         // Retention reads this from the start: what the server acknowledged before a restart.
-        status.update { [acknowledged] in $0.acknowledged = acknowledged }
-        await publishBacklog(after: acknowledged)
-        logger.info("replicating", metadata: ["upstream": "\(upstream.base)", "from.token": "\(acknowledged)"])
+        status.update { [acknowledged = machine.acknowledged] in $0.acknowledged = acknowledged }
+        await publishBacklog(after: machine.acknowledged)
+        logger.info(
+            "replicating",
+            metadata: ["upstream": "\(upstream.base)", "from.token": "\(machine.acknowledged)"]
+        )
 
         while true {
-            if drainDeadline == nil, Task.isShuttingDownGracefully {
-                drainDeadline = .now + options.drainTimeout
-                let from = acknowledged
-                let left = (try? await store.reading { try store.backlog(after: from).changes }) ?? 0
+            if Task.isShuttingDownGracefully, machine.shutdown(now: now()) {
+                let left = await backlogChanges(after: machine.acknowledged) ?? 0
                 if left > 0 {
                     logger.notice(
                         "draining before exit",
                         metadata: [
-                            "backlog.changes": "\(left)", "timeout.seconds": "\(options.drainTimeout / .seconds(1))",
+                            "backlog.changes": "\(left)", "timeout.seconds": "\(machine.timing.drainTimeout)",
                         ]
                     )
                 }
             }
             if Task.isCancelled { return }
-            if let deadline = drainDeadline, ContinuousClock.now >= deadline {
-                let from = acknowledged
-                let left = (try? await store.reading { try store.backlog(after: from).changes }) ?? -1
+            if machine.drainExpired(now: now()) {
+                let left = await backlogChanges(after: machine.acknowledged) ?? -1
                 logger.warning(
                     "drain timed out: \(left) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
                     metadata: ["backlog.changes": "\(left)"]
@@ -116,41 +123,38 @@ public final class Replicator: Service, Sendable {
             }
 
             // A refused token: wait for the file to change (draining, until the drain's deadline).
-            if let refused = stoppedToken {
-                if let now = try? upstream.token(), now != refused {
-                    logger.notice(
-                        "the token file changed: replicating again",
-                        metadata: ["file": "\(upstream.tokenFile)"]
-                    )
-                    stoppedToken = nil
-                    status.update { $0.state = .connecting }
-                } else {
-                    await nap(.seconds(drainDeadline == nil ? 2 : 0.5), draining: drainDeadline != nil)
+            if machine.refusedToken != nil {
+                guard machine.tokenFile(try? upstream.token()) else {
+                    await nap(machine.refusedRecheck, draining: machine.draining)
                     continue
                 }
+                logger.notice("the token file changed: replicating again", metadata: ["file": "\(upstream.tokenFile)"])
+                status.update { $0.state = .connecting }
             }
 
-            if current == nil || current?.from != acknowledged {
-                do { current = try await prepared(after: acknowledged) } catch {
+            if current == nil || current?.from != machine.acknowledged {
+                do { current = try await prepared(after: machine.acknowledged) } catch {
                     // The store busy or failing: ranging goes on; try again shortly.
-                    logger.error("reading the change log failed; retrying in 5 s", metadata: ["error": "\(error)"])
-                    await nap(.seconds(5), draining: drainDeadline != nil)
+                    logger.error(
+                        "reading the change log failed; retrying in \(Int(machine.readRetry)) s",
+                        metadata: ["error": "\(error)"]
+                    )
+                    await nap(machine.readRetry, draining: machine.draining)
                     continue
                 }
             }
             guard let batch = current else { continue }
             let outbox = batch.outbox
-            let nothingNew = outbox.through == acknowledged
-            if nothingNew {
-                if drainDeadline != nil {
-                    logger.info("drained: everything acknowledged", metadata: ["token": "\(acknowledged)"])
-                    return
-                }
-                if ContinuousClock.now - lastExchange < options.heartbeat, failures == 0 {
-                    current = nil  // read again after the nap
-                    await nap(options.interval, draining: false)
-                    continue
-                }
+            switch machine.batchRead(nothingNew: outbox.through == machine.acknowledged, now: now()) {
+            case .drained:
+                logger.info("drained: everything acknowledged", metadata: ["token": "\(machine.acknowledged)"])
+                return
+            case .wait(let seconds):
+                current = nil  // read again after the nap
+                await nap(seconds, draining: false)
+                continue
+            case .send:
+                break
             }
             if prefetch == nil, batch.after.changes > 0 {
                 let next = outbox.through
@@ -167,7 +171,7 @@ public final class Replicator: Service, Sendable {
                 backlogOldest: batch.after.oldest?.seconds,
                 documents: batch.documents
             )
-            let started = ContinuousClock.now
+            let started = now()
             let outcome: Result<SyncAnswer, SyncError>
             let server = upstream.base
             do { outcome = .success(try await upstream.send(body)) } catch { outcome = .failure(error) }
@@ -179,114 +183,104 @@ public final class Replicator: Service, Sendable {
             }
             switch outcome {
             case .success(let answer):
-                let received = sentAt + (ContinuousClock.now - started) / .seconds(1)
                 clock.add(
                     ClockSample(
                         sent: sentAt,
                         serverReceived: answer.receivedAt,
                         serverAnswered: answer.serverTime,
-                        received: received
+                        received: sentAt + (now() - started)
                     )
                 )
-                lastExchange = .now
-                if answer.acknowledged > outbox.through, answer.acknowledged <= outbox.through + batch.after.changes {
-                    // The server already has this store's changes further than this batch (an
-                    // earlier batch reached further and its answer was lost): it applied nothing
-                    // of this one, and the kiosk goes on from where the server is.
+                switch machine.answered(
+                    answer.acknowledged,
+                    through: outbox.through,
+                    after: batch.after.changes,
+                    now: now()
+                ) {
+                case .alreadyAhead(let token):
                     logger.notice(
-                        "the site server already has changes up to \(answer.acknowledged); going on from there",
+                        "the site server already has changes up to \(token); going on from there",
                         metadata: ["through": "\(outbox.through)"]
                     )
-                    await keep(checkpoint: answer.acknowledged)
-                    acknowledged = answer.acknowledged
+                    await keep(checkpoint: token)
                     prefetch?.cancel()
                     prefetch = nil
                     current = nil
-                    continue
-                }
-                guard answer.acknowledged == outbox.through else {
-                    // Acknowledging anything else would skip changes or send them twice over.
+                case .mismatch(let serverAhead, let wait):
                     logger.error(
-                        answer.acknowledged > outbox.through
+                        serverAhead
                             ? "the site server has this kiosk's changes up to \(answer.acknowledged), beyond this store's \(outbox.through): was the kiosk's store replaced? Nothing is sent until that is settled (on the server: tracer db delete kiosks/\(kiosk) forgets what it acknowledged); retrying"
                             : "the site server acknowledged token \(answer.acknowledged) for a batch through \(outbox.through); retrying"
                     )
-                    failures += 1
-                    await nap(backoff(failures), draining: drainDeadline != nil)
-                    continue
+                    await nap(wait, draining: machine.draining)
+                case .acknowledged(let token, let outage):
+                    // The server committed before it answered: only now does the checkpoint
+                    // move. (Should the store refuse the write, the batch is sent again later:
+                    // a replay changes nothing.)
+                    await keep(checkpoint: token)
+                    current = try? await prefetch?.value  // starts at the token just acknowledged
+                    prefetch = nil
+                    if let outage {
+                        logger.notice(
+                            "the site server is back after \(Int(outage)) s",
+                            metadata: ["upstream": "\(upstream.base)"]
+                        )
+                    }
+                    for r in answer.refused {
+                        logger.error(
+                            "the site server refused a document (kept here, not retried): \(r.reason)",
+                            metadata: ["path": "\(r.path)"]
+                        )
+                    }
+                    status.update {
+                        $0.state = .connected
+                        $0.acknowledged = token
+                        $0.lastAcknowledgement = Date().timeIntervalSince1970
+                        $0.sent += answer.applied + answer.unchanged
+                        $0.refused += answer.refused.count
+                        $0.clockOffset = clock.best?.offset
+                        $0.lastError = nil
+                    }
+                    metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
+                    // What is left is what the batch was read with: no second read of the log.
+                    publish(backlog: batch.after)
                 }
-                // The server committed before it answered: only now does the checkpoint move.
-                // (Should the store refuse the write, the batch is sent again later: a replay
-                // changes nothing.)
-                await keep(checkpoint: answer.acknowledged)
-                acknowledged = answer.acknowledged
-                current = try? await prefetch?.value  // starts at the token just acknowledged
-                prefetch = nil
-                if let since = outageSince {
-                    logger.notice(
-                        "the site server is back after \(Int((ContinuousClock.now - since) / .seconds(1))) s",
-                        metadata: ["upstream": "\(upstream.base)"]
-                    )
-                }
-                outageSince = nil
-                failures = 0
-                for r in answer.refused {
-                    logger.error(
-                        "the site server refused a document (kept here, not retried): \(r.reason)",
-                        metadata: ["path": "\(r.path)"]
-                    )
-                }
-                status.update {
-                    $0.state = .connected
-                    $0.acknowledged = answer.acknowledged
-                    $0.lastAcknowledgement = Date().timeIntervalSince1970
-                    $0.sent += answer.applied + answer.unchanged
-                    $0.refused += answer.refused.count
-                    $0.clockOffset = clock.best?.offset
-                    $0.lastError = nil
-                }
-                metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
-                // What is left is what the batch was read with: no second read of the log.
-                publish(backlog: batch.after)
-            case .failure(let e) where e.code == .unauthorized || e.code == .forbidden:
-                stoppedToken = (try? upstream.token()) ?? ""
-                logger.error(
-                    "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
-                )
-                status.update {
-                    $0.state = .tokenRefused
-                    $0.lastError = e.message
-                }
-            case .failure(let e) where e.code == .badRequest || e.code == .protocolError:
-                // A batch the server cannot take would be refused forever: say so loudly, and
-                // retry slowly (a newer server may take it).
-                failures += 1
-                logger.error(
-                    "the site server refused a batch: \(e.message)",
-                    metadata: ["through": "\(outbox.through)"]
-                )
-                status.update {
-                    $0.state = .retrying
-                    $0.lastError = e.message
-                }
-                await nap(options.maxBackoff, draining: drainDeadline != nil)
             case .failure(let e):
-                failures += 1
-                if outageSince == nil {
-                    outageSince = started
-                    logger.warning(
-                        "the site server is unreachable (\(e.message)); recording goes on and the backlog is kept; retrying with backoff",
-                        metadata: ["upstream": "\(upstream.base)"]
+                switch machine.failed(e.code, started: started, token: try? upstream.token(), now: now()) {
+                case .tokenRefused:
+                    logger.error(
+                        "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
                     )
+                    status.update {
+                        $0.state = .tokenRefused
+                        $0.lastError = e.message
+                    }
+                case .batchRefused(let wait):
+                    // A batch the server cannot take would be refused forever: say so loudly,
+                    // and retry slowly (a newer server may take it).
+                    logger.error(
+                        "the site server refused a batch: \(e.message)",
+                        metadata: ["through": "\(outbox.through)"]
+                    )
+                    status.update {
+                        $0.state = .retrying
+                        $0.lastError = e.message
+                    }
+                    await nap(wait, draining: machine.draining)
+                case .unreachable(let outageBegan, let wait):
+                    if outageBegan {
+                        logger.warning(
+                            "the site server is unreachable (\(e.message)); recording goes on and the backlog is kept; retrying with backoff",
+                            metadata: ["upstream": "\(upstream.base)"]
+                        )
+                    }
+                    status.update {
+                        $0.state = .retrying
+                        $0.lastError = e.message
+                    }
+                    await publishBacklog(after: machine.acknowledged)
+                    await nap(wait, draining: machine.draining)
                 }
-                status.update {
-                    $0.state = .retrying
-                    $0.lastError = e.message
-                }
-                await publishBacklog(after: acknowledged)
-                var wait = backoff(failures)
-                if let deadline = drainDeadline { wait = min(wait, max(.zero, deadline - .now)) }
-                await nap(wait, draining: drainDeadline != nil)
             }
         }
     }
@@ -326,8 +320,10 @@ public final class Replicator: Service, Sendable {
         )
     }
 
-    /// Sleeps; before the drain, graceful shutdown ends the nap at once (the drain begins).
-    func nap(_ duration: Duration, draining: Bool) async {
+    /// Sleeps `seconds`; before the drain, graceful shutdown ends the nap at once (the drain
+    /// begins).
+    func nap(_ seconds: Double, draining: Bool) async {
+        let duration = Duration.seconds(seconds)
         if draining {
             try? await Task.sleep(for: duration)
         } else {
@@ -335,10 +331,10 @@ public final class Replicator: Service, Sendable {
         }
     }
 
-    /// 1 s, 2 s, 4 s … up to `maxBackoff`, each between half and all of it (jitter, so that a
-    /// site's kiosks do not all come back in the same second).
-    func backoff(_ failures: Int) -> Duration {
-        Backoff(first: .seconds(1), longest: options.maxBackoff, jitter: true).delay(after: failures)
+    /// Changes not yet acknowledged after `token`; nil when the store cannot say.
+    func backlogChanges(after token: Int64) async -> Int64? {
+        let store = self.store
+        return try? await store.reading { try store.backlog(after: token).changes }
     }
 
     func publishBacklog(after token: Int64) async {
