@@ -283,6 +283,8 @@ let package = Package(
             dependencies: [
                 "TracerStore", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
 

@@ -1,27 +1,36 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 
-/// A plain HTTP/1.1 GET over loopback with POSIX sockets (no URLSession on a bare Linux box):
-/// the response's body, or nil when nothing answered.
-public func httpGet(port: UInt16, path: String = "/", headers: [String: String] = [:], timeout: Int = 5) -> String? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
+/// The tests' HTTP client: AsyncHTTPClient, kept for the test process's life (never shut down,
+/// as `HTTPClient.shared`), but with room for many requests at once to one server: the shared
+/// client's 8 connections a host made a test's ninth request wait behind eight held by a busy
+/// store (`BusyStoreTests`), where a server would have answered it.
+let testClient: HTTPClient = {
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool = .init(idleTimeout: .seconds(5), concurrentHTTP1ConnectionsPerHostSoftLimit: 256)
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+}()
+
+/// A GET of `path` on a loopback server: the response's body whatever its status, or nil when
+/// nothing answered within `timeout` seconds.
+public func httpGet(
+    port: UInt16,
+    path: String = "/",
+    headers: [String: String] = [:],
+    timeout: Int = 5
+) async
+    -> String?
+{
+    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
+    do {
+        let response = try await testClient.execute(request, timeout: .seconds(Int64(timeout)))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return String(buffer: body)
+    } catch {
+        return nil
     }
-    guard connected == 0 else { return nil }
-    let extra = headers.map { "\($0): \($1)\r\n" }.joined()
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n".utf8)
-    guard request.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == request.count else { return nil }
-    let text = String(decoding: readAll(fd, timeout: timeout), as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n") else { return nil }
-    return String(text[split.upperBound...])
 }
 
 /// Everything a socket gives until the peer closes it, or `timeout` seconds pass without a byte.

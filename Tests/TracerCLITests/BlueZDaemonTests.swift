@@ -52,7 +52,7 @@ import TracerTesting
         while let line = await daemon.line(timeout: 15), !line.contains("3 in range") { status = line }
         status = await daemon.line(timeout: 5) ?? status
         #expect(status.hasPrefix("status: scanning on hci0; "), "\(status)")
-        let metrics = httpGet(port: port, path: "/metrics") ?? ""
+        let metrics = await httpGet(port: port, path: "/metrics") ?? ""
         #expect(metrics.contains("tracer_bluez_scanning 1.0"), "\(metrics)")
         #expect(metrics.contains("tracer_devices_in_range 3.0"), "\(metrics)")
         #expect(metrics.contains("# TYPE tracer_adverts_total counter"))

@@ -37,7 +37,7 @@ struct PostgresSiteTests {
         }
         // A token made through one process is good on both servers: they share the store.
         for server in [a, b] {
-            let body = httpGet(
+            let body = await httpGet(
                 port: UInt16(server.port),
                 path: "/v1/beacons",
                 headers: ["Authorization": "Bearer \(admin)"]
@@ -155,7 +155,7 @@ struct PostgresSiteTests {
         let port = UInt16(server.port)
         let path = "/v1/beacons"
         let auth = ["Authorization": "Bearer \(admin)"]
-        #expect(httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true)
+        #expect(await httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true)
         let watcher = try SSEClient(
             port: server.port,
             path: "/v1/watch?path=devices",
@@ -167,13 +167,14 @@ struct PostgresSiteTests {
         try cluster.crash()
         // Not a crash of the server, not a hang: 503 with the store named as the reason.
         let unavailable = await until {
-            httpGet(port: port, path: path, headers: auth)?.contains("store_unavailable") == true
+            await httpGet(port: port, path: path, headers: auth)?.contains("store_unavailable") == true
         }
-        #expect(unavailable, "\(httpGet(port: port, path: path, headers: auth) ?? "no answer")")
+        let answer = await httpGet(port: port, path: path, headers: auth)
+        #expect(unavailable, "\(answer ?? "no answer")")
         #expect(server.process.isRunning, "\(server.process.stderr)")
 
         try cluster.restart()
-        #expect(await until { httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true })
+        #expect(await until { await httpGet(port: port, path: path, headers: auth)?.contains("kiosk-lab") == true })
         try await tracer(["db", "set", "devices/dev-2", #"{"status": "after"}"#], store: store)
         // A watcher reconnecting with its last token gets what it missed.
         let resumed = try SSEClient(

@@ -551,7 +551,7 @@ import TracerTesting
             if recv(fd, &byte, 1, 0) <= 0 { closed += 1 }
         }
         #expect(closed == 200, "\(200 - closed) half requests still open")
-        let r = httpGet(port: UInt16(server.port), path: "/health") ?? ""
+        let r = await httpGet(port: UInt16(server.port), path: "/health") ?? ""
         #expect(r.contains(#""status":"ok""#), "\(r)")
     }
 

@@ -63,7 +63,7 @@ import TracerTesting
             "no port in: \(line)"
         )
         #expect(line.hasPrefix("serving ") && line.contains("http://127.0.0.1:\(port)/"), "\(line)")
-        #expect(httpGet(port: UInt16(port), path: "/health")?.contains(#""status":"ok""#) == true)
+        #expect(await httpGet(port: UInt16(port), path: "/health")?.contains(#""status":"ok""#) == true)
 
         let stream = try SSEClient(
             port: port,

@@ -36,30 +36,27 @@ import TracerTesting
             // Eight admin requests, each with an audit entry to write: all wait for the writer.
             let waiting = Collector<String>()
             for _ in 0..<8 {
-                Thread {
+                Task {
                     waiting.add(
-                        httpGet(port: port, path: "/v1/kiosks", headers: LiveTests.auth(f.admin), timeout: 60) ?? ""
+                        await httpGet(port: port, path: "/v1/kiosks", headers: LiveTests.auth(f.admin), timeout: 60)
+                            ?? ""
                     )
-                }.start()
+                }
             }
             // All eight wait for the writer (their tokens read) before the rest is timed.
             #expect(await until(10) { store.unfinished.writes == 8 }, "\(store.unfinished)")
 
             for _ in 0..<5 {
-                let (answer, seconds) = await onThread {
-                    let started = Date()
-                    let answer = httpGet(port: port, path: "/health", timeout: 5)
-                    return (answer, Date().timeIntervalSince(started))
-                }
+                let started = Date()
+                let answer = await httpGet(port: port, path: "/health", timeout: 5)
+                let seconds = Date().timeIntervalSince(started)
                 #expect(answer?.contains(#""status":"ok""#) == true, "\(answer ?? "no answer")")
                 #expect(seconds < 1, "/health took \(seconds) s while the store was busy writing")
             }
             // A device's status is a read: it does not wait for the writer either.
-            let (status, seconds) = await onThread {
-                let started = Date()
-                let answer = httpGet(port: port, path: "/v1/devices/dev-1", headers: LiveTests.auth(f.device))
-                return (answer, Date().timeIntervalSince(started))
-            }
+            let started = Date()
+            let status = await httpGet(port: port, path: "/v1/devices/dev-1", headers: LiveTests.auth(f.device))
+            let seconds = Date().timeIntervalSince(started)
             #expect(status?.contains(#""deviceId":"dev-1""#) == true, "\(status ?? "no answer")")
             #expect(seconds < 1, "a device's status took \(seconds) s while the store was busy writing")
             // A device's stream opens and sends its first event.
