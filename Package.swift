@@ -350,7 +350,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerReplicationTests",
-            dependencies: ["TracerReplication", "TracerAPI"]
+            dependencies: ["TracerReplication", "TracerAPI", "TracerStore"]
         ),
         .testTarget(
             name: "TracerCLITests",

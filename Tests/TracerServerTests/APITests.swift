@@ -124,12 +124,27 @@ func form(
     return ([.contentType: "multipart/form-data; boundary=\(boundary)"], ByteBuffer(bytes: body))
 }
 
-func json(_ response: TestResponse) -> [String: Any] {
-    (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any] ?? [:]
+/// A body as the contract's type (`TracerAPI.Responses`); nil when it is not one.
+func decoded<T: Decodable>(_ type: T.Type, _ response: TestResponse) -> T? {
+    Responses.decode(type, from: Array(response.body.readableBytesView))
+}
+
+/// A body the server writes with the store's own writer (a device's status, exposures, the
+/// health team's reports), as the store's values.
+func value(_ response: TestResponse) -> Value {
+    (try? JSON.parse(String(buffer: response.body))) ?? .null
 }
 
 func errorCode(_ response: TestResponse) -> String? {
-    (json(response)["error"] as? [String: Any])?["code"] as? String
+    decoded(Responses.ErrorBody.self, response)?.error.code
+}
+
+extension Value {
+    /// The elements of an array; nil for anything else.
+    var elements: [Value]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
 }
 
 /// Every route through the router, as the server would run it, without a socket.
@@ -139,15 +154,15 @@ func errorCode(_ response: TestResponse) -> String? {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/health", method: .get) { r in
                 #expect(r.status == .ok)
-                #expect(json(r)["status"] as? String == "ok")
-                #expect(json(r)["site"] as? String == "Example Campus")
+                let health = try #require(decoded(Responses.Health.self, r))
+                #expect(health.status == "ok" && health.site == "Example Campus")
             }
             try await client.execute(uri: "/v1/features", method: .get) { r in
                 #expect(r.status == .ok)
-                #expect(json(r)["selfReport"] as? Bool == true)
-                let exposure = try #require(json(r)["exposure"] as? [String: Any])
-                #expect(exposure["radiusMetres"] as? Double == 6)
-                #expect(exposure["separation"] as? String == "geometric")
+                let features = try #require(decoded(Responses.Features.self, r))
+                #expect(features.selfReport)
+                #expect(features.exposure.radiusMetres == 6)
+                #expect(features.exposure.separation == "geometric")
             }
         }
     }
@@ -165,10 +180,10 @@ func errorCode(_ response: TestResponse) -> String? {
             var etag = ""
             try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
                 #expect(r.status == .ok)
-                #expect(json(r)["source"] as? String == source)
-                #expect(json(r)["site"] as? String == "Example Campus")
+                let site = try #require(decoded(Responses.PublishedSite.self, r))
+                #expect(site.source == source && site.site == "Example Campus")
                 etag = r.headers[.eTag] ?? ""
-                #expect(etag == "\"\(json(r)["digest"] as? String ?? "?")\"")
+                #expect(etag == "\"\(site.digest)\"")
             }
             var headers = ServerFixture.bearer(f.device)
             headers[.ifNoneMatch] = etag
@@ -194,15 +209,16 @@ func errorCode(_ response: TestResponse) -> String? {
             headers[.ifNoneMatch] = etag
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
-                let list = try #require(json(r)["trustList"] as? String)
+                let answer = try #require(decoded(Responses.PublishedSite.self, r))
+                let list = try #require(answer.trustList)
                 #expect(list == published.site.verification.trustListPEM)
                 let copy = try PublishedSite(
-                    source: json(r)["source"] as? String ?? "",
+                    source: answer.source,
                     file: "/elsewhere/site.yaml",
                     served: true,
                     trustList: list
                 )
-                #expect(copy.digest == json(r)["digest"] as? String)
+                #expect(copy.digest == answer.digest)
                 #expect(try TrustList(copy.site.verification)?.issuers.count == 2)
             }
             #expect(
@@ -275,7 +291,7 @@ func errorCode(_ response: TestResponse) -> String? {
             // A device reads its own device only; a kiosk reads status but not the site.
             try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .ok)
-                #expect(json($0)["status"] as? String == "clear")
+                #expect(value($0)["status"] == "clear")
             }
             try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .forbidden)
@@ -407,25 +423,22 @@ func errorCode(_ response: TestResponse) -> String? {
         try f.exposure("dev-6", at: "kiosk-lab", report: "r0", daysAgo: 20)
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.admin)) { r in
-                let body = json(r)
-                let beacons = try #require(body["beacons"] as? [[String: Any]])
-                let lab = try #require(beacons.first { $0["key"] as? String == "kiosk-lab" })
-                #expect(lab["occupancy"] as? Int == 2)
-                #expect(lab["exposures"] as? Int == 2)
-                #expect(lab["room"] as? String == "lab")
-                #expect(lab["position"] as? [Double] == [6, 9.5])
-                let cafe = try #require(beacons.first { $0["key"] as? String == "kiosk-cafe" })
-                #expect(cafe["occupancy"] as? Int == 1 && cafe["exposures"] as? Int == 0)
-                let site = try #require(body["site"] as? [String: Any])
-                #expect((site["rooms"] as? [[String: Any]])?.count == 12)
+                let answer = try #require(decoded(Responses.Beacons.self, r))
+                let lab = try #require(answer.beacons.first { $0.key == "kiosk-lab" })
+                #expect(lab.occupancy == 2 && lab.exposures == 2)
+                #expect(lab.room == "lab")
+                #expect(lab.position == [6, 9.5])
+                let cafe = try #require(answer.beacons.first { $0.key == "kiosk-cafe" })
+                #expect(cafe.occupancy == 1 && cafe.exposures == 0)
+                #expect(answer.site?.rooms.count == 12)
             }
             try await client.execute(
                 uri: "/v1/beacons/kiosk-lab/exposures?since=2020-01-01",
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                let exposures = try #require(json(r)["exposures"] as? [[String: Any]])
-                #expect(exposures.map { $0["deviceId"] as? String } == ["dev-6", "dev-5", "dev-2"])
+                let exposures = try #require(value(r)["exposures"]?.elements)
+                #expect(exposures.map { $0["deviceId"]?.stringValue } == ["dev-6", "dev-5", "dev-2"])
             }
             let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3 * 86_400))
             try await client.execute(
@@ -433,7 +446,7 @@ func errorCode(_ response: TestResponse) -> String? {
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                #expect((json(r)["exposures"] as? [[String: Any]])?.count == 2)
+                #expect(value(r)["exposures"]?.elements?.count == 2)
             }
         }
     }
@@ -491,9 +504,9 @@ func errorCode(_ response: TestResponse) -> String? {
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .unprocessableContent)
                 #expect(errorCode(r) == "rejected")
-                #expect(json(r)["accepted"] as? Bool == false)
-                let rules = try #require(json(r)["rules"] as? [[String: Any]])
-                #expect(rules.contains { $0["name"] as? String == "result" && $0["passed"] as? Bool == false })
+                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                #expect(!outcome.accepted)
+                #expect(outcome.rules.contains { $0.name == "result" && !$0.passed })
             }
             #expect(try f.store.getDocuments(Query(collection: CollectionPath("reports"))).isEmpty)
             // A positive: 201, then 200 for the same image again.
@@ -506,12 +519,12 @@ func errorCode(_ response: TestResponse) -> String? {
             )
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .created, "\(String(buffer: r.body))")
-                #expect(json(r)["deviceId"] as? String == "dev-9")
-                #expect(json(r)["created"] as? Bool == true)
+                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                #expect(outcome.deviceId == "dev-9" && outcome.created == true)
             }
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .ok)
-                #expect(json(r)["created"] as? Bool == false)
+                #expect(decoded(Responses.ReportOutcome.self, r)?.created == false)
             }
             // A device token reports for itself only.
             (h, b) = post(
@@ -553,16 +566,17 @@ func errorCode(_ response: TestResponse) -> String? {
             var (h, b) = dryRun
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .ok, "\(String(buffer: r.body))")
-                #expect(json(r)["status"] as? String == "pending" && json(r)["dryRun"] as? Bool == true)
+                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                #expect(outcome.status == "pending" && outcome.dryRun == true)
             }
             #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
             (h, b) = held
             var id = ""
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
-                #expect(json(r)["status"] as? String == "pending")
-                #expect((json(r)["doubts"] as? [String])?.count == 1)
-                id = json(r)["reportId"] as? String ?? ""
+                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                #expect(outcome.status == "pending" && outcome.doubts?.count == 1)
+                id = outcome.reportId ?? ""
             }
             #expect(try f.store.get("devices/dev-c").exists == false)
             #expect(try f.store.get("devices/dev-r")["status"] == nil)
@@ -575,11 +589,11 @@ func errorCode(_ response: TestResponse) -> String? {
                 #expect($0.status == .forbidden)
             }
             try await client.execute(uri: "/v1/reports", method: .get, headers: admin) { r in
-                let reports = try #require(json(r)["reports"] as? [[String: Any]])
-                #expect(reports.map { $0["reportId"] as? String } == [id])
-                #expect(reports.first?["image"] as? Bool == true)
-                #expect((reports.first?["evidence"] as? [[String: Any]])?.count == 5)
-                #expect(json(r)["review"] as? String == "doubtful")
+                let reports = try #require(value(r)["reports"]?.elements)
+                #expect(reports.map { $0["reportId"]?.stringValue } == [id])
+                #expect(reports.first?["image"] == .bool(true))
+                #expect(reports.first?["evidence"]?.elements?.count == 5)
+                #expect(value(r)["review"] == "doubtful")
             }
             try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
                 #expect(r.status == .ok)
@@ -604,9 +618,9 @@ func errorCode(_ response: TestResponse) -> String? {
                 body: ByteBuffer(string: #"{"note": "checked with the lab"}"#)
             ) { r in
                 #expect(r.status == .ok, "\(String(buffer: r.body))")
-                let report = try #require(json(r)["report"] as? [String: Any])
-                #expect(report["status"] as? String == "accepted" && report["decidedBy"] as? String == "health team")
-                #expect((json(r)["outcome"] as? String)?.contains("1 device flagged") == true, "\(json(r))")
+                let decided = value(r)
+                #expect(decided["report.status"] == "accepted" && decided["report.decidedBy"] == "health team")
+                #expect(decided["outcome"]?.stringValue?.contains("1 device flagged") == true, "\(decided)")
             }
             #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
             try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
@@ -622,7 +636,7 @@ func errorCode(_ response: TestResponse) -> String? {
                 #expect($0.status == .badRequest)
             }
             try await client.execute(uri: "/v1/reports?status=accepted", method: .get, headers: admin) { r in
-                #expect((json(r)["reports"] as? [[String: Any]])?.first?["note"] as? String == "checked with the lab")
+                #expect(value(r)["reports"]?.elements?.first?["note"] == "checked with the lab")
             }
         }
         let audit = try f.store.getDocuments(Query(collection: Collections.audit))
@@ -640,8 +654,8 @@ func errorCode(_ response: TestResponse) -> String? {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: th, body: tb) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
-                let rules = try #require(json(r)["rules"] as? [[String: Any]])
-                #expect(rules.first?["name"] as? String == "signature" && rules.first?["passed"] as? Bool == false)
+                let rules = try #require(decoded(Responses.ReportOutcome.self, r)?.rules)
+                #expect(rules.first?.name == "signature" && rules.first?.passed == false)
             }
             try await client.execute(uri: "/v1/reports", method: .post, headers: ph, body: pb) { r in
                 #expect(r.status == .created, "\(String(buffer: r.body))")
@@ -659,7 +673,8 @@ func errorCode(_ response: TestResponse) -> String? {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
-                #expect(json(r)["status"] as? String == "pending" && (json(r)["doubts"] as? [String]) == [])
+                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                #expect(outcome.status == "pending" && outcome.doubts == [])
             }
         }
         #expect(try f.store.get("devices/dev-9")["status"] == nil)
@@ -674,8 +689,8 @@ func errorCode(_ response: TestResponse) -> String? {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
-                let rules = try #require(json(r)["rules"] as? [[String: Any]])
-                #expect(rules.contains { $0["name"] as? String == "date" && $0["passed"] as? Bool == false })
+                let rules = try #require(decoded(Responses.ReportOutcome.self, r)?.rules)
+                #expect(rules.contains { $0.name == "date" && !$0.passed })
             }
         }
         #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
@@ -742,7 +757,7 @@ func errorCode(_ response: TestResponse) -> String? {
                     for secret in ["rep-a", "rep-b", "dev-1", "dev-2", "deviceId", "imageSHA256"] {
                         #expect(!text.contains(secret), "\(secret) in \(text)")
                     }
-                    return (json(r)["responses"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                    return decoded(Responses.PublicResponses.self, r)?.responses.map(\.id) ?? []
                 }
             }
         }
