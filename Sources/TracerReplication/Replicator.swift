@@ -246,15 +246,16 @@ public final class Replicator: Service, Sendable {
                     publish(backlog: batch.after)
                 }
             case .failure(let e):
-                switch machine.failed(e.code, started: started, token: try? upstream.token(), now: now()) {
+                let failed = machine.failed(e.code, started: started, token: try? upstream.token(), now: now())
+                status.update {
+                    $0.state = failed == .tokenRefused ? .tokenRefused : .retrying
+                    $0.lastError = e.message
+                }
+                switch failed {
                 case .tokenRefused:
                     logger.error(
                         "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
                     )
-                    status.update {
-                        $0.state = .tokenRefused
-                        $0.lastError = e.message
-                    }
                 case .batchRefused(let wait):
                     // A batch the server cannot take would be refused forever: say so loudly,
                     // and retry slowly (a newer server may take it).
@@ -262,10 +263,6 @@ public final class Replicator: Service, Sendable {
                         "the site server refused a batch: \(e.message)",
                         metadata: ["through": "\(outbox.through)"]
                     )
-                    status.update {
-                        $0.state = .retrying
-                        $0.lastError = e.message
-                    }
                     await nap(wait, draining: machine.draining)
                 case .unreachable(let outageBegan, let wait):
                     if outageBegan {
@@ -273,10 +270,6 @@ public final class Replicator: Service, Sendable {
                             "the site server is unreachable (\(e.message)); recording goes on and the backlog is kept; retrying with backoff",
                             metadata: ["upstream": "\(upstream.base)"]
                         )
-                    }
-                    status.update {
-                        $0.state = .retrying
-                        $0.lastError = e.message
                     }
                     await publishBacklog(after: machine.acknowledged)
                     await nap(wait, draining: machine.draining)
