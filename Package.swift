@@ -8,6 +8,14 @@ let package = Package(
         .executable(name: "tracer", targets: ["tracer"]),
         .executable(name: "tracer-bench", targets: ["tracer-bench"]),
     ],
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description:
+                "The store on PostgreSQL for a site's servers (libpq). A kiosk's build can leave it out: swift build --disable-default-traits"
+        ),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
@@ -175,14 +183,22 @@ let package = Package(
             ]
         ),
 
-        // The Firestore-like document store on SQLite.
+        // The Firestore-like document store: the engine (paths, values, writes, queries, indexes,
+        // listeners) and its SQLite backend.
         .target(
             name: "TracerStore",
             dependencies: [
-                "CTracerSQLite", "CTracerPQ",
+                "CTracerSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+
+        // The store's PostgreSQL backend (libpq), for a site's servers: opened through
+        // `DocumentStore(path: "postgres://…")` once `PostgresBackend.enable()` has run.
+        .target(
+            name: "TracerStorePostgres",
+            dependencies: ["TracerStore", "CTracerPQ"]
         ),
 
         // Ranging, with no I/O: iBeacon frames, RSSI filters, distance, proximity, windows.
@@ -242,6 +258,7 @@ let package = Package(
             dependencies: [
                 "TracerAPI",
                 "TracerStore",
+                .target(name: "TracerStorePostgres", condition: .when(traits: ["PostgreSQL"])),
                 "TracerModel",
                 "TracerColocation",
                 "TracerRanging",
@@ -268,7 +285,7 @@ let package = Package(
             name: "tracer-bench",
             dependencies: [
                 "TracerAPI",
-                "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerModel", "TracerColocation",
+                "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerStorePostgres", "TracerModel", "TracerColocation",
                 "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure", "TracerReplication",
                 "TracerOCR", "TracerVerification",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -281,7 +298,7 @@ let package = Package(
         .target(
             name: "TracerTesting",
             dependencies: [
-                "TracerStore", "TracerDBus",
+                "TracerStore", "TracerStorePostgres", "TracerDBus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -290,7 +307,7 @@ let package = Package(
 
         .testTarget(
             name: "TracerStoreTests",
-            dependencies: ["TracerStore", "TracerTesting"]
+            dependencies: ["TracerStore", "TracerStorePostgres", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerRangingTests",

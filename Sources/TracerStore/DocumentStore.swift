@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// A Firestore-like document store in one SQLite file, or in a PostgreSQL database.
 ///
@@ -44,7 +45,23 @@ public final class DocumentStore: Sendable {
 
     /// A store location as messages may show it: a PostgreSQL URI loses its password.
     public static func redacted(_ location: String) -> String {
-        isPostgres(location) ? PostgresConnection.redacted(location) : location
+        guard isPostgres(location), let at = location.firstIndex(of: "@"),
+            let scheme = location.range(of: "://"), scheme.upperBound < at,
+            let colon = location[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return location }
+        return String(location[..<colon]) + String(location[at...])
+    }
+
+    /// Opens a PostgreSQL store's pool: a URI, the readers, synchronous commits, a log.
+    package typealias PostgresOpener =
+        @Sendable (_ uri: String, _ readers: Int, _ synchronous: Bool, _ log: (String) -> Void) throws -> any StorePool
+
+    /// The PostgreSQL backend, registered by `TracerStorePostgres` (`PostgresBackend.enable()`):
+    /// the engine does not link libpq, so that a build without that module has none.
+    private static let postgres = Mutex<PostgresOpener?>(nil)
+
+    package static func register(postgres opener: @escaping PostgresOpener) {
+        postgres.withLock { $0 = opener }
     }
 
     /// Opens (creating if needed) the store at `path`: a SQLite file, or a PostgreSQL database
@@ -56,13 +73,17 @@ public final class DocumentStore: Sendable {
         self.logger = logger
         if Self.isPostgres(path) {
             self.isPostgres = true
-            self.path = PostgresConnection.redacted(path)
-            self.pool = try PostgresPool(
-                uri: path,
-                readers: configuration.readers,
-                synchronous: configuration.synchronousCommits,
-                log: { logger.notice("\($0)") }
-            )
+            self.path = Self.redacted(path)
+            guard let open = Self.postgres.withLock({ $0 }) else {
+                throw StoreError(
+                    .postgres,
+                    "this build of tracer has no PostgreSQL backend (built without its PostgreSQL trait): give a SQLite file, or use a build with it",
+                    context: self.path
+                )
+            }
+            self.pool = try open(path, configuration.readers, configuration.synchronousCommits) {
+                logger.notice("\($0)")
+            }
         } else {
             self.isPostgres = false
             self.path = path

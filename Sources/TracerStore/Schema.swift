@@ -6,8 +6,8 @@ import Foundation
 ///
 /// Schema 1 (tracer before schema 2) kept the parent path as text in every document and change
 /// row, and documents as JSON text: `setUp` upgrades such a store in place, in one transaction.
-enum Schema {
-    static let version: Int64 = 2
+package enum Schema {
+    package static let version: Int64 = 2
 
     static let create = """
         CREATE TABLE IF NOT EXISTS parents (

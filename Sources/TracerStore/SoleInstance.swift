@@ -4,7 +4,7 @@ import Synchronization
 
 /// A lock held by this process for a role that must run once per store (the flagger, a
 /// notifier): released when the process dies, however it dies.
-protocol HeldLock: AnyObject {
+package protocol HeldLock: AnyObject {
     /// Whether the lock is still this process's (on PostgreSQL: its connection is alive).
     func stillHeld() -> Bool
     func release()

@@ -4,7 +4,7 @@ import Foundation
 /// query engine, the change log, listeners) needs of it. Statements are written once, in the SQL
 /// both understand (`?N` parameters, `ON CONFLICT`, `RETURNING`); each backend maps the rest.
 /// Not thread-safe: a pool hands a connection to one caller at a time.
-protocol StoreConnection: AnyObject {
+package protocol StoreConnection: AnyObject {
     /// Runs SQL that returns no rows.
     func execute(_ sql: String) throws
     /// A prepared statement for fixed SQL text, reset and kept for reuse.
@@ -36,7 +36,7 @@ protocol StoreConnection: AnyObject {
 }
 
 /// A prepared statement: bind `?N` parameters, step through rows, read columns.
-protocol StoreStatement: AnyObject {
+package protocol StoreStatement: AnyObject {
     func reset()
     func bind(_ index: Int32, _ value: Int64)
     func bind(_ index: Int32, _ value: String)
@@ -53,25 +53,25 @@ protocol StoreStatement: AnyObject {
 }
 
 extension StoreStatement {
-    func bind(_ index: Int32, _ value: Int) { bind(index, Int64(value)) }
+    package func bind(_ index: Int32, _ value: Int) { bind(index, Int64(value)) }
 
     /// Runs a statement that returns no rows.
-    func run() throws {
+    package func run() throws {
         while try step() {}
     }
 
-    func blob(_ column: Int32) -> [UInt8] { Array(bytes(column)) }
+    package func blob(_ column: Int32) -> [UInt8] { Array(bytes(column)) }
 
     /// The column's bytes, valid inside `body`: for parsing without a copy.
     @inline(__always)
-    func withBytes<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+    package func withBytes<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
         try body(bytes(column))
     }
 }
 
 /// Statements run on every read, found by a number rather than by hashing their text (a query's
 /// statement is a few hundred characters; a window query runs four of these).
-enum FrequentStatement: Int, CaseIterable {
+package enum FrequentStatement: Int, CaseIterable {
     case begin, commit, catalogVersion, loadDocument
     case collectionIndexScan, collectionIndexScanReversed, groupIndexScan, groupIndexScanReversed
     case collectionScan, groupScan
@@ -81,21 +81,23 @@ enum FrequentStatement: Int, CaseIterable {
 ///
 /// A parent's id never changes and is never deleted, so a cached id stays right for the
 /// connection's life; only the ids a rolled-back transaction made are forgotten.
-final class ParentCache {
-    var ids: [String: Int64] = [:]
-    var new: [String] = []
+package final class ParentCache {
+    package var ids: [String: Int64] = [:]
+    package var new: [String] = []
+
+    package init() {}
 }
 
 extension StoreConnection {
     /// The first column of the first row of a query, as an integer.
-    func scalar(_ sql: String) throws -> Int64? {
+    package func scalar(_ sql: String) throws -> Int64? {
         let s = try statement(sql)
         defer { s.reset() }  // an unfinished statement would hold its read snapshot open
         return try s.step() ? (s.isNull(0) ? nil : s.int64(0)) : nil
     }
 
     /// The id of an interned collection path; nil when no document was ever written under it.
-    func parentID(_ path: String) throws -> Int64? {
+    package func parentID(_ path: String) throws -> Int64? {
         if let id = parents.ids[path] { return id }
         let s = try statement("SELECT id FROM parents WHERE path = ?1")
         s.bind(1, path)
@@ -107,7 +109,7 @@ extension StoreConnection {
     }
 
     /// The id of a collection path, interned now if it is new (inside a write transaction).
-    func internParent(_ path: String, collection: String) throws -> Int64 {
+    package func internParent(_ path: String, collection: String) throws -> Int64 {
         if let id = try parentID(path) { return id }
         let s = try statement("INSERT INTO parents (path, collection) VALUES (?1, ?2) RETURNING id")
         s.bind(1, path)
@@ -121,14 +123,14 @@ extension StoreConnection {
     }
 
     /// Ends the interning of a transaction: kept if it committed, forgotten if not.
-    func transactionEnded(committed: Bool) {
+    package func transactionEnded(committed: Bool) {
         if !committed { for p in parents.new { parents.ids[p] = nil } }
         parents.new.removeAll()
     }
 }
 
 /// Connections handed out for reads and writes: one writer at a time, several readers.
-protocol StorePool: AnyObject, Sendable {
+package protocol StorePool: AnyObject, Sendable {
     /// Runs `body` in a write transaction; commits if it returns, rolls back if it throws.
     /// Writers are serialised, so change sequence numbers commit in order.
     func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T

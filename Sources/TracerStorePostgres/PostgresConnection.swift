@@ -1,5 +1,6 @@
 import CTracerPQ
 import Foundation
+import TracerStore
 
 /// One PostgreSQL connection through libpq, synchronous like `SQLiteConnection`.
 ///
@@ -378,12 +379,7 @@ final class PostgresConnection: StoreConnection {
     }
 
     /// The URI without its password (`postgres://user:secret@host/db` → `postgres://user@host/db`).
-    static func redacted(_ uri: String) -> String {
-        guard let at = uri.firstIndex(of: "@"), let scheme = uri.range(of: "://"), scheme.upperBound < at,
-            let colon = uri[scheme.upperBound..<at].firstIndex(of: ":")
-        else { return uri }
-        return String(uri[..<colon]) + String(uri[at...])
-    }
+    static func redacted(_ uri: String) -> String { DocumentStore.redacted(uri) }
 }
 
 /// A statement prepared on the server: parameters collected as they are bound, run at the first

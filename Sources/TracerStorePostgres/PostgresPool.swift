@@ -1,5 +1,6 @@
 import CTracerPQ
 import Foundation
+import TracerStore
 
 /// The store on PostgreSQL: one writer and a few readers, like `ConnectionPool` on SQLite.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TracerStorePostgres
 
 /// The backend the tests' stores are made on: `TRACER_TEST_STORE=postgres` runs the same tests on
 /// PostgreSQL (a cluster of the test process's own, a fresh schema per store), so that one suite
@@ -7,9 +8,11 @@ import Synchronization
 public enum TestBackend {
     public static var isPostgres: Bool { ProcessInfo.processInfo.environment["TRACER_TEST_STORE"] == "postgres" }
 
-    /// The test process's PostgreSQL, started at first use and stopped when the process ends.
+    /// The test process's PostgreSQL, started at first use and stopped when the process ends;
+    /// the store's PostgreSQL backend enabled with it.
     public static func cluster() throws -> PostgresCluster {
-        try shared.withLock { cluster in
+        PostgresBackend.enable()
+        return try shared.withLock { cluster in
             if let cluster { return cluster }
             let started = try PostgresCluster()
             cluster = started

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TracerOCR
+import TracerStorePostgres
 import TracerVerification
 
 /// `tracer-bench …`: the benchmarks Tools/bench/* build in release mode and run. A program of its
@@ -17,6 +18,7 @@ struct TracerBench: AsyncParsableCommand {
     /// Log lines go to stderr at notice and above (TRACER_LOG_LEVEL to change), as with `tracer`,
     /// so that stdout carries only the benchmark's report.
     static func main() async {
+        PostgresBackend.enable()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             let level = ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))

@@ -2,6 +2,10 @@ import ArgumentParser
 import Foundation
 import Logging
 
+#if PostgreSQL
+import TracerStorePostgres
+#endif
+
 @main
 struct Tracer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,6 +22,9 @@ struct Tracer: AsyncParsableCommand {
     /// (ArgumentParser's own default for usage is 64), and a command may exit with its own code
     /// by throwing `ExitCode` (a rejected self-report exits 2).
     static func main() async {
+        #if PostgreSQL
+        PostgresBackend.enable()
+        #endif
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             let level = ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))

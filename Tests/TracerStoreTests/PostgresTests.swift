@@ -3,6 +3,7 @@ import Testing
 import TracerTesting
 
 @testable import TracerStore
+@testable import TracerStorePostgres
 
 /// The ground the store's PostgreSQL backend stands on: a server of the test's own, started and
 /// removed by the test (also when the test run is killed), libpq through `PostgresConnection`,

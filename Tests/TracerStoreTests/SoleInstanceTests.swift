@@ -5,6 +5,7 @@ import Testing
 import TracerTesting
 
 @testable import TracerStore
+@testable import TracerStorePostgres
 
 /// A role run once per store (the flagger, a notifier): a second instance waits and takes over
 /// when the first ends; a holder that loses its lock stops. On both backends.
