@@ -148,7 +148,7 @@ let package = Package(
         .target(
             name: "TracerExposure",
             dependencies: [
-                "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
+                "TracerAPI", "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -364,6 +364,10 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ]
+        ),
+        .testTarget(
+            name: "TracerAPITests",
+            dependencies: ["TracerAPI", "TracerStore"]
         ),
         .testTarget(
             name: "TracerReplicationTests",

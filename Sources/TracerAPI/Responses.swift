@@ -2,8 +2,8 @@ import Foundation
 import TracerVerification
 
 /// The API's JSON bodies as types (encoded with sorted keys; a nil marked `@Null` is written as
-/// null, as clients expect the key). The hot routes (a device's status, exposures, the watch)
-/// keep the store's own writer: their bodies are the store's values.
+/// null, as clients expect the key). The hot routes' bodies (a device's status, exposures) are
+/// types too (`DeviceStatus.swift`), written by the store's own writer through their `value`.
 public enum Responses {
     /// `GET /health`.
     public struct Health: Codable, Sendable {
@@ -470,3 +470,5 @@ extension KeyedDecodingContainer {
 
 extension Null: Sendable where Wrapped: Sendable {
 }
+
+extension Null: Equatable where Wrapped: Equatable {}

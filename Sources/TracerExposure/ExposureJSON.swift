@@ -1,4 +1,5 @@
 import Foundation
+import TracerAPI
 import TracerModel
 import TracerStore
 
@@ -11,23 +12,23 @@ public enum ExposureJSON {
         return .string(t.iso8601Milliseconds)
     }
 
-    /// `devices/{id}/exposures/{x}` as `{"deviceId", "reportId", "beaconKey", "from", "to", ...}`.
-    /// Fields are read by key, not parsed as field paths: this runs for every exposure served.
-    public static func value(_ doc: DocumentSnapshot) -> Value {
+    /// `devices/{id}/exposures/{x}` as the contract's `Exposure`. Fields are read by key, not
+    /// parsed as field paths: this runs for every exposure served.
+    public static func exposure(_ doc: DocumentSnapshot) -> Responses.Exposure {
         let data = doc.data ?? [:]
         let separation = data["separation"]?.mapValue ?? [:]
-        return .map([
-            "deviceId": .string(Collections.device(ofExposure: doc.path) ?? ""),
-            "reportId": .string(data["reportId"]?.stringValue ?? ""),
-            "beaconKey": .string(data["beaconKey"]?.stringValue ?? ""),
-            "from": iso(data["from"]),
-            "to": iso(data["to"]),
-            "separation": .map([
-                "min": .double(separation["min"]?.doubleValue ?? 0),
-                "max": .double(separation["max"]?.doubleValue ?? 0),
-            ]),
-            "overlapSeconds": .integer(Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0)),
-        ])
+        return Responses.Exposure(
+            deviceId: Collections.device(ofExposure: doc.path) ?? "",
+            reportId: data["reportId"]?.stringValue ?? "",
+            beaconKey: data["beaconKey"]?.stringValue ?? "",
+            from: data["from"]?.timestampValue?.iso8601Milliseconds,
+            to: data["to"]?.timestampValue?.iso8601Milliseconds,
+            separation: .init(
+                min: separation["min"]?.doubleValue ?? 0,
+                max: separation["max"]?.doubleValue ?? 0
+            ),
+            overlapSeconds: Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0)
+        )
     }
 
     /// A device's exposures, oldest first.
@@ -35,22 +36,27 @@ public enum ExposureJSON {
         try store.getDocuments(Exposure.of(device: device))
     }
 
-    /// `{"deviceId", "status", "risk", "colocatedMinutes", "exposures": [...]}`: what a device is
-    /// told. A device nobody has written of is clear, at low risk.
+    /// What a device is told (the contract's `DeviceStatus`). A device nobody has written of
+    /// is clear, at low risk.
     public static func status(
         _ device: String,
         document doc: DocumentSnapshot,
         exposures: [DocumentSnapshot]
-    ) -> Value {
+    ) -> Responses.DeviceStatus {
         let d = DeviceStatus(doc)
-        var fields: [String: Value] = [
-            "deviceId": .string(device), "status": .string(d.status.rawValue),
-            "risk": .string(d.risk.rawValue), "colocatedMinutes": .double(d.colocatedMinutes),
-            "exposures": .array(exposures.map(value)),
-        ]
         // The device's own latest report, while the health team reviews it and once decided.
-        if case .map(let report)? = doc["report"] { fields["report"] = .map(report) }
-        return .map(fields)
+        let report = doc["report"].flatMap { r -> Responses.DeviceStatus.Report? in
+            guard let id = r["id"]?.stringValue, let status = r["status"]?.stringValue else { return nil }
+            return .init(id: id, status: status, note: r["note"]?.stringValue)
+        }
+        return Responses.DeviceStatus(
+            deviceId: device,
+            status: d.status.rawValue,
+            risk: d.risk.rawValue,
+            colocatedMinutes: d.colocatedMinutes,
+            exposures: exposures.map(exposure),
+            report: report
+        )
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).

@@ -93,7 +93,7 @@ public final class API: Sendable {
             let store = self.store
             let docs = try await store.reading { try ExposureJSON.atBeacon(key, since: since, store: store) }
             return JSONBody.response(
-                .map(["beaconKey": .string(key), "exposures": .array(docs.map(ExposureJSON.value))])
+                Responses.BeaconExposures(beaconKey: key, exposures: docs.map(ExposureJSON.exposure)).value
             )
         }
         router.get("/v1/devices/:id") { [self] request, context in
@@ -113,7 +113,7 @@ public final class API: Sendable {
                     id,
                     document: read.documents[0],
                     exposures: Exposure.ordered(read.collections[0])
-                )
+                ).value
             }
             return JSONBody.response(status)
         }

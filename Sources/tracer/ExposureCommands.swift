@@ -17,29 +17,23 @@ enum ExposureOutput {
         return t.iso8601Seconds.replacingOccurrences(of: "T", with: " ")
     }
 
-    static func table(_ docs: [DocumentSnapshot]) -> [String] { table(values: docs.map(ExposureJSON.value)) }
+    static func table(_ docs: [DocumentSnapshot]) -> [String] { table(exposures: docs.map(ExposureJSON.exposure)) }
 
-    /// Exposures in the contract's JSON shape (from the store here, or the site server) as a table.
-    static func table(values: [Value]) -> [String] {
-        guard !values.isEmpty else { return ["no exposures"] }
+    /// Exposures (from the store here, or the site server) as a table.
+    static func table(exposures: [Responses.Exposure]) -> [String] {
+        guard !exposures.isEmpty else { return ["no exposures"] }
         var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
-        for o in values {
+        for o in exposures {
             rows.append([
-                o["deviceId"]?.stringValue ?? "", o["reportId"]?.stringValue ?? "", o["beaconKey"]?.stringValue ?? "",
-                second(o["from"]), second(o["to"]),
-                String(
-                    format: "%.1f–%.1f m",
-                    o["separation.min"]?.doubleValue ?? 0,
-                    o["separation.max"]?.doubleValue ?? 0
-                ),
-                "\(Int(saturating: o["overlapSeconds"]?.doubleValue ?? 0)) s",
+                o.deviceId, o.reportId, o.beaconKey, second(o.from.map(Value.string)), second(o.to.map(Value.string)),
+                String(format: "%.1f–%.1f m", o.separation.min, o.separation.max), "\(o.overlapSeconds) s",
             ])
         }
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        } + ["\(values.count) exposure\(values.count == 1 ? "" : "s")"]
+        } + ["\(exposures.count) exposure\(exposures.count == 1 ? "" : "s")"]
     }
 }
 
@@ -82,36 +76,34 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     static func status(_ device: String, json: Bool, _ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
-        let value = ExposureJSON.status(
+        let status = ExposureJSON.status(
             device,
             document: doc,
             exposures: try ExposureJSON.exposures(of: device, store: store)
         )
-        return json ? ExposureJSON.json(value) : text(value)
+        return json ? JSON.string(status.value) : text(status)
     }
 
     /// `ID: exposed, risk medium; 1 exposure, 4.5 minutes together` and the exposures, from the
     /// status in the contract's JSON (the store's here, or the site server's).
-    static func text(_ v: Value) -> String {
-        var text =
-            "\(v["deviceId"]?.stringValue ?? ""): \(v["status"]?.stringValue ?? ""), risk \(v["risk"]?.stringValue ?? "")"
+    static func text(_ v: Responses.DeviceStatus) -> String {
+        var text = "\(v.deviceId): \(v.status), risk \(v.risk)"
         // The device's own report, while the health team has it and once they denied it: last,
         // after the exposures.
         var said = ""
-        if let report = v["report"], let id = report["id"]?.stringValue {
-            switch report["status"]?.stringValue {
+        if let report = v.report {
+            switch report.status {
             case "pending":
-                said = "\nyour report \(id) is with the health team: nobody is flagged until they approve it"
+                said = "\nyour report \(report.id) is with the health team: nobody is flagged until they approve it"
             case "denied":
-                said =
-                    "\nyour report \(id) was denied at review" + (report["note"]?.stringValue.map { ": \($0)" } ?? "")
+                said = "\nyour report \(report.id) was denied at review" + (report.note.map { ": \($0)" } ?? "")
             default: break
             }
         }
-        guard case .array(let exposures)? = v["exposures"], !exposures.isEmpty else { return text + said }
-        text += "; \(exposures.count) exposure\(exposures.count == 1 ? "" : "s"), "
-        text += String(format: "%.1f minutes together", v["colocatedMinutes"]?.doubleValue ?? 0)
-        text += "\n" + ExposureOutput.table(values: exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
+        guard !v.exposures.isEmpty else { return text + said }
+        text += "; \(v.exposures.count) exposure\(v.exposures.count == 1 ? "" : "s"), "
+        text += String(format: "%.1f minutes together", v.colocatedMinutes)
+        text += "\n" + ExposureOutput.table(exposures: v.exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
         return text + said
     }
 
@@ -123,12 +115,11 @@ struct StatusCommand: AsyncParsableCommand {
         @Sendable func fetch() async throws -> String {
             let answer = try await RemoteAnswer.send { try await up.request(.GET, path) }
             guard answer.status == 200 else { throw RemoteAnswer.failure(answer, up) }
-            var bytes = answer.body
-            guard let value = try? JSON.parse(bytes: &bytes) else {
+            guard let status = Responses.decode(Responses.DeviceStatus.self, from: answer.body) else {
                 throw ValidationError("\(up.base) answered with something that is not a device's status")
             }
             // The server's JSON is the store's writer's, so --json prints the same bytes.
-            return json ? String(decoding: answer.body, as: UTF8.self) : Self.text(value)
+            return json ? String(decoding: answer.body, as: UTF8.self) : Self.text(status)
         }
         guard watch else {
             Output.line(try await fetch())
@@ -211,7 +202,7 @@ struct ExposureCommand: ParsableCommand {
             docs = try store.getDocuments(query)
         }
         if json {
-            Output.line(ExposureJSON.json(.array(docs.map(ExposureJSON.value))))
+            Output.line(JSON.string(.array(docs.map { ExposureJSON.exposure($0).value })))
         } else {
             for line in ExposureOutput.table(docs) { Output.line(line) }
         }

@@ -129,8 +129,8 @@ func decoded<T: Decodable>(_ type: T.Type, _ response: TestResponse) -> T? {
     Responses.decode(type, from: Array(response.body.readableBytesView))
 }
 
-/// A body the server writes with the store's own writer (a device's status, exposures, the
-/// health team's reports), as the store's values.
+/// A body the server writes as the store's values with no type of the contract's yet (the health
+/// team's reports, a decision).
 func value(_ response: TestResponse) -> Value {
     (try? JSON.parse(String(buffer: response.body))) ?? .null
 }
@@ -291,7 +291,7 @@ extension Value {
             // A device reads its own device only; a kiosk reads status but not the site.
             try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .ok)
-                #expect(value($0)["status"] == "clear")
+                #expect(decoded(Responses.DeviceStatus.self, $0)?.status == "clear")
             }
             try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .forbidden)
@@ -437,8 +437,9 @@ extension Value {
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                let exposures = try #require(value(r)["exposures"]?.elements)
-                #expect(exposures.map { $0["deviceId"]?.stringValue } == ["dev-6", "dev-5", "dev-2"])
+                let answer = try #require(decoded(Responses.BeaconExposures.self, r))
+                #expect(answer.beaconKey == "kiosk-lab")
+                #expect(answer.exposures.map(\.deviceId) == ["dev-6", "dev-5", "dev-2"])
             }
             let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3 * 86_400))
             try await client.execute(
@@ -446,7 +447,7 @@ extension Value {
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                #expect(value(r)["exposures"]?.elements?.count == 2)
+                #expect(decoded(Responses.BeaconExposures.self, r)?.exposures.count == 2)
             }
         }
     }
