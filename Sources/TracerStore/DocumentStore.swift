@@ -128,13 +128,6 @@ public final class DocumentStore: Sendable {
         try snapshot(path, parent: db.parentID(path.parentText), db) ?? DocumentSnapshot(path: path, data: nil)
     }
 
-    /// Several reads from one snapshot, in one read transaction: what `body` reads agrees (a
-    /// device and its exposures as of one commit), and on PostgreSQL it costs one BEGIN and
-    /// COMMIT for all of them instead of one each.
-    public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
-        try pool.read { db in try body(ReadTransaction(db: db, catalog: catalog)) }
-    }
-
     /// Documents by path and every document of some collections, read by one statement: one
     /// snapshot, and on PostgreSQL one round trip and one statement for the database to run. A
     /// device's request (its token, its status, its exposures) was four round trips and five
@@ -341,21 +334,5 @@ public struct Fetched: Sendable {
     public init(documents: [DocumentSnapshot], collections: [[DocumentSnapshot]]) {
         self.documents = documents
         self.collections = collections
-    }
-}
-
-/// Reads inside `DocumentStore.read`: every one from the same snapshot.
-public struct ReadTransaction {
-    let db: any StoreConnection
-    let catalog: IndexCatalog
-
-    /// The document at `path` (a snapshot whose `exists` is false when there is none).
-    public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
-        try DocumentStore.document(path, db)
-    }
-
-    /// The documents matching a query, in its order.
-    public func getDocuments(_ query: Query) throws -> [DocumentSnapshot] {
-        try QueryEngine(db: db, catalog: catalog).run(query)
     }
 }
