@@ -97,17 +97,9 @@ public struct TokenStore: Sendable {
         }
     }
 
-    /// The principal a presented token stands for, or nil. Throws when the store cannot answer
-    /// (a token cannot be judged then: the caller answers 503, and does not count it as a failed
-    /// attempt).
-    public func verify(_ presented: String) throws -> Principal? {
-        guard let claim = Claim(presented) else { return nil }
-        return Self.principal(claim, stored: try store.get(claim.path))
-    }
-
-    /// The principal of a claim, judged against its record as read from the store. The hashes
-    /// (hex) are compared in constant time, and an unknown id costs the same comparison as a
-    /// known one.
+    /// The principal of a claim, judged against its record as read from the store (the API reads
+    /// it with what the route answers: `API.authorize`), or nil. The hashes (hex) are compared in
+    /// constant time, and an unknown id costs the same comparison as a known one.
     public static func principal(_ claim: Claim, stored: DocumentSnapshot) -> Principal? {
         let record = stored.exists ? try? TokenRecord(stored) : nil
         let hash = record.map { Array($0.hash.utf8) } ?? [UInt8](repeating: 0, count: 64)
