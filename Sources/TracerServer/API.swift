@@ -21,7 +21,6 @@ public final class API: Sendable {
     public let store: DocumentStore
     public let site: Site?
     public let engine: ExposureEngine
-    public let tokens: TokenStore
     public let limiter: FailureLimiter
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
@@ -54,7 +53,6 @@ public final class API: Sendable {
         self.store = store
         self.site = site
         self.engine = engine
-        self.tokens = TokenStore(store: store)
         self.limiter = limiter
         self.occupancyWindow = occupancyWindow
         self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue)

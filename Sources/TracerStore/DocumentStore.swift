@@ -43,7 +43,8 @@ public final class DocumentStore: Sendable {
         location.hasPrefix("postgres://") || location.hasPrefix("postgresql://")
     }
 
-    /// A store location as messages may show it: a PostgreSQL URI loses its password.
+    /// A store location as messages may show it: a PostgreSQL URI loses its password
+    /// (`postgres://user:secret@host/db` → `postgres://user@host/db`).
     public static func redacted(_ location: String) -> String {
         guard isPostgres(location), let at = location.firstIndex(of: "@"),
             let scheme = location.range(of: "://"), scheme.upperBound < at,

@@ -19,15 +19,23 @@ final class PostgresConnection: StoreConnection {
     /// `?host=/socket/dir` included).
     init(_ uri: String) throws {
         guard let c = PQconnectdb(uri) else {
-            throw StoreError(.postgres, "cannot connect to PostgreSQL: out of memory", context: Self.redacted(uri))
+            throw StoreError(
+                .postgres,
+                "cannot connect to PostgreSQL: out of memory",
+                context: DocumentStore.redacted(uri)
+            )
         }
         guard PQstatus(c) == CONNECTION_OK else {
             let message = Self.firstLine(String(cString: PQerrorMessage(c)))
             PQfinish(c)
-            throw StoreError(.postgres, "cannot connect to PostgreSQL: \(message)", context: Self.redacted(uri))
+            throw StoreError(
+                .postgres,
+                "cannot connect to PostgreSQL: \(message)",
+                context: DocumentStore.redacted(uri)
+            )
         }
         handle = c
-        target = Self.redacted(uri)
+        target = DocumentStore.redacted(uri)
         // The server's notices (a shutdown's "terminating connection" warning) are not printed on
         // standard error by libpq: the error that follows says what happened, in one line.
         PQsetNoticeProcessor(c, { _, _ in }, nil)
@@ -377,9 +385,6 @@ final class PostgresConnection: StoreConnection {
     static func firstLine(_ s: String) -> String {
         s.split(whereSeparator: \.isNewline).first.map(String.init) ?? s
     }
-
-    /// The URI without its password (`postgres://user:secret@host/db` → `postgres://user@host/db`).
-    static func redacted(_ uri: String) -> String { DocumentStore.redacted(uri) }
 }
 
 /// A statement prepared on the server: parameters collected as they are bound, run at the first

@@ -42,7 +42,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
 
     init(uri: String, readers count: Int, synchronous: Bool, log: (String) -> Void) throws {
         self.uri = uri
-        self.target = PostgresConnection.redacted(uri)
+        self.target = DocumentStore.redacted(uri)
         self.synchronous = synchronous
         let writer = try Self.connect(uri, synchronous: synchronous)
         var schema = try writer.query("SELECT current_schema()").first?.first ?? nil
@@ -56,7 +56,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
             throw StoreError(
                 .postgres,
                 "the connection has no schema to keep the store in (check search_path)",
-                context: PostgresConnection.redacted(uri)
+                context: DocumentStore.redacted(uri)
             )
         }
         self.schema = schema
