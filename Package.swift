@@ -47,6 +47,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
         // Report uploads (multipart/form-data).
         .package(url: "https://github.com/vapor/multipart-kit", exact: "4.7.1"),
+        // The API's client, generated from its OpenAPI document at build time (BENCHMARKS.md,
+        // "Build: swift-openapi-generator"), and its transport over AsyncHTTPClient.
+        .package(url: "https://github.com/apple/swift-openapi-generator", exact: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", exact: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", exact: "1.5.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -157,6 +162,22 @@ let package = Package(
             ]
         ),
 
+        // The API's client, generated from its OpenAPI document (openapi.yaml here is the server's
+        // Resources/openapi.yaml, linked) by swift-openapi-generator's build plugin: the types
+        // of every operation's input and output, and `Client`, sent through an `Upstream`'s
+        // AsyncHTTPClient with its token and its servers in turn. The `--server` commands use it.
+        .target(
+            name: "TracerAPIClient",
+            dependencies: [
+                "TracerAPI", "TracerReplication",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
+
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
@@ -257,6 +278,7 @@ let package = Package(
             name: "tracer",
             dependencies: [
                 "TracerAPI",
+                "TracerAPIClient",
                 "TracerStore",
                 .target(name: "TracerStorePostgres", condition: .when(traits: ["PostgreSQL"])),
                 "TracerModel",
@@ -275,6 +297,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
         ),
 

@@ -20,8 +20,8 @@ public final class Upstream: AsyncShutdown {
     /// The servers' base URLs, without a trailing slash.
     public let bases: [String]
     public let tokenFile: String
-    let client: HTTPClient
-    let timeout: TimeAmount
+    package let client: HTTPClient
+    package let timeout: TimeAmount
     /// The server in use: an index into `bases`.
     private let current = Atomic<Int>(0)
 
@@ -58,6 +58,10 @@ public final class Upstream: AsyncShutdown {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout = .init(connect: .seconds(10), read: .milliseconds(milliseconds))
         configuration.redirectConfiguration = .disallow
+        // A server that refuses the connection is said at once (AsyncHTTPClient would try again
+        // until the connect timeout: 10 s before `connection refused`): the next server of the
+        // site is tried, the replicator backs off on its own, a person's command says so.
+        configuration.connectionPool.retryConnectionEstablishment = false
         // A missing or empty token file is an error at start, before there is a client to shut down.
         _ = try Self.token(in: tokenFile)
         self.bases = bases
@@ -111,28 +115,44 @@ public final class Upstream: AsyncShutdown {
         limit: Int = 16 << 20
     ) async throws(SyncError) -> Answer {
         let token = try token()
-        var last: Result<Answer, SyncError> = .failure(SyncError(.unavailable, "no server"))
-        for _ in bases.indices {
-            let index = current.load(ordering: .relaxed)
-            let base = bases[index]
+        let send: (String) async throws -> Answer = { base in
             var request = HTTPClientRequest(url: base + path)
             request.method = method
             request.headers.add(name: "Authorization", value: "Bearer " + token)
             request.headers.add(name: "User-Agent", value: "tracer")
             for (name, value) in headers { request.headers.add(name: name, value: value) }
             request.body = body
+            let response = try await self.client.execute(request, timeout: self.timeout)
+            let buffer = try await response.body.collect(upTo: limit)
+            return Answer(
+                status: Int(response.status.code),
+                headers: response.headers,
+                body: Array(buffer.readableBytesView)
+            )
+        }
+        return try await inTurn(busy: { [502, 503, 504].contains($0.status) }, send: send)
+    }
+
+    /// Runs `send` against the server in use (its base URL), and, with several servers, when it
+    /// throws or its answer is `busy`, against the next, in turn: the last answer (or failure)
+    /// is the result when none does better. Throws `unavailable` when no server answered.
+    package func inTurn<Answer>(
+        busy: (Answer) -> Bool,
+        send: (_ base: String) async throws -> Answer
+    ) async throws(SyncError) -> Answer {
+        var last: Result<Answer, SyncError> = .failure(SyncError(.unavailable, "no server"))
+        for _ in bases.indices {
+            let index = current.load(ordering: .relaxed)
+            let base = bases[index]
             do {
-                let response = try await client.execute(request, timeout: timeout)
-                let buffer = try await response.body.collect(upTo: limit)
-                let answer = Answer(
-                    status: Int(response.status.code),
-                    headers: response.headers,
-                    body: Array(buffer.readableBytesView)
-                )
-                guard bases.count > 1, [502, 503, 504].contains(answer.status) else { return answer }
+                let answer = try await send(base)
+                guard bases.count > 1, busy(answer) else { return answer }
                 last = .success(answer)
             } catch is CancellationError {
                 throw SyncError(.unavailable, "\(base): cancelled")
+            } catch let e as SyncError {
+                // Said by the server (a refusal), not a failure to reach it.
+                throw e
             } catch {
                 last = .failure(SyncError(.unavailable, "\(base): \(Self.describe(error))"))
             }
@@ -238,7 +258,7 @@ public final class Upstream: AsyncShutdown {
     public func shutdown() async throws { try await client.shutdown() }
 
     /// An HTTP client error in a few words (the connection's, TLS's, or a timeout).
-    static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         let text = "\(error)"
         if text.contains("connectTimeout") || text.contains("deadlineExceeded") || text.contains("readTimeout") {
             return "timed out"

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TracerAPI
+import TracerAPIClient
 import TracerColocation
 import TracerExposure
 import TracerModel
@@ -52,8 +53,8 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
     func run() async throws {
-        try await serverOptions.withUpstream { upstream in
-            if let upstream { try await remote(upstream) } else { try await local() }
+        try await serverOptions.withSite { site in
+            if let site { try await remote(site) } else { try await local() }
         }
     }
 
@@ -109,17 +110,13 @@ struct StatusCommand: AsyncParsableCommand {
 
     /// The same through the site server: `GET /v1/devices/{id}`, and with --watch its SSE watch
     /// (reconnecting, with backoff, when the connection drops).
-    func remote(_ up: Upstream) async throws {
-        let path = "/v1/devices/" + (device.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? device)
-        let (device, json) = (device, json)
+    func remote(_ site: SiteClient) async throws {
+        let (device, json, up) = (device, json, site.upstream)
         @Sendable func fetch() async throws -> String {
-            let answer = try await RemoteAnswer.send { try await up.request(.GET, path) }
-            guard answer.status == 200 else { throw RemoteAnswer.failure(answer, up) }
-            guard let status = Responses.decode(Responses.DeviceStatus.self, from: answer.body) else {
-                throw ValidationError("\(up.base) answered with something that is not a device's status")
-            }
-            // The server's JSON is the store's writer's, so --json prints the same bytes.
-            return json ? String(decoding: answer.body, as: UTF8.self) : Self.text(status)
+            let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device)).ok.body.json }
+            // As the server made it, so that the text and --json are the local command's.
+            let status = try Contract.convert(answer, to: Responses.DeviceStatus.self)
+            return json ? JSON.string(status.value) : Self.text(status)
         }
         guard watch else {
             Output.line(try await fetch())

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import TracerAPI
+import TracerAPIClient
 import TracerModel
 import TracerReplication
 import TracerStore
@@ -33,6 +34,12 @@ struct ServerOptions: ParsableArguments {
         try await withShutdown({ try upstream() }, body)
     }
 
+    /// Runs `body` with the API's generated client for the server (nil for a local command),
+    /// its connections closed on every path out.
+    func withSite<Result>(_ body: (SiteClient?) async throws -> Result) async throws -> Result {
+        try await withUpstream { up in try await body(try up.map(SiteClient.init)) }
+    }
+
     /// The client for the server, or nil for a local command: through `withUpstream`.
     private func upstream() throws -> Upstream? {
         guard let url else {
@@ -52,57 +59,33 @@ struct ServerOptions: ParsableArguments {
     }
 }
 
-/// A `multipart/form-data` body, as `POST /v1/reports` takes it.
-struct MultipartForm {
-    let boundary = "tracer-" + UUID().uuidString
-    var body: [UInt8] = []
-
-    var contentType: String { "multipart/form-data; boundary=\(boundary)" }
-
-    mutating func add(_ name: String, _ value: String) {
-        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
-    }
-
-    mutating func add(_ name: String, file: String, data: Data) {
-        let filename = (file as NSString).lastPathComponent.replacingOccurrences(of: "\"", with: "")
-        body += Array(
-            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(filename)\"\r\nContent-Type: application/octet-stream\r\n\r\n"
-                .utf8
-        )
-        body += data
-        body += Array("\r\n".utf8)
-    }
-
-    func finished() -> [UInt8] { body + Array("--\(boundary)--\r\n".utf8) }
-}
-
-/// What the site server answers, read for a command's output.
-enum RemoteAnswer {
-    /// An answer's body as the contract's type, or an error naming the server.
-    static func decode<T: Decodable>(_ type: T.Type, _ answer: Upstream.Answer, from server: String) throws -> T {
-        guard let value = Responses.decode(type, from: answer.body) else {
-            throw ValidationError("\(server) answered HTTP \(answer.status) with something that is not tracer's JSON")
+extension SiteClient {
+    /// Calls the API (the generated `Client`); whatever goes wrong is one line for the person:
+    /// a refusal says whose token and what the server said, an unreachable server says so.
+    func run<Result>(_ body: (Client) async throws -> Result) async throws -> Result {
+        do {
+            return try await call(body)
+        } catch let refusal as Refusal {
+            throw Self.failure(refusal, upstream)
+        } catch let e as SyncError {
+            throw ValidationError(
+                e.code == .unavailable ? "the site server cannot be reached: \(e.message)" : e.message
+            )
         }
-        return value
     }
 
     /// A one-line error for an answer that is not a success: whose token, what the server said.
-    static func failure(_ answer: Upstream.Answer, _ up: Upstream) -> ValidationError {
-        switch answer.status {
-        case 401: ValidationError("the site server refused the token in \(up.tokenFile): \(answer.message)")
-        case 403: ValidationError("the site server does not let this token do that: \(answer.message)")
+    static func failure(_ refusal: Refusal, _ up: Upstream) -> ValidationError {
+        switch refusal.status {
+        case 401: ValidationError("the site server refused the token in \(up.tokenFile): \(refusal.message)")
+        case 403: ValidationError("the site server does not let this token do that: \(refusal.message)")
+        // What the server said of the thing asked for (no such report, decided already).
+        case 404, 409: ValidationError(refusal.message)
         case 503:
             ValidationError(
-                "the site server is busy (\(answer.message)); try again in \(answer.headers.first(name: "Retry-After") ?? "a few") s"
+                "the site server is busy (\(refusal.message)); try again in \(refusal.retryAfter ?? "a few") s"
             )
-        default: ValidationError("\(up.base): \(answer.message)")
-        }
-    }
-
-    /// A request whose failure to connect is a one-line error.
-    static func send(_ body: () async throws -> Upstream.Answer) async throws -> Upstream.Answer {
-        do { return try await body() } catch let e as SyncError {
-            throw ValidationError("the site server cannot be reached: \(e.message)")
+        default: ValidationError("\(up.base): \(refusal.message)")
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import TracerAPI
+import TracerAPIClient
 import TracerCertificate
 import TracerExposure
 import TracerModel
@@ -33,39 +34,32 @@ enum ReviewCommands {
         )
     }
 
+    /// A report as the health team reads it, and the list and decision bodies: the contract's
+    /// types (generated from the OpenAPI document), whether from the server or the store here.
+    typealias Reviewed = Components.Schemas.ReviewedReport
+    typealias ReviewList = Operations.ReviewList.Output.Ok.Body.JsonPayload
+    typealias Decided = Components.Responses.Decided.Body.JsonPayload
+
     /// One report for the health team, in lines: who, when, why it waits, the evidence.
-    static func text(_ r: Value) -> [String] {
+    static func text(_ r: Reviewed) -> [String] {
         var lines = [
-            "\(r["reportId"]?.stringValue ?? "?")  device \(r["deviceId"]?.stringValue ?? "?")  received \(r["createdAt"]?.stringValue ?? "?")  collected \(r["collectedAt"]?.stringValue ?? "unknown")  image \(r["image"] == .bool(true) ? "kept" : "not kept")"
+            "\(r.reportId)  device \(r.deviceId)  received \(r.createdAt ?? "?")  collected \(r.collectedAt ?? "unknown")  image \(r.image ? "kept" : "not kept")"
         ]
-        if case .array(let doubts)? = r["doubts"] {
-            for d in doubts { lines.append("  why: \(d.stringValue ?? "")") }
-        }
-        if case .array(let evidence)? = r["evidence"] {
-            for e in evidence {
-                let mark = e["passed"] == .bool(true) ? "pass" : e["doubtful"] == .bool(true) ? "DOUBT" : "FAIL"
-                var line = "  \(mark)  \(e["rule"]?.stringValue ?? ""): \(e["detail"]?.stringValue ?? "")"
-                if case .array(let words)? = e["words"], !words.isEmpty {
-                    line +=
-                        "  ["
-                        + words.prefix(3).map {
-                            "\"\($0["text"]?.stringValue ?? "")\" \(Int($0["confidence"]?.doubleValue ?? 0))%"
-                        }.joined(separator: ", ") + "]"
-                }
-                lines.append(line)
+        for d in r.doubts { lines.append("  why: \(d)") }
+        for e in r.evidence {
+            let mark = e.passed ? "pass" : e.doubtful ? "DOUBT" : "FAIL"
+            var line = "  \(mark)  \(e.rule): \(e.detail)"
+            if !e.words.isEmpty {
+                line +=
+                    "  [" + e.words.prefix(3).map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", ")
+                    + "]"
             }
+            lines.append(line)
         }
-        if let by = r["decidedBy"]?.stringValue {
-            lines.append(
-                "  \(r["status"]?.stringValue ?? "") by \(by) at \(r["decidedAt"]?.stringValue ?? "?")"
-                    + (r["note"]?.stringValue.map { ": \($0)" } ?? "")
-            )
+        if let by = r.decidedBy {
+            lines.append("  \(r.status.rawValue) by \(by) at \(r.decidedAt ?? "?")" + (r.note.map { ": \($0)" } ?? ""))
         }
         return lines
-    }
-
-    static func path(_ id: String, _ action: String) -> String {
-        "/v1/reports/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/\(action)"
     }
 
     struct Pending: AsyncParsableCommand {
@@ -83,21 +77,22 @@ enum ReviewCommands {
         @Flag(help: "Print JSON: {\"reports\": [...], \"review\": MODE}.") var json = false
 
         func run() async throws {
-            let value: Value = try await serverOptions.withUpstream { up in
-                guard let up else { return try ReviewCommands.desk(options, policy).reviewList() }
-                let answer = try await RemoteAnswer.send { try await up.request(.GET, "/v1/reports?status=pending") }
-                guard answer.status == 200, let parsed = try? JSON.parse(String(decoding: answer.body, as: UTF8.self))
-                else { throw RemoteAnswer.failure(answer, up) }
-                return parsed
+            let list: ReviewCommands.ReviewList = try await serverOptions.withSite { site in
+                guard let site else {
+                    let value = try ReviewCommands.desk(options, policy).reviewList()
+                    return try Contract.decode(ReviewCommands.ReviewList.self, json: Array(JSON.string(value).utf8))
+                }
+                return try await site.run { try await $0.reviewList(query: .init(status: .pending)).ok.body.json }
             }
             if json {
-                Output.line(ExposureJSON.json(value))
+                Output.line(Contract.json(list))
                 return
             }
-            guard case .array(let reports)? = value["reports"], !reports.isEmpty else {
-                Output.line("no reports wait for review (review: \(value["review"]?.stringValue ?? "doubtful"))")
+            guard !list.reports.isEmpty else {
+                Output.line("no reports wait for review (review: \(list.review.rawValue))")
                 return
             }
+            let reports = list.reports
             Output.line("\(reports.count) report\(reports.count == 1 ? "" : "s") waiting for review:")
             for r in reports { ReviewCommands.text(r).forEach(Output.line) }
         }
@@ -114,32 +109,22 @@ enum ReviewCommands {
         @Flag(help: "Print JSON: {\"report\": {...}, \"outcome\": LINE}.") var json = false
 
         func decide(approve: Bool) async throws {
-            try await serverOptions.withUpstream { up in
-                if let up { try await remote(up, approve: approve) } else { try local(approve: approve) }
+            try await serverOptions.withSite { site in
+                if let site { try await remote(site, approve: approve) } else { try local(approve: approve) }
             }
         }
 
-        func remote(_ up: Upstream, approve: Bool) async throws {
-            let action = approve ? "approve" : "deny"
+        func remote(_ site: SiteClient, approve: Bool) async throws {
             if by != nil {
                 throw ValidationError("--by is for the local store; the server records the token's name")
             }
-            var body: [String: Value] = [:]
-            if let note { body["note"] = .string(note) }
-            let answer = try await RemoteAnswer.send {
-                try await up.request(
-                    .POST,
-                    ReviewCommands.path(id, action),
-                    body: .bytes(ByteBuffer(string: JSON.string(.map(body)))),
-                    headers: [("Content-Type", "application/json")]
-                )
+            let body = note.map { Components.RequestBodies.Decision.json(.init(note: $0)) }
+            let decided = try await site.run { client in
+                approve
+                    ? try await client.approveReport(path: .init(id: id), body: body).ok.body.json
+                    : try await client.denyReport(path: .init(id: id), body: body).ok.body.json
             }
-            guard answer.status == 200, let value = try? JSON.parse(String(decoding: answer.body, as: UTF8.self))
-            else {
-                if answer.status == 404 || answer.status == 409 { throw ValidationError(answer.message) }
-                throw RemoteAnswer.failure(answer, up)
-            }
-            show(value)
+            show(decided)
         }
 
         func local(approve: Bool) throws {
@@ -150,20 +135,18 @@ enum ReviewCommands {
             } catch let e as ReviewError {
                 throw ValidationError(e.message)
             }
-            show(decided.value)
+            show(try Contract.decode(ReviewCommands.Decided.self, json: Array(JSON.string(decided.value).utf8)))
             guard decided.flagged else { throw ExitCode.failure }
         }
 
-        func show(_ value: Value) {
+        func show(_ decided: ReviewCommands.Decided) {
             if json {
-                Output.line(ExposureJSON.json(value))
+                Output.line(Contract.json(decided))
                 return
             }
-            let report = value["report"] ?? .null
-            Output.line(
-                "report \(report["reportId"]?.stringValue ?? id) \(report["status"]?.stringValue ?? "?") by \(report["decidedBy"]?.stringValue ?? "?")"
-            )
-            Output.line(value["outcome"]?.stringValue ?? "")
+            let report = decided.report
+            Output.line("report \(report.reportId) \(report.status.rawValue) by \(report.decidedBy ?? "?")")
+            Output.line(decided.outcome)
         }
     }
 

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import OpenAPIRuntime
 import TracerAPI
+import TracerAPIClient
 import TracerCertificate
 import TracerExposure
 import TracerModel
@@ -177,8 +179,8 @@ struct SelfReportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await serverOptions.withUpstream { upstream in
-            if let upstream { try await remote(upstream) } else { try await local() }
+        try await serverOptions.withSite { site in
+            if let site { try await remote(site) } else { try await local() }
         }
     }
 
@@ -309,62 +311,83 @@ struct SelfReportCommand: AsyncParsableCommand {
 
     /// The same, through the site server: it reads the image (a dry run, nothing recorded),
     /// the evidence is shown here, and once confirmed the server records and flags.
-    func remote(_ up: Upstream) async throws {
+    func remote(_ site: SiteClient) async throws {
         if options.minConfidence != nil || policy.map != nil || options.trustList != nil {
             throw ValidationError(
                 "--min-confidence, --trust-list and --map are for a check on this machine; the site server applies the site's policy"
             )
         }
         let data = try Data(contentsOf: URL(fileURLWithPath: options.image))
-        func form(dryRun: Bool) -> MultipartForm {
-            var f = MultipartForm()
-            f.add("image", file: options.image, data: data)
-            if let device { f.add("deviceId", device) }
-            if let anchor { f.add("anchor", anchor) }
-            if !answers.isEmpty { f.add("answers", JSON.string(.map(answers.mapValues(Value.bool)))) }
-            if dryRun { f.add("dryRun", "true") }
-            return f
+        let filename = (options.image as NSString).lastPathComponent
+        let (device, anchor) = (device, anchor)
+        let answers = answers.isEmpty ? nil : JSON.string(.map(answers.mapValues(Value.bool)))
+        /// What `POST /v1/reports` answered: an outcome (200 checked or recorded before, 201
+        /// recorded, 202 held), or 422 (rejected, with the rules; or decided before, without).
+        enum Posted {
+            case outcome(Responses.ReportOutcome, created: Bool)
+            case refused(Responses.ReportOutcome?, message: String)
         }
-        func post(_ f: MultipartForm) async throws -> Upstream.Answer {
-            try await RemoteAnswer.send {
-                try await up.request(
-                    .POST,
-                    "/v1/reports",
-                    body: .bytes(ByteBuffer(bytes: f.finished())),
-                    headers: [("Content-Type", f.contentType)]
-                )
+        @Sendable func post(dryRun: Bool) async throws -> Posted {
+            typealias Part = Operations.SubmitReport.Input.Body.MultipartFormPayload
+            var parts: [Part] = [.image(.init(payload: .init(body: HTTPBody(data)), filename: filename))]
+            if let device { parts.append(.deviceId(.init(payload: .init(body: HTTPBody(device))))) }
+            if let anchor { parts.append(.anchor(.init(payload: .init(body: HTTPBody(anchor))))) }
+            if let answers { parts.append(.answers(.init(payload: .init(body: HTTPBody(answers))))) }
+            if dryRun { parts.append(.dryRun(.init(payload: .init(body: HTTPBody("true"))))) }
+            let output = try await site.run { try await $0.submitReport(body: .multipartForm(MultipartBody(parts))) }
+            func outcome(_ o: Components.Schemas.ReportOutcome) throws -> Responses.ReportOutcome {
+                try Contract.convert(o, to: Responses.ReportOutcome.self)
+            }
+            switch output {
+            case .ok(let r): return .outcome(try outcome(r.body.json), created: false)
+            case .created(let r): return .outcome(try outcome(r.body.json), created: true)
+            case .accepted(let r): return .outcome(try outcome(r.body.json), created: true)
+            case .unprocessableContent(let r):
+                let body = try r.body.json
+                // The rules it failed, when the image was read and rejected.
+                let rejected = try body.value2.rules.map { _ in
+                    try Contract.convert(body.value2, to: Responses.ReportOutcome.self)
+                }
+                return .refused(rejected, message: body.value1.error.message)
+            default:
+                // Every other answer is a refusal, thrown by the client (SiteClient).
+                throw ValidationError("\(site.upstream.base) answered POST /v1/reports with \(output)")
             }
         }
-        if Output.stderrIsTerminal { Output.error("sending \(options.image) to \(up.base) to be read…") }
-        let check = try await post(form(dryRun: true))
-        if check.status == 422, let rejected = Responses.decode(Responses.ErrorBody.self, from: check.body)?.outcome {
+        if Output.stderrIsTerminal { Output.error("sending \(options.image) to \(site.upstream.base) to be read…") }
+        let checked: Responses.ReportOutcome
+        switch try await post(dryRun: true) {
+        case .refused(let rejected?, let message):
             if options.json {
                 Output.line(VerifyOptions.json(rejected))
             } else {
                 VerifyOptions.show("rejected", rules: rejected.rules)
             }
-            Output.error(check.message)
+            Output.error(message)
             throw ExitCode(2)
+        case .refused(nil, let message):
+            throw ValidationError(message)
+        case .outcome(let outcome, _):
+            checked = outcome
         }
-        guard check.status == 200, let checked = Responses.decode(Responses.ReportOutcome.self, from: check.body),
-            let deviceID = checked.deviceId
-        else {
-            throw RemoteAnswer.failure(check, up)
+        guard let deviceID = checked.deviceId else {
+            throw ValidationError("\(site.upstream.base) checked the report without naming its device")
         }
         // The server's site decides whether the report waits for the health team.
         let held = checked.status == Report.Status.pending.rawValue
         if !options.json { VerifyOptions.show(held ? "pending" : "accepted", rules: checked.rules) }
         try confirm(deviceID, held: held)
-        let done = try await post(form(dryRun: false))
-        if done.status == 422, Responses.decode(Responses.ErrorBody.self, from: done.body)?.outcome == nil {
+        var r: Responses.ReportOutcome
+        let recordedNow: Bool
+        switch try await post(dryRun: false) {
+        case .refused(_, let message):
             // Reported before and decided: nothing recorded again.
-            Output.error(done.message)
+            Output.error(message)
             throw ExitCode(2)
+        case .outcome(let outcome, let created): (r, recordedNow) = (outcome, created)
         }
-        guard [200, 201, 202].contains(done.status) else { throw RemoteAnswer.failure(done, up) }
-        var r = try RemoteAnswer.decode(Responses.ReportOutcome.self, done, from: up.base)
         let id = r.reportId ?? "?"
-        let created = r.created ?? (done.status != 200)
+        let created = r.created ?? recordedNow
         let status = r.status ?? Report.Status.accepted.rawValue
         if options.json {
             (r.deviceId, r.created, r.status) = (r.deviceId ?? deviceID, created, status)

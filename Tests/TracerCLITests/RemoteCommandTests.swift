@@ -13,7 +13,10 @@ import TracerTesting
         let t = ExposureCommandTests()
         try await t.rangeALabMorning()
         let local = t.dir.file("local.sqlite")
-        try FileManager.default.copyItem(atPath: t.store, toPath: local)
+        // The store with its write-ahead log: a write not yet checkpointed is in the log only.
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: t.store + suffix) {
+            try FileManager.default.copyItem(atPath: t.store + suffix, toPath: local + suffix)
+        }
         let reporter = "\(Self.uuid):1:1"
         let colleague = "\(Self.uuid):1:2"
         var tokens: [String: String] = [:]
@@ -127,5 +130,38 @@ import TracerTesting
         #expect(again.status == 1 && again.stderr.contains("is denied by nurse at"), "\(again.stderr)")
         let status = try await remote(["status", "--device", reporter], as: "reporter")
         #expect(status.stdout.contains("your report \(id) was denied at review: ask your lab"), "\(status.stdout)")
+    }
+
+    /// The generated client's path: a server that does not answer is left for the next one
+    /// (`--server A,B`), and a refusal is the server's one line, naming the token file.
+    @Test func theServersAreTriedInTurnAndARefusalIsOneLine() async throws {
+        let t = ExposureCommandTests()
+        let created = try await t.tracer("token", "create", "--role", "admin", "--name", "nurse")
+        try #require(created.status == 0, "\(created.stderr)")
+        let admin = t.dir.file("admin.token")
+        try created.stdout.write(toFile: admin, atomically: true, encoding: .utf8)
+        let wrong = t.dir.file("wrong.token")
+        try "tracer_abc_def\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+
+        let both = "http://127.0.0.1:9,\(server.url)"
+        let listed = try await TracerProcess.running(["report", "pending", "--server", both, "--token-file", admin])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.hasPrefix("no reports wait for review (review: doubtful)"), "\(listed.stdout)")
+        let json = try await TracerProcess.running([
+            "report", "pending", "--json", "--server", both, "--token-file", admin,
+        ])
+        #expect(json.stdout == "{\"reports\":[],\"review\":\"doubtful\"}\n", "\(json.stdout)")
+
+        let refused = try await TracerProcess.running(["report", "pending", "--server", both, "--token-file", wrong])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("Error: the site server refused the token in \(wrong): "), "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+
+        let missing = try await TracerProcess.running([
+            "report", "approve", "no-such-report", "--server", server.url, "--token-file", admin,
+        ])
+        #expect(missing.status == 1 && missing.stderr == "Error: no report no-such-report\n", "\(missing.stderr)")
     }
 }

@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+package import Foundation
+import HTTPTypes
+import OpenAPIAsyncHTTPClient
+package import OpenAPIRuntime
+import TracerAPI
+import TracerReplication
+
+/// The site server's API as the `--server` commands call it: the client generated from the
+/// API's OpenAPI document (`Client`, `Operations`, `Components`), sent through an `Upstream`'s
+/// AsyncHTTPClient (its TLS, its timeout) by swift-openapi-async-http-client, with the token
+/// from the token file and the site's servers in turn.
+///
+/// An answer that is not a success never reaches the caller as a value: it is thrown as a
+/// `Refusal` (its status and the server's one-line message), and a server that cannot be
+/// reached as `SyncError.unavailable`, so that every command says what went wrong in one line.
+package struct SiteClient: Sendable {
+    package let upstream: Upstream
+    package let client: Client
+
+    /// The answers (operation id, status) a caller reads itself instead of a refusal: a
+    /// self-report's check rejected (422) carries the rules it failed.
+    static let readByCaller: Set<Answer> = [Answer(operation: "submitReport", status: 422)]
+
+    struct Answer: Hashable {
+        let operation: String
+        let status: Int
+    }
+
+    package init(_ upstream: Upstream) throws {
+        guard let url = URL(string: upstream.base) else {
+            throw SyncError(.badInput, "not a URL: \(upstream.base)")
+        }
+        self.upstream = upstream
+        client = Client(
+            serverURL: url,
+            transport: AsyncHTTPClientTransport(
+                configuration: .init(client: upstream.client, timeout: upstream.timeout)
+            ),
+            middlewares: [UpstreamMiddleware(upstream: upstream)]
+        )
+    }
+
+    /// Calls the API: `body` with the generated client; a refusal, an unreachable server or an
+    /// answer that is not the document's comes out as the error it is, not the generator's
+    /// wrapping of it.
+    package func call<Result>(_ body: (Client) async throws -> Result) async throws -> Result {
+        do {
+            return try await body(client)
+        } catch let e as ClientError {
+            if let refusal = e.underlyingError as? Refusal { throw refusal }
+            if let sync = e.underlyingError as? SyncError { throw sync }
+            if e.underlyingError is DecodingError {
+                throw SyncError(
+                    .protocolError,
+                    "\(upstream.base) answered \(e.operationID) with something that is not tracer's API (\(String(describing: e.underlyingError).prefix(160)))"
+                )
+            }
+            throw SyncError(.unavailable, "\(upstream.base): \(Upstream.describe(e.underlyingError))")
+        }
+    }
+
+    /// An answer that is not a success: its status, the server's message, and `Retry-After`.
+    package struct Refusal: Error, Sendable, CustomStringConvertible {
+        package let status: Int
+        package let message: String
+        package let retryAfter: String?
+        package let body: [UInt8]
+        package var description: String { message }
+    }
+}
+
+/// Adds the token (read from its file at each request, so that a replaced token is used at
+/// once), sends to the site's servers in turn (`Upstream.inTurn`), and turns an answer that is
+/// not a success into a `SiteClient.Refusal`.
+struct UpstreamMiddleware: ClientMiddleware {
+    let upstream: Upstream
+    /// The most an answer's body may hold (the largest, a review list, is far below).
+    static let limit = 16 << 20
+
+    func intercept(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        baseURL: URL,
+        operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        var request = request
+        request.headerFields[.authorization] = "Bearer " + (try upstream.token())
+        request.headerFields[.userAgent] = "tracer"
+        // A body sent to one server and then another is read twice: a streamed one (a
+        // multipart form) is collected first.
+        var body = body
+        if let streamed = body, upstream.bases.count > 1, streamed.iterationBehavior == .single {
+            body = HTTPBody(try await [UInt8](collecting: streamed, upTo: Self.limit))
+        }
+        let (sent, sentBody) = (request, body)
+        let send: (String) async throws -> (HTTPResponse, HTTPBody?) = { base in
+            guard let url = URL(string: base) else { throw SyncError(.badInput, "not a URL: \(base)") }
+            return try await next(sent, sentBody, url)
+        }
+        let (response, answer) = try await upstream.inTurn(
+            busy: { [502, 503, 504].contains($0.0.status.code) },
+            send: send
+        )
+        let status = response.status.code
+        guard status >= 400, !SiteClient.readByCaller.contains(.init(operation: operationID, status: status)) else {
+            return (response, answer)
+        }
+        var bytes: [UInt8] = []
+        if let answer { bytes = try await [UInt8](collecting: answer, upTo: Self.limit) }
+        throw SiteClient.Refusal(
+            status: status,
+            message: Self.message(bytes) ?? "HTTP \(status)",
+            retryAfter: response.headerFields[.retryAfter],
+            body: bytes
+        )
+    }
+
+    /// The API's error message: `{"error": {"message": …}}`.
+    static func message(_ body: [UInt8]) -> String? {
+        let decoded = try? JSONDecoder().decode(Components.Schemas._Error.self, from: Data(body))
+        return decoded?.error.message
+    }
+}
+
+/// The contract's JSON between the types on either side of it: the server's (`TracerAPI`,
+/// which the store's data is made into) and the generated client's (`Components`,
+/// `Operations`). A command that reads the store here renders what the server would have
+/// answered, through the same JSON.
+package enum Contract {
+    /// `json` as `type`; a body that does not fit the contract is an error saying so.
+    package static func decode<T: Decodable>(_ type: T.Type, json: some DataProtocol) throws -> T {
+        do {
+            return try JSONDecoder().decode(type, from: Data(json))
+        } catch {
+            throw SyncError(.protocolError, "not the API's \(type): \(String(describing: error).prefix(200))")
+        }
+    }
+
+    /// The same value as another type of the contract.
+    package static func convert<T: Decodable>(_ value: some Encodable, to type: T.Type) throws -> T {
+        try decode(type, json: try encoder.encode(value))
+    }
+
+    /// A value as the commands print JSON: keys sorted, on one line.
+    package static func json(_ value: some Encodable) -> String {
+        String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+}
