@@ -4,6 +4,11 @@ import TracerVerification
 /// The API's JSON bodies as types (encoded with sorted keys; a nil marked `@Null` is written as
 /// null, as clients expect the key). The hot routes' bodies (a device's status, exposures) are
 /// types too (`DeviceStatus.swift`), written by the store's own writer through their `value`.
+///
+/// The server's side of the contract; the clients' is generated from the OpenAPI document
+/// (`TracerAPIClient`). The server does not answer with the generated types: they leave out a
+/// required property that is nil instead of writing null (apple/swift-openapi-generator#934),
+/// which the document forbids for `site`, `collectedAt`, `createdAt`, `from` and `to`.
 public enum Responses {
     /// `GET /health`.
     public struct Health: Codable, Sendable {
