@@ -93,28 +93,6 @@ import TracerTesting
         }
     }
 
-    /// Runs Tools/testing/browser.py on a thread of its own; its JSON line and exit status.
-    static func browser(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                process.arguments = [ServerFixture.testingTools + "/browser.py"] + arguments
-                let out = Pipe()
-                process.standardOutput = out
-                do {
-                    try process.run()
-                    let data = out.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            thread.start()
-        }
-    }
-
     /// The dashboard loaded in Chromium, the store written, and the DOM showing it: the lab
     /// kiosk's occupancy and exposure count go from 0 to 1 over SSE without a reload.
     @Test func theDashboardShowsAChangeInTheStoreLive() async throws {
@@ -123,13 +101,13 @@ import TracerTesting
             "Debian's chromium is needed (Tools/setup installs it)"
         )
         let f = try ServerFixture()
-        let shot = ServerFixture.artifacts + "/dashboard.png"
+        let shot = Chromium.artifacts + "/dashboard.png"
         try? FileManager.default.removeItem(atPath: shot)
         try? FileManager.default.removeItem(atPath: shot + ".ready")
         let go = f.dir.file("go")
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
-            async let result = Self.browser([
+            async let result = Chromium.browser([
                 "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
                 "--ready",
                 "document.querySelector('#status').dataset.live === 'yes' && document.getElementById('occ-kiosk-lab') !== null && document.getElementById('exp-kiosk-lab') !== null && document.getElementById('occ-kiosk-lab').textContent === '0'",
@@ -159,8 +137,8 @@ import TracerTesting
     @Test func theDashboardReviewsAHeldReport() async throws {
         let f = try ServerFixture()
         await ResultImages.ready()
-        let shot = ServerFixture.artifacts + "/dashboard-review.png"
-        for file in [shot, shot + ".ready", ServerFixture.artifacts + "/dashboard-review-before.png"] {
+        let shot = Chromium.artifacts + "/dashboard-review.png"
+        for file in [shot, shot + ".ready", Chromium.artifacts + "/dashboard-review-before.png"] {
             try? FileManager.default.removeItem(atPath: file)
         }
         try f.interaction("r1", at: "kiosk-lab", device: "dev-r", ago: 3600, length: 600)
@@ -181,7 +159,7 @@ import TracerTesting
         let card = "document.querySelector('#review-\(held.id)')"
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
-            let (status, output) = try await Self.browser([
+            let (status, output) = try await Chromium.browser([
                 "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
                 "--ready",
                 "document.querySelector('#status').dataset.live === 'yes' && \(card) !== null && \(card).querySelector('img.review-image') !== null && \(card).querySelector('img.review-image').naturalWidth > 0 && \(card).textContent.includes('the page gives two collection dates') && document.querySelector('#review-count').textContent === '1'",
@@ -198,7 +176,7 @@ import TracerTesting
         #expect(report["status"] == "accepted" && report["decidedBy"] == "health team")
         #expect(report["note"] == "checked with the lab")
         #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
-        let before = ServerFixture.artifacts + "/dashboard-review-before.png"
+        let before = Chromium.artifacts + "/dashboard-review-before.png"
         let size = (try? FileManager.default.attributesOfItem(atPath: before)[.size] as? Int) ?? 0
         #expect(size > 20_000, "the screenshot at \(before) is \(size) bytes")
     }
@@ -207,7 +185,7 @@ import TracerTesting
     /// flagged, and a kiosk that starts replicating appearing live (over the watch of `kiosks`).
     @Test func theDashboardShowsEachKiosksLagOffsetAndSilence() async throws {
         let f = try ServerFixture()
-        let shot = ServerFixture.artifacts + "/dashboard-kiosks.png"
+        let shot = Chromium.artifacts + "/dashboard-kiosks.png"
         try? FileManager.default.removeItem(atPath: shot)
         try? FileManager.default.removeItem(atPath: shot + ".ready")
         let now = Date().timeIntervalSince1970
@@ -231,7 +209,7 @@ import TracerTesting
         let go = f.dir.file("go")
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
-            async let result = LiveTests.browser([
+            async let result = Chromium.browser([
                 "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
                 "--ready",
                 "document.querySelector('#status').dataset.live === 'yes' && document.querySelector('#kiosks tr[data-kiosk=\"kiosk-cafe\"].silent') !== null && document.querySelector('#kiosks tr[data-kiosk=\"kiosk-lab\"] td.warn') !== null && !document.querySelector('#kiosks tr[data-kiosk=\"kiosk-lab\"]').classList.contains('silent')",
@@ -257,16 +235,4 @@ import TracerTesting
             #expect(output.contains(#""check": true"#), "\(output)")
         }
     }
-}
-
-extension ServerFixture {
-    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-    static let testingTools = package + "/Tools/testing"
-    /// Where tests leave what a person may want to look at (the dashboard's screenshot).
-    static let artifacts: String = {
-        let path = package + "/.build/test-artifacts"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }()
 }

@@ -2,14 +2,17 @@
 """Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
 
     browser.py URL --screenshot OUT.png [--ready JS] [--act JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
+               [--width W --height H] [--lang fr] [--axe axe.min.js]
 
 Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
 test knows the page is up and listening). With --check, it then waits for the file --go to exist
 (the test has changed something), waits until --check is true, and exits 0, or 1 when --timeout
 seconds pass first. With --act, the page is screenshotted as it is (OUT-before.png) and the
 JavaScript --act is run (a click, say) before --check is waited for. Every outcome is one JSON line on stdout: {"ready", "check", "value",
-"seconds"}. The screenshot is taken last, whatever happened. Needs Debian's chromium and
-python3-websocket.
+"seconds"}. The screenshot is taken last, whatever happened. With --axe (axe-core's script:
+Tools/testing/axe-core prints where it is), axe-core checks the page as it is at the end, and
+the outcome's "axe" lists its serious and critical violations. --lang sets the browser's
+language (navigator.languages). Needs Debian's chromium and python3-websocket.
 """
 import argparse
 import base64
@@ -54,6 +57,14 @@ class Page:
         return result.get("result", {}).get("value")
 
 
+# axe-core's serious and critical violations, each with the first few elements it names.
+AXE_RUN = """
+axe.run(document, {resultTypes: ['violations']}).then(r => r.violations
+  .filter(v => v.impact === 'serious' || v.impact === 'critical')
+  .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))})))
+"""
+
+
 def wait(page, expression, deadline):
     value = None
     while time.time() < deadline:
@@ -79,6 +90,8 @@ def main():
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=1000)
     parser.add_argument("--full-page", action="store_true", help="screenshot the whole page, not the window")
+    parser.add_argument("--lang", help="the browser's language (fr, en-GB, …)")
+    parser.add_argument("--axe", help="axe-core's axe.min.js: check the page at the end")
     args = parser.parse_args()
 
     profile = tempfile.mkdtemp(prefix="tracer-chromium-")
@@ -87,8 +100,8 @@ def main():
             chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--no-first-run", "--no-default-browser-check", "--disable-extensions",
             "--remote-debugging-port=0", "--remote-allow-origins=*", f"--user-data-dir={profile}",
-            f"--window-size={args.width},{args.height}", "about:blank",
-        ],
+            f"--window-size={args.width},{args.height}",
+        ] + ([f"--lang={args.lang}", f"--accept-lang={args.lang}"] if args.lang else []) + ["about:blank"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -121,7 +134,18 @@ def main():
                 page.value(args.act)
             checked = time.time()
             outcome["check"], outcome["value"] = wait(page, args.check, time.time() + args.timeout)
+            if outcome["check"]:
+                outcome["checkedAt"] = time.time()  # the wall clock, for a test's latency
             outcome["seconds"] = round(time.time() - checked, 3)
+        if args.axe and outcome["ready"]:
+            page.call("Runtime.evaluate", expression=open(args.axe).read())
+            result = page.call(
+                "Runtime.evaluate",
+                expression=AXE_RUN,
+                awaitPromise=True,
+                returnByValue=True,
+            )
+            outcome["axe"] = result.get("result", {}).get("value")
         if args.full_page:
             height = page.value("document.documentElement.scrollHeight") or args.height
             page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=int(height), deviceScaleFactor=1, mobile=False)
@@ -138,7 +162,7 @@ def main():
         shutil.rmtree(profile, ignore_errors=True)
     outcome.setdefault("seconds", round(time.time() - started, 3))
     print(json.dumps(outcome))
-    ok = outcome["ready"] and (args.check is None or outcome["check"])
+    ok = outcome["ready"] and (args.check is None or outcome["check"]) and not outcome.get("axe")
     sys.exit(0 if ok else 1)
 
 

@@ -1,0 +1,98 @@
+import Foundation
+
+/// Debian's headless Chromium driven by `Tools/testing/browser.py` (the DevTools protocol), and
+/// axe-core for accessibility: what the page tests share.
+public enum Chromium {
+    /// The repository's root.
+    public static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+    public static let testingTools = package + "/Tools/testing"
+
+    /// Where tests leave what a person may want to look at (screenshots).
+    public static let artifacts: String = {
+        let path = package + "/.build/test-artifacts"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }()
+
+    public static var installed: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") }
+
+    /// Runs browser.py on a thread of its own (it blocks); its JSON line and exit status.
+    public static func browser(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                process.arguments = [testingTools + "/browser.py"] + arguments
+                let out = Pipe()
+                process.standardOutput = out
+                do {
+                    try process.run()
+                    let data = out.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    /// What browser.py said: whether the page got ready, whether the check held and when (the
+    /// wall clock), and axe-core's serious and critical violations (with --axe).
+    public struct Outcome: Decodable, Sendable {
+        public struct Violation: Decodable, Sendable, CustomStringConvertible {
+            public let id: String
+            public let impact: String
+            public let help: String
+            public let nodes: [String]
+            public var description: String { "\(impact) \(id): \(help) \(nodes)" }
+        }
+        public let ready: Bool
+        public let check: Bool?
+        public let checkedAt: Double?
+        public let axe: [Violation]?
+    }
+
+    /// `browser` with its outcome decoded (nil when it printed none), and its whole output.
+    public static func run(_ arguments: [String]) async throws -> (status: Int32, outcome: Outcome?, output: String) {
+        let (status, output) = try await browser(arguments)
+        let line = output.split(separator: "\n").last.map(String.init) ?? ""
+        return (status, try? JSONDecoder().decode(Outcome.self, from: Data(line.utf8)), output)
+    }
+
+    /// The arguments for a phone-sized window (390×844) and a screenshot in `artifacts`, the
+    /// screenshot's old files removed.
+    public static func phone(_ url: String, screenshot name: String) -> [String] {
+        let shot = artifacts + "/" + name
+        try? FileManager.default.removeItem(atPath: shot)
+        try? FileManager.default.removeItem(atPath: shot + ".ready")
+        return [url, "--screenshot", shot, "--width", "390", "--height", "844", "--timeout", "60"]
+    }
+
+    /// axe-core's script (`Tools/testing/axe-core` installs it from PyPI once).
+    public static func axeCore() throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: testingTools + "/axe-core")
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, FileManager.default.fileExists(atPath: path) else {
+            throw POSIXError(.ENOENT, userInfo: ["axe-core": path])
+        }
+        return path
+    }
+
+    /// Waits (up to `seconds`) until browser.py says the page is ready (its `.ready` file).
+    public static func waitUntilReady(_ screenshot: String, seconds: Double = 90) async throws {
+        let marker = artifacts + "/" + screenshot + ".ready"
+        let deadline = Date().addingTimeInterval(seconds)
+        while !FileManager.default.fileExists(atPath: marker), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
