@@ -106,6 +106,16 @@ let package = Package(
             providers: [.apt(["libzbar-dev"])]
         ),
 
+        // libqrencode: the QR code of a person's link, for the badge's card.
+        .systemLibrary(
+            name: "CTracerQREncode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
+
+        // What a site prints on a badge's card: the QR code of the person's link, as a PNG.
+        .target(name: "TracerCards", dependencies: ["CTracerQREncode", "CTracerZlib"]),
+
         .systemLibrary(
             name: "CTracerZlib",
             pkgConfig: "zlib",
@@ -269,7 +279,10 @@ let package = Package(
             ],
             // The dashboard page and the API's OpenAPI document, embedded in the binary (one file
             // to install).
-            resources: [.embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml")]
+            resources: [
+                .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml"),
+                .embedInCode("Resources/person.html"), .embedInCode("Resources/person-texts.json"),
+            ]
         ),
 
         // The command line: thin commands that parse and hand over; long-running ones run their
@@ -279,6 +292,7 @@ let package = Package(
             dependencies: [
                 "TracerAPI",
                 "TracerAPIClient",
+                "TracerCards",
                 "TracerStore",
                 .target(name: "TracerStorePostgres", condition: .when(traits: ["PostgreSQL"])),
                 "TracerModel",
@@ -395,6 +409,10 @@ let package = Package(
         .testTarget(
             name: "TracerReplicationTests",
             dependencies: ["TracerReplication", "TracerAPI", "TracerStore"]
+        ),
+        .testTarget(
+            name: "TracerCardsTests",
+            dependencies: ["TracerCards", "TracerOCR", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCLITests",

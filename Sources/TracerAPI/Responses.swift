@@ -189,6 +189,44 @@ public enum Responses {
     }
 
     /// `GET /v1/responses`: accepted reports of 14 days under rotated ids.
+    /// `POST /v1/links`: a one-time link's token, for the person's page.
+    public struct Linked: Codable, Sendable, Equatable {
+        public var token: String
+        public var deviceId: String
+
+        public init(token: String, deviceId: String) {
+            self.token = token
+            self.deviceId = deviceId
+        }
+    }
+
+    /// `GET /v1/page`: what the person's page shows beside the status.
+    public struct Page: Codable, Sendable, Equatable {
+        public struct Guidance: Codable, Sendable, Equatable {
+            public var text: String
+            @Null public var link: String?
+
+            public init(text: String, link: String?) {
+                self.text = text
+                self.link = link
+            }
+        }
+
+        @Null public var site: String?
+        @Null public var guidance: Guidance?
+        /// The room's name of each beacon key.
+        public var rooms: [String: String]
+        /// The site's exposure radius (6 m unless its map says otherwise).
+        public var radiusMetres: Double
+
+        public init(site: String?, guidance: Guidance?, rooms: [String: String], radiusMetres: Double) {
+            self.site = site
+            self.guidance = guidance
+            self.rooms = rooms
+            self.radiusMetres = radiusMetres
+        }
+    }
+
     public struct PublicResponses: Codable, Sendable {
         public struct Entry: Codable, Sendable {
             public var id: String

@@ -1,10 +1,16 @@
 import Crypto
+import Foundation
 
 /// SHA-256 and HMAC-SHA256 in lowercase hex (swift-crypto), for the ids and digests the model keeps.
 public enum Digest {
     /// SHA-256 of `bytes`, 64 hex digits.
     public static func sha256Hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         hex(SHA256.hash(data: Array(bytes)))
+    }
+
+    /// SHA-256 of bytes, base64 (a Content-Security-Policy's script hash).
+    public static func sha256Base64(_ bytes: [UInt8]) -> String {
+        Data(SHA256.hash(data: bytes)).base64EncodedString()
     }
 
     /// SHA-256 of a string's UTF-8.

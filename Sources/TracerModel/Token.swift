@@ -27,6 +27,11 @@ public struct TokenRecord: Sendable, Equatable {
     public var hash: String
     public var createdAt: Timestamp?
     public var revokedAt: Timestamp?
+    /// A device's one-time link (`tracer token create --link`): SHA-256 of the link's code, hex.
+    /// Until the link is opened the record has no token (`hash` is empty: nothing matches it).
+    public var link: String?
+    /// When the link was exchanged for the token (then `hash` is the token's).
+    public var linkedAt: Timestamp?
 
     public init(id: String, role: Role, deviceID: String?, anchor: String? = nil, name: String, hash: String) {
         self.id = id
@@ -49,6 +54,8 @@ public struct TokenRecord: Sendable, Equatable {
         )
         createdAt = r.optionalTime("createdAt")
         revokedAt = r.optionalTime("revokedAt")
+        link = r.optionalString("link")
+        linkedAt = r.optionalTime("linkedAt")
     }
 
     /// The document as created; `createdAt` is the commit time.
@@ -59,11 +66,17 @@ public struct TokenRecord: Sendable, Equatable {
         ]
         if let deviceID { data["deviceId"] = .string(deviceID) }
         if let anchor { data["anchor"] = .string(anchor) }
+        if let link { data["link"] = .string(link) }
         return data
     }
 
     /// The fields a revocation writes.
     public static var revocation: [FieldPath: Value] { ["revokedAt": .serverTimestamp] }
+
+    /// The fields a link's exchange writes: the token's hash, and when.
+    public static func linked(hash: String) -> [FieldPath: Value] {
+        ["hash": .string(hash), "linkedAt": .serverTimestamp]
+    }
 }
 
 /// `audit/{id}`: one admin request served: who, what, when.

@@ -22,6 +22,9 @@ public final class API: Sendable {
     public let site: Site?
     public let engine: ExposureEngine
     public let limiter: FailureLimiter
+    /// Failed link codes per client (`POST /v1/links`), apart from failed tokens: guessing at
+    /// links is slowed without locking a client's tokens out.
+    public let linkLimiter = FailureLimiter()
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
     /// The time occupancy is judged at (the wall clock; tests give a fixed one).
@@ -76,6 +79,12 @@ public final class API: Sendable {
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
+        router.get("/me") { _, _ in PersonPage.response() }
+        router.post("/v1/links") { [self] request, context in try await exchangeLink(request, context) }
+        router.get("/v1/page") { [self] request, context in
+            try await authorize(request, context, [.admin, .kiosk, .device])
+            return JSONBody.response(encoding: page)
+        }
         router.get("/health") { [self] _, _ in await health() }
         router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
         // Every read and write of the store runs on the store's own threads (`reading`,

@@ -62,6 +62,64 @@ public struct TokenStore: Sendable {
         return Created(id: id, token: "tracer_\(id)_\(secret)")
     }
 
+    /// A device's one-time link: the record's id, and the code the link carries (`{id}-{secret}`,
+    /// 190 bits of secret), shown once.
+    public struct Link: Sendable {
+        public var id: String
+        public var code: String
+
+        /// The link to the person's page at `base` (the site server's public address): the code
+        /// in the fragment, which browsers never send to a server nor in a Referer.
+        public func url(base: String) -> String {
+            (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/me#c=" + code
+        }
+    }
+
+    /// Creates a device's one-time link: a token record for the device with no token yet, which
+    /// the first browser to open the link gets (`exchange`). The site keeps no name.
+    public func createLink(deviceID: String, name: String?) throws -> Link {
+        guard !deviceID.isEmpty else { throw APIError.badRequest("a link needs --device ID") }
+        let id = Self.random(12)
+        let secret = Self.random(32)
+        var record = TokenRecord(id: id, role: .device, deviceID: deviceID, name: name ?? "device link", hash: "")
+        record.link = Digest.sha256Hex(secret)
+        try store.create(Collections.token(id), record.data)
+        return Link(id: id, code: "\(id)-\(secret)")
+    }
+
+    /// What opening a link gave.
+    public enum Exchanged: Sendable, Equatable {
+        /// The device's token (shown once) and its device.
+        case token(String, deviceID: String)
+        /// The link was opened before, in some browser: it gives nothing again.
+        case used
+        /// No such link (mistyped, forged, revoked).
+        case unknown
+    }
+
+    /// Exchanges a link's code for the device's token, once: the token is made now (its hash
+    /// replaces the empty one), and the link is dead after. A code of the wrong shape, an
+    /// unknown id and a wrong secret are alike (`unknown`), and cost the same comparison.
+    public func exchange(_ code: String) throws -> Exchanged {
+        let parts = code.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, Self.isID(parts[0]), parts[1].utf8.count == 32,
+            parts[1].utf8.allSatisfy(Self.alphabet.contains), let path = try? Collections.token(String(parts[0]))
+        else { return .unknown }
+        let offered = Array(Digest.sha256Hex(parts[1].utf8).utf8)
+        let secret = Self.random(32)
+        return try store.runTransaction { t in
+            let doc = try t.get(path)
+            let record = doc.exists ? try? TokenRecord(doc) : nil
+            let hash = record?.link.map { Array($0.utf8) } ?? [UInt8](repeating: 0, count: 64)
+            guard Self.constantTimeEqual(offered, hash), let record, record.revokedAt == nil, record.role == .device,
+                let device = record.deviceID
+            else { return .unknown }
+            guard record.linkedAt == nil else { return .used }
+            t.update(path, TokenRecord.linked(hash: Digest.sha256Hex(secret)))
+            return .token("tracer_\(record.id)_\(secret)", deviceID: device)
+        }
+    }
+
     /// Every token, without its hash.
     public func list() throws -> [DocumentSnapshot] {
         try store.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))

@@ -63,6 +63,8 @@ public struct Site: Sendable {
     public var exposure = ExposureSettings()
     /// How self-reports are verified at this site (the same section).
     public var verification = VerificationSettings()
+    /// What the person's page tells people to do next (`settings: guidance:`), if the site says.
+    public var guidance: Guidance?
     /// The file it came from.
     public var file: String
 
@@ -273,4 +275,17 @@ public struct Anchor: Sendable {
     /// For kiosks: this receiver's own path-loss exponent, when a calibration walk found one a
     /// building has (replaces the site's).
     public var pathLossExponent: Double?
+}
+
+/// What a site tells the people who wear its badges to do next: its own words and a link (the
+/// person's page shows them under "What to do next"). Plain text: never read as HTML.
+public struct Guidance: Sendable, Equatable {
+    public var text: String
+    /// An http(s) address, or nil.
+    public var link: String?
+
+    public init(text: String, link: String? = nil) {
+        self.text = text
+        self.link = link
+    }
 }

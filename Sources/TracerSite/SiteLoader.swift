@@ -282,7 +282,11 @@ private struct Reader {
         var ranging = RangingSettings()
         var exposure = ExposureSettings()
         var verification = VerificationSettings()
-        if let s = f["settings"] { (ranging, exposure, verification) = try settings(s) }
+        var guidance: Guidance?
+        if let s = f["settings"] {
+            (ranging, exposure, verification) = try settings(s)
+            guidance = try self.guidance(s)
+        }
         var site = Site(
             name: name,
             deviceUUIDs: deviceUUIDs,
@@ -293,8 +297,29 @@ private struct Reader {
         )
         site.exposure = exposure
         site.verification = verification
+        site.guidance = guidance
         site.deviceUUIDOrder = deviceUUIDOrder
         return site
+    }
+
+    /// `settings: guidance: {text: …, link: https://…}`: what the person's page says to do next.
+    func guidance(_ settings: Node) throws -> Guidance? {
+        guard let node = settings.mapping?[Node("guidance")] else { return nil }
+        let f = try fields(node, "settings: guidance", allowed: ["text", "link"])
+        let text = try string(f["text"], "settings: guidance: text", parent: node.mark)
+        guard text.count <= 2000 else {
+            throw fail(f["text"], "settings: guidance: text is longer than 2,000 characters")
+        }
+        var link: String?
+        if let n = f["link"] {
+            let l = try string(n, "settings: guidance: link", parent: node.mark)
+            guard let url = URL(string: l), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
+            else {
+                throw fail(n, "settings: guidance: link must be an http:// or https:// address, not '\(l.prefix(80))'")
+            }
+            link = l
+        }
+        return Guidance(text: text, link: link)
     }
 
     func settings(_ node: Node) throws -> (RangingSettings, ExposureSettings, VerificationSettings) {
@@ -305,7 +330,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration", "positions", "review", "trustList",
+                "calibration", "positions", "review", "trustList", "guidance",
             ]
         )
         var e = ExposureSettings()

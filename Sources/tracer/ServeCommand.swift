@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import TracerCards
 import TracerModel
 import TracerServer
 import TracerSite
@@ -16,7 +17,8 @@ struct ServeCommand: AsyncParsableCommand {
             POST /v1/reports (multipart), /v1/reports?status=pending with /v1/reports/{id}/image, POST \
             /v1/reports/{id}/approve and /deny (the health team's review), /v1/responses, /v1/watch?path= (Server-Sent Events), and the dashboard \
             at /, POST /v1/sync (kiosks replicating), /v1/kiosks (their sync state), /v1/site (the published \
-            BeaconMap). Every /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
+            BeaconMap), and the person's page at /me with POST /v1/links (a badge's one-time link: tracer token create \
+            --link) and /v1/page. Every other /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
             --tls-cert and --tls-key serve HTTPS; a reverse proxy in front works too (README: "Deploying a site").
             """
     )
@@ -104,7 +106,18 @@ struct TokenCommand: ParsableCommand {
         @Option(help: "A device token's device id.") var device: String?
         @Option(help: "A kiosk token's anchor: the only beacons/{KEY} it may replicate.") var anchor: String?
         @Option(help: "A name to know it by (shown in the audit log).") var name: String?
-        @Flag(help: "Print JSON: {\"id\", \"token\", \"role\"}.") var json = false
+        @Option(
+            help: ArgumentHelp(
+                "A device's one-time link to its page instead of a token: the site server's public address (https://tracer.example.org).",
+                valueName: "BASE_URL"
+            )
+        ) var link: String?
+        @Option(
+            help: ArgumentHelp("With --link: the link's QR code as a PNG, for the badge's card.", valueName: "FILE")
+        )
+        var qr: String?
+        @Flag(help: "Print JSON: {\"id\", \"token\", \"role\"} (with --link: {\"id\", \"link\", \"deviceId\"}).")
+        var json = false
 
         func run() throws {
             guard let r = Role(rawValue: role) else {
@@ -114,6 +127,13 @@ struct TokenCommand: ParsableCommand {
             if r != .device, device != nil { throw ValidationError("only a device token takes --device") }
             if let device, device.contains("/") { throw ValidationError("--device takes a device id, not '\(device)'") }
             if r != .kiosk, anchor != nil { throw ValidationError("only a kiosk token takes --anchor") }
+            if qr != nil, link == nil { throw ValidationError("--qr FILE goes with --link BASE_URL") }
+            if let link {
+                guard r == .device, let device else {
+                    throw ValidationError("--link makes a device's link: give --role device --device ID")
+                }
+                return try makeLink(device, base: link)
+            }
             let store = try options.open()
             if let anchor {
                 guard (try? Collections.beacon(anchor)) != nil else {
@@ -153,6 +173,10 @@ struct TokenCommand: ParsableCommand {
                     "\(d.id)  \(d["role"]?.stringValue ?? "?")  \(d["name"]?.stringValue ?? "")"
                         + (d["deviceId"]?.stringValue.map { "  device \($0)" } ?? "")
                         + (d["anchor"]?.stringValue.map { "  anchor \($0)" } ?? "")
+                        + (d["link"] == nil
+                            ? ""
+                            : d["linkedAt"] == nil
+                                ? "  link not opened yet" : "  link opened \(ExposureOutput.second(d["linkedAt"]))")
                         + "  created \(ExposureOutput.second(d["createdAt"]))" + revoked
                 )
             }
@@ -169,6 +193,50 @@ struct TokenCommand: ParsableCommand {
                 throw ValidationError("no token with id '\(id)' (tracer token list)")
             }
             Output.line("token \(id) revoked")
+        }
+    }
+}
+
+extension TokenCommand.Create {
+    /// `--link BASE_URL [--qr FILE]`: a device's one-time link to its page (and its QR code).
+    /// Everything that can be wrong is checked before the link is made.
+    func makeLink(_ device: String, base: String) throws {
+        guard let url = URL(string: base), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
+        else {
+            throw ValidationError(
+                "--link takes the site server's address as people's phones reach it (like https://tracer.example.org), not '\(base)'"
+            )
+        }
+        if let qr {
+            let directory = (qr as NSString).deletingLastPathComponent
+            let folder = directory.isEmpty ? "." : directory
+            guard FileManager.default.isWritableFile(atPath: folder) else {
+                throw ValidationError("--qr \(qr): cannot write there (no folder \(folder), or not writable)")
+            }
+        }
+        let store = try options.open()
+        let made = try TokenStore(store: store).createLink(deviceID: device, name: name)
+        let address = made.url(base: base)
+        if let qr {
+            do {
+                let png = try QRCode(address).png()
+                try Data(png).write(to: URL(fileURLWithPath: qr), options: .atomic)
+            } catch {
+                // No card: no link either.
+                _ = try? TokenStore(store: store).revoke(made.id)
+                throw ValidationError("--qr \(qr): \(error)")
+            }
+        }
+        if json {
+            Output.line(
+                JSON.string(.map(["id": .string(made.id), "link": .string(address), "deviceId": .string(device)]))
+            )
+        } else {
+            Output.line(address)
+            Output.error(
+                "link \(made.id) for device \(device): opens the device's page in the first browser that opens it, once\(qr.map { "; its QR code is in \($0)" } ?? ""). A lost phone: tracer token revoke \(made.id), then a new link"
+            )
         }
     }
 }

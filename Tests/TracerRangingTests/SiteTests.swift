@@ -67,6 +67,16 @@ import Testing
             plain.exposure.separation == "geometric" && plain.exposure.likelihood == 0.3 && plain.exposure.positions
         )
         #expect(plain.rooms[0].use == .teaching && site.rooms[0].use == .work)
+        // The person's page's guidance: the site's words and link, when it gives them.
+        #expect(site.guidance == nil)
+        let guided = try Site.parse(
+            Self.good.replacingOccurrences(
+                of: "separation: possible}",
+                with: "separation: possible, guidance: {text: 'Stay home <b>now</b>', link: 'https://x.org/a'}}"
+            ),
+            file: "t.yaml"
+        )
+        #expect(guided.guidance == Guidance(text: "Stay home <b>now</b>", link: "https://x.org/a"))
     }
 
     static let broken: [(String, String, String)] = [
@@ -108,6 +118,18 @@ import Testing
             "t.yaml:8: settings: exposureRadius must be from 0.5 to 50.0, not 400.0"
         ),
         ("rooms:", "rooms: [", "t.yaml:"),
+        (
+            "separation: possible}", "separation: possible, guidance: {text: Stay home, link: ftp://x}}",
+            "t.yaml:8: settings: guidance: link must be an http:// or https:// address, not 'ftp://x'"
+        ),
+        (
+            "separation: possible}", "separation: possible, guidance: {link: https://x.org}}",
+            "t.yaml:8: settings: guidance: text is missing"
+        ),
+        (
+            "separation: possible}", "separation: possible, guidance: {text: a, colour: red}}",
+            "t.yaml:8: settings: guidance: unknown field 'colour'"
+        ),
     ]
 
     @Test(arguments: broken)

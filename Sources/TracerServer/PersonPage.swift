@@ -1,0 +1,107 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TracerAPI
+import TracerModel
+import TracerSite
+import TracerStore
+
+/// The person's page (`GET /me`): the page of the people who wear the badges, phones first. One
+/// self-contained file (`Resources/person.html`), with every text a person reads in one table
+/// (`Resources/person-texts.json`: English and French, by key) put into it once, at start. The
+/// page takes a one-time link's code from its address (`#c=…`, never sent to the server but by
+/// the page itself, to `POST /v1/links`), keeps the device token in the browser, and shows the
+/// device's status live (`/v1/devices/{id}`, `/v1/watch`), with the site's guidance
+/// (`/v1/page`).
+enum PersonPage {
+    static func response() -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                // Only the page's own script runs (by its hash): no text the page shows can become
+                // code, whatever a site's guidance or a note holds.
+                .contentSecurityPolicy:
+                    "default-src 'none'; script-src '\(scriptHash)'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                HTTPField.Name("Referrer-Policy")!: "no-referrer",
+                HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page))
+        )
+    }
+
+    /// The page with its texts (as JSON in a script element that is never run: `<` written as
+    /// `\u003c`, so no text can close it).
+    static let page: String = {
+        let html = String(decoding: PackageResources.person_html, as: UTF8.self)
+        let texts = String(decoding: PackageResources.person_texts_json, as: UTF8.self)
+            .replacingOccurrences(of: "<", with: "\\u003c")
+        return html.replacingOccurrences(
+            of: "<!--TEXTS-->",
+            with: "<script type=\"application/json\" id=\"texts\">\(texts)</script>"
+        )
+    }()
+
+    /// `sha256-…` of the page's one script, for its Content-Security-Policy.
+    static let scriptHash: String = {
+        guard let open = page.range(of: "<script>"),
+            let close = page.range(of: "</script>", range: open.upperBound..<page.endIndex)
+        else { return "none" }
+        return "sha256-" + Digest.sha256Base64(Array(page[open.upperBound..<close.lowerBound].utf8))
+    }()
+}
+
+extension API {
+    /// `POST /v1/links` `{"code": "…"}`: a one-time link's code for the device's token, once. No
+    /// token is needed (the code is the credential); a wrong code counts as a failed token attempt
+    /// of the client's (`FailureLimiter`), so codes cannot be guessed at speed.
+    func exchangeLink(_ request: Request, _ context: TracerContext) async throws -> Response {
+        if let wait = linkLimiter.retryAfter(context.client) {
+            var e = APIError(
+                .tooManyRequests,
+                "too_many_requests",
+                "too many failed attempts from \(context.client); wait \(Int(wait.rounded(.up))) s"
+            )
+            e.headers[.retryAfter] = "\(Int(wait.rounded(.up)))"
+            throw e
+        }
+        let body = try await request.body.collect(upTo: 4096)
+        let text = String(buffer: body)
+        guard case .map(let object)? = try? JSON.parse(text), case .string(let code)? = object["code"] else {
+            throw APIError.badRequest("a link's body is a JSON object like {\"code\": \"…\"}, not \(text.prefix(80))")
+        }
+        let tokens = TokenStore(store: store)
+        switch try await store.writing({ try tokens.exchange(code) }) {
+        case .token(let token, let deviceID):
+            return JSONBody.response(encoding: Responses.Linked(token: token, deviceId: deviceID))
+        case .used:
+            throw APIError(
+                .gone,
+                "link_used",
+                "this link was used already, in another browser: ask the site for a new card"
+            )
+        case .unknown:
+            linkLimiter.failed(context.client)
+            throw APIError(.notFound, "not_found", "no such link: check the whole link, or ask the site for a new card")
+        }
+    }
+
+    /// What the person's page shows beside the status: the site's name, its guidance, and the
+    /// room of each beacon (the status names beacons by key).
+    var page: Responses.Page {
+        guard let site else {
+            return Responses.Page(site: nil, guidance: nil, rooms: [:], radiusMetres: ExposureSettings().radius)
+        }
+        var rooms: [String: String] = [:]
+        for anchor in site.anchors {
+            rooms[anchor.key] = site.room(anchor.room)?.name ?? anchor.room
+        }
+        return Responses.Page(
+            site: site.name,
+            guidance: site.guidance.map { .init(text: $0.text, link: $0.link) },
+            rooms: rooms,
+            radiusMetres: site.exposure.radius
+        )
+    }
+}

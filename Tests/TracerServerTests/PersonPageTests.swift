@@ -1,0 +1,160 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import TracerAPI
+import TracerModel
+import TracerSite
+import TracerStore
+import TracerTesting
+
+@testable import TracerServer
+
+/// The person's page and its one-time links: a link opens once, in one browser; a used, forged,
+/// malformed or revoked one gives nothing; guessing is slowed without locking tokens out; the page
+/// runs only its own script.
+@Suite struct PersonPageTests {
+    static func post(_ client: some TestClientProtocol, _ body: String) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/v1/links",
+            method: .post,
+            headers: [.contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        )
+    }
+
+    @Test func aLinkOpensOnceAndItsTokenReadsItsDeviceOnly() async throws {
+        let f = try ServerFixture()
+        let link = try TokenStore(store: f.store).createLink(deviceID: "dev-7", name: nil)
+        #expect(link.url(base: "https://tracer.example.org/") == "https://tracer.example.org/me#c=\(link.code)")
+        try await f.app().test(.router) { client in
+            // Before it is opened, the record holds no token that any secret matches.
+            let stored = try f.store.get(Collections.token(link.id))
+            #expect(stored["hash"] == .string("") && stored["link"]?.stringValue?.count == 64)
+
+            let first = try await Self.post(client, #"{"code": "\#(link.code)"}"#)
+            #expect(first.status == .ok)
+            let linked = try #require(decoded(Responses.Linked.self, first))
+            #expect(linked.deviceId == "dev-7" && linked.token.hasPrefix("tracer_\(link.id)_"))
+            try await client.execute(
+                uri: "/v1/devices/dev-7",
+                method: .get,
+                headers: ServerFixture.bearer(linked.token)
+            ) {
+                #expect($0.status == .ok)
+                #expect(decoded(Responses.DeviceStatus.self, $0)?.status == "clear")
+            }
+            try await client.execute(
+                uri: "/v1/devices/dev-1",
+                method: .get,
+                headers: ServerFixture.bearer(linked.token)
+            ) {
+                #expect($0.status == .forbidden)
+            }
+
+            // A second browser: 410, and no token.
+            let again = try await Self.post(client, #"{"code": "\#(link.code)"}"#)
+            #expect(again.status == .gone && errorCode(again) == "link_used")
+            #expect(!String(buffer: again.body).contains("tracer_"))
+
+            // A lost phone: the token (the link's record) revoked, refused at once.
+            #expect(try TokenStore(store: f.store).revoke(link.id))
+            try await client.execute(
+                uri: "/v1/devices/dev-7",
+                method: .get,
+                headers: ServerFixture.bearer(linked.token)
+            ) {
+                #expect($0.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func forgedMalformedAndRevokedCodesGiveNothing() async throws {
+        let f = try ServerFixture()
+        let tokens = TokenStore(store: f.store)
+        let link = try tokens.createLink(deviceID: "dev-7", name: nil)
+        let revoked = try tokens.createLink(deviceID: "dev-8", name: nil)
+        #expect(try tokens.revoke(revoked.id))
+        let secret = link.code.split(separator: "-")[1]
+        let forged = "\(link.id)-" + String(secret.reversed())
+        // A device token's id with any secret: it has no link.
+        let deviceID = String(f.device.split(separator: "_")[1])
+        try await f.app().test(.router) { client in
+            for code in [forged, revoked.code, "\(deviceID)-\(secret)", "x", "", String(repeating: "a", count: 45)] {
+                let r = try await Self.post(client, #"{"code": "\#(code)"}"#)
+                #expect(r.status == .notFound && errorCode(r) == "not_found", "\(code): \(r.status)")
+            }
+            for body in ["", "{}", #"{"code": 7}"#, "[", #"["\#(link.code)"]"#] {
+                let r = try await Self.post(client, body)
+                #expect(r.status == .badRequest, "\(body): \(r.status)")
+            }
+            // Still good after all that: the forgeries did not spend it.
+            #expect(try await Self.post(client, #"{"code": "\#(link.code)"}"#).status == .ok)
+        }
+    }
+
+    @Test func guessingIsSlowedWithoutLockingTokensOut() async throws {
+        let f = try ServerFixture()
+        try await f.app().test(.router) { client in
+            var statuses: [HTTPResponse.Status] = []
+            for i in 0..<12 {
+                let code = "abcdefghijkl-" + String(repeating: "z", count: 31) + "\(i % 10)"
+                statuses.append(try await Self.post(client, #"{"code": "\#(code)"}"#).status)
+            }
+            #expect(
+                statuses.prefix(10).allSatisfy { $0 == .notFound } && statuses.last == .tooManyRequests,
+                "\(statuses)"
+            )
+            // The same client's tokens still work.
+            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
+                #expect($0.status == .ok)
+            }
+        }
+    }
+
+    @Test func thePageRunsOnlyItsOwnScriptAndCarriesBothLanguages() async throws {
+        let f = try ServerFixture { site in
+            site.guidance = Guidance(
+                text: "Stay home </script><script>alert(1)</script>",
+                link: "https://example.org/advice"
+            )
+        }
+        try await f.app().test(.router) { client in
+            try await client.execute(uri: "/me", method: .get) { r in
+                #expect(r.status == .ok)
+                let csp = try #require(r.headers[.contentSecurityPolicy])
+                let html = String(buffer: r.body)
+                // The one script the policy allows is the page's own.
+                let open = try #require(html.range(of: "<script>"))
+                let close = try #require(html.range(of: "</script>", range: open.upperBound..<html.endIndex))
+                let hash = Digest.sha256Base64(Array(html[open.upperBound..<close.lowerBound].utf8))
+                #expect(csp.contains("script-src 'sha256-\(hash)';"), "\(csp)")
+                #expect(!csp.contains("script-src 'unsafe-inline'"))
+                #expect(r.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
+                // Every key in both languages, and no text can close the texts' element.
+                let start = try #require(html.range(of: #"<script type="application/json" id="texts">"#))
+                let end = try #require(html.range(of: "</script>", range: start.upperBound..<html.endIndex))
+                let texts = try JSONDecoder().decode(
+                    [String: [String: String]].self,
+                    from: Data(html[start.upperBound..<end.lowerBound].utf8)
+                )
+                #expect(Set(texts.keys) == ["en", "fr"])
+                #expect(Set(texts["en"]!.keys) == Set(texts["fr"]!.keys))
+                #expect(!html[start.upperBound..<end.lowerBound].contains("<"))
+            }
+            // The site's guidance is data, never part of the page.
+            try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.device)) { r in
+                #expect(r.status == .ok)
+                let page = try #require(decoded(Responses.Page.self, r))
+                #expect(page.site == "Example Campus")
+                #expect(page.guidance?.text.hasPrefix("Stay home </script>") == true)
+                #expect(page.guidance?.link == "https://example.org/advice")
+                #expect(page.rooms["kiosk-lecture"] == "Lecture Hall" && page.rooms["b-lab-door"] == "Wet Lab")
+                #expect(page.radiusMetres == 6)
+            }
+            try await client.execute(uri: "/v1/page", method: .get) { #expect($0.status == .unauthorized) }
+        }
+    }
+}
