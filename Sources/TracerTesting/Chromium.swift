@@ -49,10 +49,17 @@ public enum Chromium {
             public let nodes: [String]
             public var description: String { "\(impact) \(id): \(help) \(nodes)" }
         }
+        /// One `--step`: whether its check held, how long it took, and when it ended (wall clock).
+        public struct Step: Decodable, Sendable {
+            public let check: Bool
+            public let seconds: Double
+            public let at: Double
+        }
         public let ready: Bool
         public let check: Bool?
         public let checkedAt: Double?
         public let axe: [Violation]?
+        public let steps: [Step]?
     }
 
     /// `browser` with its outcome decoded (nil when it printed none), and its whole output.
@@ -63,11 +70,15 @@ public enum Chromium {
     }
 
     /// The arguments for a phone-sized window (390×844) and a screenshot in `artifacts`, the
-    /// screenshot's old files removed.
+    /// screenshot's old files (and its steps') removed.
     public static func phone(_ url: String, screenshot name: String) -> [String] {
         let shot = artifacts + "/" + name
-        try? FileManager.default.removeItem(atPath: shot)
-        try? FileManager.default.removeItem(atPath: shot + ".ready")
+        let stem = String(name.dropLast(4))
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: artifacts)) ?? []
+        where file == name || file == name + ".ready" || file.hasPrefix(stem + "-step") || file == stem + "-before.png"
+        {
+            try? FileManager.default.removeItem(atPath: artifacts + "/" + file)
+        }
         return [url, "--screenshot", shot, "--width", "390", "--height", "844", "--timeout", "60"]
     }
 

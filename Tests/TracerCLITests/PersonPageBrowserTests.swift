@@ -120,4 +120,70 @@ import TracerTesting
         )
         #expect(noneStatus == 0 && none?.ready == true, "\(noneOutput)")
     }
+
+    /// A self-report from the page: the questionnaire, a photo chosen, every rule shown, nothing
+    /// recorded until the person approves; the report held for review shows "with the health
+    /// team", and the health team's approval (from another machine, `tracer report approve
+    /// --server`) turns the page "positive" without a reload. axe-core at each step.
+    @Test func aSelfReportFromThePageWaitsForApprovalThenForReview() async throws {
+        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
+        let axe = try Chromium.axeCore()
+        let t = ExposureCommandTests()
+        try await t.rangeALabMorning()
+        let reporter = "\(ExposureCommandTests.uuid):1:1"
+        let admin = try await t.tracer("token", "create", "--role", "admin", "--name", "nurse")
+        try #require(admin.status == 0, "\(admin.stderr)")
+        let adminFile = t.dir.file("admin.token")
+        try admin.stdout.write(toFile: adminFile, atomically: true, encoding: .utf8)
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+        let made = try await t.tracer("token", "create", "--role", "device", "--device", reporter, "--link", server.url)
+        try #require(made.status == 0, "\(made.stderr)")
+        let link = made.stdout.trimmingCharacters(in: .newlines)
+        let card = "document.getElementById('card')"
+        let click = { (id: String) in "document.getElementById('\(id)').click();" }
+
+        async let page = Chromium.run(
+            Chromium.phone(link, screenshot: "person-report.png") + [
+                "--ready",
+                "document.body.dataset.screen === 'page' && \(card).dataset.status === 'clear' && document.getElementById('live').dataset.live === 'yes'",
+                "--file", "#photo=\(ResultImages.file("lab-pcr-positive-two-dates.png"))",
+                "--step",
+                click("start-report") + click("symptoms-yes") + click("tested-yes") + click("check") + " true",
+                "document.getElementById('verdict').dataset.verdict === 'pending' && document.querySelectorAll('#rules li').length >= 5 && !document.getElementById('approve').hidden && document.getElementById('rules').textContent.includes('The date of the test')",
+                "--step", click("approve") + " true",
+                "document.getElementById('report').dataset.report === 'pending' && !document.getElementById('report').hidden && document.getElementById('selfreport').hidden",
+                "--step", "true", "\(card).dataset.status === 'positive' && document.getElementById('report').hidden",
+                "--axe", axe, "--timeout", "120",
+            ]
+        )
+        // Once the report waits, the health team approves it from another machine.
+        let store = try DocumentStore(path: t.store)
+        var held: DocumentSnapshot?
+        _ = await until(150) {
+            held = (try? store.getDocuments(Report.of(device: reporter)))?.first { Report.is($0, .pending) }
+            return held != nil
+        }
+        let id = try #require(held?.id, "no report was held")
+        // The page has shown it waiting (its step's screenshot is written) before the decision.
+        let waiting = Chromium.artifacts + "/person-report-step2.png"
+        _ = await until(120) { FileManager.default.fileExists(atPath: waiting) }
+        let approved = try await TracerProcess.running([
+            "report", "approve", id, "--server", server.url, "--token-file", adminFile,
+        ])
+        #expect(approved.status == 0, "\(approved.stderr)")
+
+        let (status, outcome, output) = try await page
+        #expect(status == 0, "\(output)")
+        #expect(outcome?.steps?.count == 3 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
+        #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
+        // Nothing was recorded by the check: the report dates from after it, with the answers.
+        let report = try #require(try store.get(Collections.report(id)).data)
+        let created = try #require(report["createdAt"]?.timestampValue?.seconds)
+        #expect(created > (outcome?.steps?.first?.at ?? .infinity), "recorded at \(created), before the approval")
+        #expect(
+            report["answers"]?["symptoms"] == .bool(true) && report["answers"]?["tested"] == .bool(true),
+            "\(report)"
+        )
+    }
 }

@@ -2,7 +2,8 @@
 """Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
 
     browser.py URL --screenshot OUT.png [--ready JS] [--act JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
-               [--width W --height H] [--lang fr] [--axe axe.min.js]
+               [--width W --height H] [--lang fr] [--axe axe.min.js] [--file SELECTOR=PATH]
+               [--step ACT CHECK]...
 
 Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
 test knows the page is up and listening). With --check, it then waits for the file --go to exist
@@ -12,7 +13,11 @@ JavaScript --act is run (a click, say) before --check is waited for. Every outco
 "seconds"}. The screenshot is taken last, whatever happened. With --axe (axe-core's script:
 Tools/testing/axe-core prints where it is), axe-core checks the page as it is at the end, and
 the outcome's "axe" lists its serious and critical violations. --lang sets the browser's
-language (navigator.languages). Needs Debian's chromium and python3-websocket.
+language (navigator.languages). --file puts a file in a file input once the page is ready (as a
+person choosing a photo would). Each --step, after all that, runs ACT, waits until CHECK is true,
+and screenshots the page (OUT-step1.png, …; with --axe, axe-core checks it there too); the outcome
+lists each step's seconds, and stops at the first that fails. Needs Debian's chromium and
+python3-websocket.
 """
 import argparse
 import base64
@@ -65,6 +70,14 @@ axe.run(document, {resultTypes: ['violations']}).then(r => r.violations
 """
 
 
+def axe(page, script):
+    """axe-core's serious and critical violations on the page as it is."""
+    if not page.value("typeof axe !== 'undefined'"):
+        page.call("Runtime.evaluate", expression=open(script).read())
+    result = page.call("Runtime.evaluate", expression=AXE_RUN, awaitPromise=True, returnByValue=True)
+    return result.get("result", {}).get("value") or []
+
+
 def wait(page, expression, deadline):
     value = None
     while time.time() < deadline:
@@ -92,6 +105,8 @@ def main():
     parser.add_argument("--full-page", action="store_true", help="screenshot the whole page, not the window")
     parser.add_argument("--lang", help="the browser's language (fr, en-GB, …)")
     parser.add_argument("--axe", help="axe-core's axe.min.js: check the page at the end")
+    parser.add_argument("--file", action="append", default=[], help="SELECTOR=PATH: a file for a file input")
+    parser.add_argument("--step", nargs=2, action="append", default=[], metavar=("ACT", "CHECK"))
     args = parser.parse_args()
 
     profile = tempfile.mkdtemp(prefix="tracer-chromium-")
@@ -137,15 +152,32 @@ def main():
             if outcome["check"]:
                 outcome["checkedAt"] = time.time()  # the wall clock, for a test's latency
             outcome["seconds"] = round(time.time() - checked, 3)
+        for spec in args.file if outcome["ready"] else []:
+            selector, path = spec.split("=", 1)
+            root = page.call("DOM.getDocument")["root"]["nodeId"]
+            node = page.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+            page.call("DOM.setFileInputFiles", files=[os.path.abspath(path)], nodeId=node)
+            page.value(f"document.querySelector({json.dumps(selector)}).dispatchEvent(new Event('change', {{bubbles: true}})), true")
+        violations = []
         if args.axe and outcome["ready"]:
-            page.call("Runtime.evaluate", expression=open(args.axe).read())
-            result = page.call(
-                "Runtime.evaluate",
-                expression=AXE_RUN,
-                awaitPromise=True,
-                returnByValue=True,
-            )
-            outcome["axe"] = result.get("result", {}).get("value")
+            violations += axe(page, args.axe)
+        steps = []
+        for number, (act, check) in enumerate(args.step if outcome["ready"] else [], start=1):
+            begun = time.time()
+            page.value(act)
+            held, _ = wait(page, check, time.time() + args.timeout)
+            steps.append({"check": held, "seconds": round(time.time() - begun, 3), "at": time.time()})
+            shot = page.call("Page.captureScreenshot", format="png")
+            with open(f"{args.screenshot[:-4]}-step{number}.png", "wb") as f:
+                f.write(base64.b64decode(shot["data"]))
+            if args.axe:
+                violations += axe(page, args.axe)
+            if not held:
+                break
+        if args.step:
+            outcome["steps"] = steps
+        if args.axe and outcome["ready"]:
+            outcome["axe"] = violations
         if args.full_page:
             height = page.value("document.documentElement.scrollHeight") or args.height
             page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=int(height), deviceScaleFactor=1, mobile=False)
@@ -162,7 +194,13 @@ def main():
         shutil.rmtree(profile, ignore_errors=True)
     outcome.setdefault("seconds", round(time.time() - started, 3))
     print(json.dumps(outcome))
-    ok = outcome["ready"] and (args.check is None or outcome["check"]) and not outcome.get("axe")
+    ok = (
+        outcome["ready"]
+        and (args.check is None or outcome["check"])
+        and not outcome.get("axe")
+        and all(s["check"] for s in outcome.get("steps", []))
+        and len(outcome.get("steps", [])) == len(args.step)
+    )
     sys.exit(0 if ok else 1)
 
 
