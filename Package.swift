@@ -165,6 +165,7 @@ let package = Package(
             dependencies: [
                 "TracerAPI", "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -282,6 +283,7 @@ let package = Package(
             resources: [
                 .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml"),
                 .embedInCode("Resources/person.html"), .embedInCode("Resources/person-texts.json"),
+                .embedInCode("Resources/person-sw.js"),
             ]
         ),
 
@@ -339,6 +341,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
 

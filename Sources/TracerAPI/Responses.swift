@@ -200,6 +200,12 @@ public enum Responses {
         }
     }
 
+    /// `POST` and `DELETE /v1/devices/{id}/push`: whether that browser is told now.
+    public struct Subscribed: Codable, Sendable, Equatable {
+        public var subscribed: Bool
+        public init(subscribed: Bool) { self.subscribed = subscribed }
+    }
+
     /// `GET /v1/page`: what the person's page shows beside the status.
     public struct Page: Codable, Sendable, Equatable {
         public struct Guidance: Codable, Sendable, Equatable {
@@ -218,12 +224,16 @@ public enum Responses {
         public var rooms: [String: String]
         /// The site's exposure radius (6 m unless its map says otherwise).
         public var radiusMetres: Double
+        /// The site's Web Push key (base64url): the browser's `applicationServerKey`.
+        public var pushKey: String
 
-        public init(site: String?, guidance: Guidance?, rooms: [String: String], radiusMetres: Double) {
+        public init(site: String?, guidance: Guidance?, rooms: [String: String], radiusMetres: Double, pushKey: String)
+        {
             self.site = site
             self.guidance = guidance
             self.rooms = rooms
             self.radiusMetres = radiusMetres
+            self.pushKey = pushKey
         }
     }
 

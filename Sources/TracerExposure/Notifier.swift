@@ -4,7 +4,8 @@ import ServiceLifecycle
 import TracerModel
 import TracerStore
 
-/// Every change of a device's status, risk or exposure count POSTed to a webhook, at least once,
+/// Every change of a device's status, risk or exposure count POSTed to a webhook (or, as a Web
+/// Push saying only `{"type":"status"}`, to each browser subscribed to the device), at least once,
 /// across restarts: the store's change token of the last delivered change is kept (in the store,
 /// or in a file), so a restarted notifier resumes where it stopped. A failed POST is retried with
 /// backoff, and nothing after it is sent first. One notifier per webhook runs per store: a second
@@ -18,8 +19,16 @@ public struct Notifier: Service {
         case file(String)
     }
 
+    /// Where changes go.
+    public enum Destination: Sendable {
+        /// The whole change, as JSON, to one URL.
+        case webhook(Webhook)
+        /// An empty push to the device's own browsers (`devices/{id}/push`): the page fetches.
+        case push(PushSender)
+    }
+
     public let store: DocumentStore
-    public let webhook: Webhook
+    public let destination: Destination
     public let position: Position
     /// The lock that keeps it to one instance per store (one per webhook).
     public let role: String
@@ -28,8 +37,12 @@ public struct Notifier: Service {
     let logger: Logger
 
     public init(store: DocumentStore, webhook: Webhook, position: Position, role: String, logger: Logger) {
+        self.init(store: store, destination: .webhook(webhook), position: position, role: role, logger: logger)
+    }
+
+    public init(store: DocumentStore, destination: Destination, position: Position, role: String, logger: Logger) {
         self.store = store
-        self.webhook = webhook
+        self.destination = destination
         self.position = position
         self.role = role
         self.logger = logger
@@ -74,8 +87,10 @@ public struct Notifier: Service {
                     "token": .integer(snap.token),
                 ]
                 if let report { fields["report"] = report }
-                let body: Value = .map(fields)
-                try await deliver(ExposureJSON.json(body))
+                switch destination {
+                case .webhook(let webhook): try await deliver(ExposureJSON.json(.map(fields)), to: webhook)
+                case .push(let sender): try await push(doc.id, through: sender)
+                }
                 last[doc.id] = key
             }
             // Only once everything up to this token is delivered; on the store's writer thread
@@ -85,8 +100,51 @@ public struct Notifier: Service {
         }
     }
 
+    /// The push a browser gets: that something changed, nothing more (its push service learns
+    /// nothing); the page then fetches the status with its token.
+    public static let pushPayload = Array(#"{"type":"status"}"#.utf8)
+
+    /// Pushes to each browser subscribed to `device` until each has taken it (or its push
+    /// service says it is gone: 404 or 410, and it is dropped), backing off between rounds; a
+    /// round sends only to those still owed.
+    func push(_ device: String, through sender: PushSender) async throws {
+        let collection = try Collections.pushSubscriptions(of: device)
+        let store = self.store
+        var owed = try await store.reading { try store.getDocuments(Query(collection: collection)) }
+            .compactMap { doc in PushSubscription(doc).map { (doc.path, $0) } }
+        var backoff = self.backoff
+        while !owed.isEmpty {
+            var failed: [(DocumentPath, PushSubscription)] = []
+            var gone: [DocumentPath] = []
+            for (path, subscription) in owed {
+                switch await sender.send(Self.pushPayload, to: subscription) {
+                case .delivered: break
+                case .gone: gone.append(path)
+                case .failed(let why):
+                    failed.append((path, subscription))
+                    logger.warning(
+                        "a push service did not take a push; retrying",
+                        metadata: [
+                            "push.host": "\(URL(string: subscription.endpoint)?.host ?? "?")", "error": "\(why)",
+                        ]
+                    )
+                }
+            }
+            if !gone.isEmpty {
+                let dropped = gone
+                try await store.writing { for path in dropped { try store.delete(path) } }
+                logger.notice(
+                    "dropped subscriptions their push service says are gone",
+                    metadata: ["count": "\(gone.count)"]
+                )
+            }
+            owed = failed
+            if !owed.isEmpty { try await Task.sleep(for: backoff.failed()) }
+        }
+    }
+
     /// POSTs until a 2xx answer, backing off between attempts.
-    func deliver(_ body: String) async throws {
+    func deliver(_ body: String, to webhook: Webhook) async throws {
         var backoff = self.backoff
         var delay = backoff.failed()
         while true {

@@ -59,6 +59,16 @@ public enum Collections {
         try self.device(device).collection(Exposure.collectionID)
     }
 
+    /// `devices/{id}/push`: the browsers that asked to be told of the device's changes (Web Push).
+    public static func pushSubscriptions(of device: String) throws(StoreError) -> CollectionPath {
+        try self.device(device).collection("push")
+    }
+
+    /// `config/push`: the site's Web Push (VAPID) key.
+    public static var pushKey: DocumentPath {
+        do { return try config.document("push") } catch { preconditionFailure("\(error)") }
+    }
+
     /// `tokens/{id}`.
     public static func token(_ id: String) throws(StoreError) -> DocumentPath {
         try tokens.document(id)

@@ -25,6 +25,10 @@ public final class API: Sendable {
     /// Failed link codes per client (`POST /v1/links`), apart from failed tokens: guessing at
     /// links is slowed without locking a client's tokens out.
     public let linkLimiter = FailureLimiter()
+    /// The site's Web Push key (base64url), for the person's page to subscribe with.
+    let pushKey: String
+    /// The hosts Web Push goes to (the site's `pushServices`, else the big three browsers').
+    let pushServices: Set<String>
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
     /// The time occupancy is judged at (the wall clock; tests give a fixed one).
@@ -70,6 +74,8 @@ public final class API: Sendable {
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)
         self.sync = SyncEndpoint(store: store, logger: logger)
+        self.pushKey = try WebPush.sitePublicKey(in: store)
+        self.pushServices = site?.pushServices ?? PushSubscription.defaultServices
         try Indexes.declare(in: store)
     }
 
@@ -80,7 +86,14 @@ public final class API: Sendable {
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         router.get("/me") { _, _ in PersonPage.response() }
+        router.get("/me/sw.js") { _, _ in PersonPage.worker() }
         router.post("/v1/links") { [self] request, context in try await exchangeLink(request, context) }
+        router.post("/v1/devices/:id/push") { [self] request, context in
+            try await subscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
+        }
+        router.delete("/v1/devices/:id/push") { [self] request, context in
+            try await unsubscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
+        }
         router.get("/v1/page") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
             return JSONBody.response(encoding: page)

@@ -23,13 +23,34 @@ enum PersonPage {
                 // Only the page's own script runs (by its hash): no text the page shows can become
                 // code, whatever a site's guidance or a note holds.
                 .contentSecurityPolicy:
-                    "default-src 'none'; script-src '\(scriptHash)'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                    "default-src 'none'; script-src '\(scriptHash)'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
                 HTTPField.Name("Referrer-Policy")!: "no-referrer",
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
             ],
             body: ResponseBody(byteBuffer: ByteBuffer(string: page))
         )
     }
+
+    /// `GET /me/sw.js`: the page's service worker, which shows a push as a notification (in the
+    /// browser's language: the texts put in at start) and opens the page when it is touched.
+    static func worker() -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache",
+                // Its scope is the page, /me, one level above the script's own folder.
+                HTTPField.Name("Service-Worker-Allowed")!: "/me",
+                HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: workerScript))
+        )
+    }
+
+    static let workerScript: String = {
+        let script = String(decoding: PackageResources.person_sw_js, as: UTF8.self)
+        let texts = String(decoding: PackageResources.person_texts_json, as: UTF8.self)
+        return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: texts)
+    }()
 
     /// The page with its texts (as JSON in a script element that is never run: `<` written as
     /// `\u003c`, so no text can close it).
@@ -91,7 +112,13 @@ extension API {
     /// room of each beacon (the status names beacons by key).
     var page: Responses.Page {
         guard let site else {
-            return Responses.Page(site: nil, guidance: nil, rooms: [:], radiusMetres: ExposureSettings().radius)
+            return Responses.Page(
+                site: nil,
+                guidance: nil,
+                rooms: [:],
+                radiusMetres: ExposureSettings().radius,
+                pushKey: pushKey
+            )
         }
         var rooms: [String: String] = [:]
         for anchor in site.anchors {
@@ -101,7 +128,8 @@ extension API {
             site: site.name,
             guidance: site.guidance.map { .init(text: $0.text, link: $0.link) },
             rooms: rooms,
-            radiusMetres: site.exposure.radius
+            radiusMetres: site.exposure.radius,
+            pushKey: pushKey
         )
     }
 }

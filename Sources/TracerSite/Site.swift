@@ -65,6 +65,9 @@ public struct Site: Sendable {
     public var verification = VerificationSettings()
     /// What the person's page tells people to do next (`settings: guidance:`), if the site says.
     public var guidance: Guidance?
+    /// The push services (host names) the server may send Web Push to (`settings: pushServices`);
+    /// nil: the three big browsers' (`PushSubscription.defaultServices`).
+    public var pushServices: Set<String>?
     /// The file it came from.
     public var file: String
 

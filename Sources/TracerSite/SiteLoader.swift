@@ -283,9 +283,11 @@ private struct Reader {
         var exposure = ExposureSettings()
         var verification = VerificationSettings()
         var guidance: Guidance?
+        var pushServices: Set<String>?
         if let s = f["settings"] {
             (ranging, exposure, verification) = try settings(s)
             guidance = try self.guidance(s)
+            pushServices = try self.pushServices(s)
         }
         var site = Site(
             name: name,
@@ -298,6 +300,7 @@ private struct Reader {
         site.exposure = exposure
         site.verification = verification
         site.guidance = guidance
+        site.pushServices = pushServices
         site.deviceUUIDOrder = deviceUUIDOrder
         return site
     }
@@ -322,6 +325,27 @@ private struct Reader {
         return Guidance(text: text, link: link)
     }
 
+    /// `settings: pushServices: [fcm.googleapis.com, …]`: the only hosts Web Push goes to.
+    func pushServices(_ settings: Node) throws -> Set<String>? {
+        guard let node = settings.mapping?[Node("pushServices")] else { return nil }
+        guard let items = node.sequence else {
+            throw fail(node, "settings: pushServices must be a list of host names (like [fcm.googleapis.com])")
+        }
+        var hosts: Set<String> = []
+        for item in items {
+            let host = try string(item, "settings: pushServices: a host", parent: node.mark).lowercased()
+            guard !host.contains("/"), !host.contains(":") || host == "::1", !host.contains("@"), !host.contains(" ")
+            else {
+                throw fail(
+                    item,
+                    "settings: pushServices takes host names (like fcm.googleapis.com), not '\(host.prefix(80))'"
+                )
+            }
+            hosts.insert(host)
+        }
+        return hosts
+    }
+
     func settings(_ node: Node) throws -> (RangingSettings, ExposureSettings, VerificationSettings) {
         let f = try fields(
             node,
@@ -330,7 +354,7 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration", "positions", "review", "trustList", "guidance",
+                "calibration", "positions", "review", "trustList", "guidance", "pushServices",
             ]
         )
         var e = ExposureSettings()

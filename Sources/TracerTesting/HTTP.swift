@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// The tests' HTTP client: AsyncHTTPClient, kept for the test process's life (never shut down,
 /// as `HTTPClient.shared`), but with room for many requests at once to one server: the shared
@@ -225,5 +226,26 @@ public final class HTTPReceiver: @unchecked Sendable {
     deinit {
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
+    }
+}
+
+/// A request to a loopback URL: its status and body, or nil when nothing answered.
+public func httpRequest(
+    _ method: HTTPMethod,
+    _ url: String,
+    headers: [String: String] = [:],
+    body: String? = nil,
+    timeout: Int = 10
+) async -> (status: Int, body: String)? {
+    var request = HTTPClientRequest(url: url)
+    request.method = method
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
+    if let body { request.body = .bytes(ByteBuffer(string: body)) }
+    do {
+        let response = try await testClient.execute(request, timeout: .seconds(Int64(timeout)))
+        let answer = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), String(buffer: answer))
+    } catch {
+        return nil
     }
 }

@@ -87,6 +87,11 @@ public struct TracerProcess {
         try Background(arguments, environment: environment)
     }
 
+    /// Another program of the tests' (a stand-in server), read and ended the same way.
+    public static func start(program: String, _ arguments: [String]) throws -> Background {
+        try Background(arguments, environment: [:], executable: program)
+    }
+
     /// A running `tracer` process whose standard output is read line by line.
     public final class Background: @unchecked Sendable {
         public let process = Process()
@@ -98,8 +103,8 @@ public struct TracerProcess {
         private var partial = Data()
         private var closed = false
 
-        init(_ arguments: [String], environment: [String: String]) throws {
-            process.executableURL = URL(fileURLWithPath: TracerProcess.binary)
+        init(_ arguments: [String], environment: [String: String], executable: String = TracerProcess.binary) throws {
+            process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
             var env = ProcessInfo.processInfo.environment
             env.merge(environment) { _, new in new }

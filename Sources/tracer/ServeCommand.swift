@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TracerCards
+import TracerExposure
 import TracerModel
 import TracerServer
 import TracerSite
@@ -38,6 +39,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Connections open at once; more wait to be accepted.") var maxConnections = 1024
     @Option(help: "Connections open at once from one client address; more are closed as they arrive.")
     var maxConnectionsPerClient = 128
+    @Option(
+        help: ArgumentHelp(
+            "Who runs this server, for the browsers' push services (Web Push's VAPID subject): mailto:… or https://….",
+            valueName: "URI"
+        )
+    ) var pushContact = "mailto:tracer@localhost"
 
     func run() async throws {
         let (host, port) = try Server.address(bind)
@@ -51,6 +58,11 @@ struct ServeCommand: AsyncParsableCommand {
             )
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard pushContact.hasPrefix("mailto:") || pushContact.hasPrefix("https://"), pushContact.count > 8 else {
+            throw ValidationError(
+                "--push-contact takes mailto:someone@example.org or an https:// address, not '\(pushContact)'"
+            )
+        }
         var serverOptions = Server.Options()
         serverOptions.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
         serverOptions.maxConnections = maxConnections
@@ -84,7 +96,20 @@ struct ServeCommand: AsyncParsableCommand {
                 "serving \(options.display) on \(scheme)://\(shown):\(bound)/ (the dashboard; the API under /v1)"
             )
         }
-        try await Services.run([app, ReviewImagePurge(api: api, logger: logger)], logger: logger)
+        // Web Push to the people's pages: one notifier per site (the store's lock), resuming from
+        // its saved change token; the sender's client closed on every path out.
+        let key = try WebPush.siteKey(in: store)
+        let services: (PushSender) async throws -> Void = { sender in
+            let push = Notifier(
+                store: store,
+                destination: .push(sender),
+                position: .store("push"),
+                role: "push",
+                logger: logger
+            )
+            try await Services.run([app, ReviewImagePurge(api: api, logger: logger), push], logger: logger)
+        }
+        try await withShutdown({ PushSender(key: key, subject: pushContact) }, services)
     }
 }
 

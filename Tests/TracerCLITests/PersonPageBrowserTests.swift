@@ -106,7 +106,11 @@ import TracerTesting
             Chromium.phone(secondPhone, screenshot: "person-exposed-fr.png") + [
                 "--lang", "fr",
                 "--ready",
-                "document.documentElement.lang === 'fr' && \(card).dataset.status === 'exposed' && document.getElementById('word').textContent === 'Exposé·e' && document.querySelector('#exposures li').textContent.includes('Wet Lab')",
+                "document.documentElement.lang === 'fr' && \(card).dataset.status === 'exposed' && document.getElementById('word').textContent === 'Exposé·e' && document.querySelector('#exposures li').textContent.includes('Wet Lab') && document.getElementById('notify').dataset.state === 'off' && !document.getElementById('notify-on').hidden",
+                // Notifications asked for: headless Chromium has no push service to reach (no
+                // network to Google's), so the page must say, in a line, that it could not.
+                "--step", "document.getElementById('notify-on').click(); true",
+                "['failed', 'blocked'].includes(document.getElementById('notify').dataset.state) && document.getElementById('notify-text').textContent.length > 20",
                 "--axe", axe,
             ]
         )

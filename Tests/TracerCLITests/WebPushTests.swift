@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import TracerModel
+import TracerStore
+import TracerTesting
+
+/// Web Push from `tracer serve` to a push service stand-in on loopback (Tools/testing/push-standin,
+/// added to the site's push services for the test): the stand-in checks each push's VAPID
+/// signature and decrypts it with the subscription's keys (http-ece), as a browser's push service
+/// and the browser would. The real push services (Google's, Mozilla's, Apple's) cannot be reached
+/// from here.
+@Suite struct WebPushTests {
+    struct StandIn {
+        let process: TracerProcess.Background
+        let port: Int
+        let state: String
+
+        init(in dir: TemporaryDirectory) async throws {
+            state = dir.file("push-state")
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            process = try TracerProcess.start(program: Chromium.testingTools + "/push-standin", [state])
+            let line = await process.line(timeout: 120) ?? ""
+            port = try #require(
+                Int(line.split(separator: " ").last ?? ""),
+                "the stand-in said: \(line) \(process.stderr)"
+            )
+        }
+
+        func subscription(_ name: String, answers: String? = nil) async throws -> String {
+            if let answers {
+                _ = await httpRequest(.POST, "http://127.0.0.1:\(port)/script/\(name)", body: answers)
+            }
+            return try #require(await httpRequest(.GET, "http://127.0.0.1:\(port)/subscribe/\(name)")?.body)
+        }
+
+        struct Delivery: Decodable {
+            let name: String
+            let payload: String
+        }
+
+        func deliveries() async -> [Delivery] {
+            guard let body = await httpRequest(.GET, "http://127.0.0.1:\(port)/deliveries")?.body else { return [] }
+            return (try? JSONDecoder().decode([Delivery].self, from: Data(body.utf8))) ?? []
+        }
+
+        var refused: String { (try? String(contentsOfFile: state + "/refused.jsonl", encoding: .utf8)) ?? "" }
+    }
+
+    @Test func aChangeIsPushedToEachBrowserAtLeastOnceAcrossARestart() async throws {
+        let dir = TemporaryDirectory("tracer-push")
+        let store = dir.file("s.sqlite")
+        func tracer(_ args: [String]) async throws -> TracerProcess.Result {
+            try await TracerProcess.running(args + ["--store", store])
+        }
+        let standIn = try await StandIn(in: dir)
+        defer { standIn.process.kill() }
+        let map = dir.file("campus.yaml")
+        try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
+            .replacingOccurrences(of: "settings:", with: "settings:\n  pushServices: [127.0.0.1]")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        #expect(try await tracer(["map", "publish", map]).status == 0)
+        var tokens: [String: String] = [:]
+        for device in ["dev-7", "dev-8"] {
+            let r = try await tracer(["token", "create", "--role", "device", "--device", device])
+            tokens[device] = r.stdout.trimmingCharacters(in: .newlines)
+        }
+        var server = try await ReplicationTests.SiteServer(store: store)
+        func subscribe(_ json: String, as device: String = "dev-7", for target: String = "dev-7") async -> (Int, String)
+        {
+            let r = await httpRequest(
+                .POST,
+                "\(server.url)/v1/devices/\(target)/push",
+                headers: ["Authorization": "Bearer \(tokens[device]!)", "Content-Type": "application/json"],
+                body: json
+            )
+            return (r?.status ?? 0, r?.body ?? "")
+        }
+        // Three browsers: one that takes every push, one whose service fails twice first (a 500,
+        // then a dropped connection), one whose service says it is gone.
+        for (name, answers) in [("ok", nil), ("flaky", #"[500, "drop"]"#), ("gone", "[410]")] {
+            let (status, body) = await subscribe(try await standIn.subscription(name, answers: answers))
+            #expect(status == 201, "\(name): \(body)")
+        }
+        // Hostile: another device's token; endpoints off the list, at a private address, at
+        // loopback but not listed; keys that are not keys.
+        let good = try await standIn.subscription("spare")
+        #expect(await subscribe(good, as: "dev-8").0 == 403)
+        for (endpoint, words) in [
+            ("https://push.example.org/x", "not one of this site's push services"),
+            ("https://10.0.0.7/x", "not one of this site's push services"),
+            ("http://127.0.0.2:\(standIn.port)/push/spare", "not one of this site's push services"),
+        ] {
+            let json = good.replacingOccurrences(of: "http://127.0.0.1:\(standIn.port)/push/spare", with: endpoint)
+            let (status, body) = await subscribe(json)
+            #expect(status == 400 && body.contains(words), "\(endpoint): \(status) \(body)")
+        }
+        let badKey = try #require(good.range(of: #""p256dh": "[^"]*""#, options: .regularExpression))
+        let (status, body) = await subscribe(good.replacingCharacters(in: badKey, with: #""p256dh": "AAAA""#))
+        #expect(status == 400 && body.contains("keys.p256dh"), "\(body)")
+
+        // The device is flagged (as the flagger of any server of the site writes it).
+        _ = try await tracer([
+            "db", "set", "devices/dev-7", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#,
+        ])
+        let arrived = await until(60) { Set(await standIn.deliveries().map(\.name)) == ["ok", "flaky"] }
+        let names = await standIn.deliveries().map(\.name)
+        #expect(arrived, "\(names)")
+        let delivered = await standIn.deliveries()
+        #expect(delivered.allSatisfy { $0.payload == #"{"type":"status"}"# }, "\(delivered.map(\.payload))")
+        // The gone one is dropped; nothing the stand-in refused (each VAPID and body was right).
+        let db = try DocumentStore(path: store)
+        #expect(
+            await until(30) {
+                (try? db.getDocuments(Query(collection: Collections.pushSubscriptions(of: "dev-7"))).count) == 2
+            }
+        )
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
+
+        // A change while the server is down is pushed once it is back (its change token was kept).
+        server.process.kill()
+        _ = try await tracer([
+            "db", "set", "devices/dev-7", #"{"status": "exposed", "risk": "high", "exposureCount": 3}"#,
+        ])
+        server = try await ReplicationTests.SiteServer(store: store)
+        defer { server.process.kill() }
+        let resumed = await until(60) { await standIn.deliveries().filter { $0.name == "ok" }.count == 2 }
+        let after = await standIn.deliveries().map(\.name)
+        #expect(resumed, "\(after)")
+        #expect(await standIn.deliveries().filter { $0.name == "gone" }.isEmpty)
+    }
+}
