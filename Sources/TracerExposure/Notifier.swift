@@ -34,6 +34,10 @@ public struct Notifier: Service {
     public let role: String
     /// Backoff between attempts: 0.5 s doubling to 30 s.
     public var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
+    /// Whether a failure of the store (a database gone for a while) starts it again after a
+    /// backoff instead of ending it: so inside `tracer serve`, whose other services must not end
+    /// with it; `tracer notify`, a service of its own, ends and lets systemd restart it.
+    public var startsAgain = false
     let logger: Logger
 
     public init(store: DocumentStore, webhook: Webhook, position: Position, role: String, logger: Logger) {
@@ -65,7 +69,22 @@ public struct Notifier: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                try await store.whileSoleInstance(of: role, logger: logger) { try await deliverChanges() }
+                var backoff = self.backoff
+                while true {
+                    do {
+                        try await store.whileSoleInstance(of: role, logger: logger) { try await deliverChanges() }
+                        return
+                    } catch let error where startsAgain && !(error is CancellationError) && !Task.isCancelled {
+                        let delay = backoff.failed()
+                        logger.warning(
+                            "the notifier stopped; it starts again from its saved change",
+                            metadata: [
+                                "role": "\(role)", "error": "\(error)", "retry.seconds": "\(delay / .seconds(1))",
+                            ]
+                        )
+                        try await Task.sleep(for: delay)
+                    }
+                }
             }
         } catch is CancellationError {}
     }

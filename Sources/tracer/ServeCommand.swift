@@ -100,13 +100,14 @@ struct ServeCommand: AsyncParsableCommand {
         // its saved change token; the sender's client closed on every path out.
         let key = try WebPush.siteKey(in: store)
         let services: (PushSender) async throws -> Void = { sender in
-            let push = Notifier(
+            var push = Notifier(
                 store: store,
                 destination: .push(sender),
                 position: .store("push"),
                 role: "push",
                 logger: logger
             )
+            push.startsAgain = true
             try await Services.run([app, ReviewImagePurge(api: api, logger: logger), push], logger: logger)
         }
         try await withShutdown({ PushSender(key: key, subject: pushContact) }, services)
