@@ -1,7 +1,10 @@
 '''Tools/bench/pages's driver: N SSE watchers (one per device, as the person's page), one
 flagging of M devices, the commit-to-event latency of each affected page.
 
-Usage: pages.py TRACER [--pages 10000] [--flagged 1000]
+Usage: pages.py TRACER [--pages 10000] [--flagged 1000] [--postgres URI]
+
+With --postgres, the store is that database and two servers share it, each holding half the
+pages; the memory figure is both servers' growth over all the pages.
 '''
 import argparse
 import asyncio
@@ -25,13 +28,14 @@ p = argparse.ArgumentParser()
 p.add_argument('tracer')
 p.add_argument('--pages', type=int, default=10000)
 p.add_argument('--flagged', type=int, default=1000)
+p.add_argument('--postgres')
 a = p.parse_args()
 _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 scratch = tempfile.mkdtemp(prefix='tracer-bench-pages-')
-store = os.path.join(scratch, 's.sqlite')
+store = a.postgres or os.path.join(scratch, 's.sqlite')
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-server = None
+servers = []
 
 
 def run(*args):
@@ -68,13 +72,16 @@ try:
                 'role': 'device', 'deviceId': f'dev-{i}', 'name': 'bench', 'hash': hashlib.sha256(secret.encode()).hexdigest()}}) + '\n')
             f.write(json.dumps({'path': f'devices/dev-{i}', 'data': {'status': 'clear', 'risk': 'low', 'exposureCount': 0}}) + '\n')
     run('db', 'import', os.path.join(scratch, 'tokens.jsonl'))
-    server = subprocess.Popen([a.tracer, 'serve', '--store', store, '--bind', '127.0.0.1:0',
-                               '--max-connections', str(a.pages + 1000), '--max-connections-per-client', str(a.pages + 1000)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = server.stdout.readline()
-    port = int(re.search(r':(\d+)/', line).group(1))
+    ports = []
+    for _ in range(2 if a.postgres else 1):
+        server = subprocess.Popen([a.tracer, 'serve', '--store', store, '--bind', '127.0.0.1:0',
+                                   '--max-connections', str(a.pages + 1000), '--max-connections-per-client', str(a.pages + 1000)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        servers.append(server)
+        ports.append(int(re.search(r':(\d+)/', server.stdout.readline()).group(1)))
+    port = ports[0]
     time.sleep(1)
-    idle = rss_kib(server.pid)
+    idle = sum(rss_kib(s.pid) for s in servers)
 
     connected = 0
     arrivals = {}
@@ -83,7 +90,8 @@ try:
 
     async def page(device):
         global connected, extra
-        reader, writer = await asyncio.open_connection('127.0.0.1', port)
+        # Half the pages on each server (PostgreSQL): whichever a balancer sent them to.
+        reader, writer = await asyncio.open_connection('127.0.0.1', ports[int(device[4:]) % len(ports)])
         writer.write((f'GET /v1/watch?path=devices%2F{device}&access_token={tokens[device]} HTTP/1.1\r\nHost: x\r\n'
                       'Accept: text/event-stream\r\n\r\n').encode())
         await writer.drain()
@@ -134,7 +142,7 @@ try:
         await asyncio.wait_for(all_connected.wait(), 600)
         print(f'{a.pages} pages connected in {time.time() - started:.1f} s', flush=True)
         await asyncio.sleep(2)
-        connected_rss = rss_kib(server.pid)
+        connected_rss = sum(rss_kib(s.pid) for s in servers)
         flagged = [f'dev-{i}' for i in range(0, a.pages, a.pages // a.flagged)][:a.flagged]
         lines = os.path.join(scratch, 'flagging.jsonl')
         with open(lines, 'w') as f:
@@ -144,7 +152,7 @@ try:
         prober = threading.Thread(target=probe)
         prober.start()
         await asyncio.sleep(1)
-        server_cpu, own_cpu = cpu_seconds(server.pid), time.process_time()
+        server_cpu, own_cpu = sum(cpu_seconds(s.pid) for s in servers), time.process_time()
         proc = await asyncio.create_subprocess_exec(a.tracer, 'db', 'import', lines, '--batch-size', str(a.flagged + 1),
                                                     '--store', store, stdout=asyncio.subprocess.DEVNULL)
         await proc.wait()
@@ -152,7 +160,7 @@ try:
         while len(arrivals) < len(flagged) and time.time() < deadline:
             await asyncio.sleep(0.01)
         await asyncio.sleep(1)
-        server_cpu, own_cpu = cpu_seconds(server.pid) - server_cpu, time.process_time() - own_cpu
+        server_cpu, own_cpu = sum(cpu_seconds(s.pid) for s in servers) - server_cpu, time.process_time() - own_cpu
         stop.set()
         prober.join()
         for t in tasks:
@@ -163,6 +171,7 @@ try:
     latencies = list(arrivals.values())
     missed = len(flagged) - len(arrivals)
     per = (connected_rss - idle) / a.pages
+    print(f'{len(servers)} server(s) on {"PostgreSQL" if a.postgres else "SQLite"}')
     print(f'server memory: {idle / 1024:.0f} MiB idle, {connected_rss / 1024:.0f} MiB with {a.pages} pages: '
           f'{per:.1f} KiB a connection (target <= 32)')
     print(f'one flagging of {len(flagged)} devices: {len(arrivals)} pages told, {missed} missed, {extra} events to others; '
@@ -173,7 +182,8 @@ try:
     print('targets met' if ok else 'TARGETS MISSED')
     sys.exit(0 if ok else 1)
 finally:
-    if server and server.poll() is None:
-        server.terminate()
-        server.wait(30)
+    for server in servers:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(30)
     shutil.rmtree(scratch, ignore_errors=True)
