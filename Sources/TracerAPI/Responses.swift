@@ -200,6 +200,12 @@ public enum Responses {
         }
     }
 
+    /// `DELETE /v1/tokens/self`: the token presented is revoked.
+    public struct Revoked: Codable, Sendable, Equatable {
+        public var revoked: Bool
+        public init(revoked: Bool) { self.revoked = revoked }
+    }
+
     /// `POST` and `DELETE /v1/devices/{id}/push`: whether that browser is told now.
     public struct Subscribed: Codable, Sendable, Equatable {
         public var subscribed: Bool

@@ -94,6 +94,13 @@ public final class API: Sendable {
         router.delete("/v1/devices/:id/push") { [self] request, context in
             try await unsubscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
         }
+        router.delete("/v1/tokens/self") { [self] request, context in
+            // A person's "forget this phone": the token presented revokes itself.
+            let who = try await authorize(request, context, [.device])
+            let tokens = TokenStore(store: store)
+            _ = try await store.writing { try tokens.revoke(who.tokenID) }
+            return JSONBody.response(encoding: Responses.Revoked(revoked: true))
+        }
         router.get("/v1/page") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
             return JSONBody.response(encoding: page)

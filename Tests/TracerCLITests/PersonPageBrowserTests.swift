@@ -111,10 +111,21 @@ import TracerTesting
                 // network to Google's), so the page must say, in a line, that it could not.
                 "--step", "document.getElementById('notify-on').click(); true",
                 "['failed', 'blocked'].includes(document.getElementById('notify').dataset.state) && document.getElementById('notify-text').textContent.length > 20",
+                // "Forget this phone", confirmed: the page keeps nothing and says so.
+                "--step",
+                "document.getElementById('forget-ask').click(); document.getElementById('forget-yes').click(); true",
+                "document.body.dataset.screen === 'forgotten' && localStorage.getItem('tracer.person') === null",
                 "--axe", axe,
             ]
         )
-        #expect(frStatus == 0 && fr?.ready == true, "\(frOutput)")
+        #expect(frStatus == 0 && fr?.ready == true && fr?.steps?.count == 2, "\(frOutput)")
+        // Its token is revoked (the link's record, by its id in the code).
+        let secondID = try #require(secondPhone.split(separator: "=").last?.split(separator: "-").first)
+        let listed = try await t.tracer("token", "list")
+        #expect(
+            listed.stdout.split(separator: "\n").contains { $0.hasPrefix(secondID) && $0.contains("revoked") },
+            "\(listed.stdout)"
+        )
 
         // No link at all.
         let (noneStatus, none, noneOutput) = try await Chromium.run(

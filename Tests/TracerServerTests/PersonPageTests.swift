@@ -59,6 +59,34 @@ import TracerTesting
             #expect(again.status == .gone && errorCode(again) == "link_used")
             #expect(!String(buffer: again.body).contains("tracer_"))
 
+            // "Forget this phone": the token revokes itself (a device's only; an admin's may not).
+            try await client.execute(uri: "/v1/tokens/self", method: .delete, headers: ServerFixture.bearer(f.admin)) {
+                #expect($0.status == .forbidden)
+            }
+            let second = try TokenStore(store: f.store).createLink(deviceID: "dev-7", name: nil)
+            let other = try #require(
+                decoded(Responses.Linked.self, try await Self.post(client, #"{"code": "\#(second.code)"}"#))
+            )
+            try await client.execute(
+                uri: "/v1/tokens/self",
+                method: .delete,
+                headers: ServerFixture.bearer(other.token)
+            ) {
+                #expect($0.status == .ok && decoded(Responses.Revoked.self, $0)?.revoked == true)
+            }
+            try await client.execute(uri: "/v1/devices/dev-7", method: .get, headers: ServerFixture.bearer(other.token))
+            {
+                #expect($0.status == .unauthorized)
+            }
+            // The first phone's token is another's: untouched.
+            try await client.execute(
+                uri: "/v1/devices/dev-7",
+                method: .get,
+                headers: ServerFixture.bearer(linked.token)
+            ) {
+                #expect($0.status == .ok)
+            }
+
             // A lost phone: the token (the link's record) revoked, refused at once.
             #expect(try TokenStore(store: f.store).revoke(link.id))
             try await client.execute(
