@@ -65,7 +65,6 @@ package struct SiteClient: Sendable {
         package let status: Int
         package let message: String
         package let retryAfter: String?
-        package let body: [UInt8]
         package var description: String { message }
     }
 }
@@ -112,8 +111,7 @@ struct UpstreamMiddleware: ClientMiddleware {
         throw SiteClient.Refusal(
             status: status,
             message: Self.message(bytes) ?? "HTTP \(status)",
-            retryAfter: response.headerFields[.retryAfter],
-            body: bytes
+            retryAfter: response.headerFields[.retryAfter]
         )
     }
 

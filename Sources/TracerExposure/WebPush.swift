@@ -72,7 +72,10 @@ public struct PushSubscription: Sendable, Equatable {
     }
 
     /// The subscription's document id: the endpoint's digest (one document per browser).
-    public var id: String { String(Digest.sha256Hex(endpoint).prefix(32)) }
+    public var id: String { Self.id(endpoint: endpoint) }
+
+    /// The document id of the subscription with this endpoint.
+    public static func id(endpoint: String) -> String { String(Digest.sha256Hex(endpoint).prefix(32)) }
 }
 
 public struct PushError: Error, Sendable, CustomStringConvertible {

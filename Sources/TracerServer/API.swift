@@ -230,15 +230,7 @@ public final class API: Sendable {
         collections: [CollectionPath] = [],
         answer: @escaping @Sendable (Principal, Fetched) throws -> Answer
     ) async throws -> (who: Principal, answer: Answer) {
-        if let wait = limiter.retryAfter(context.client) {
-            var e = APIError(
-                .tooManyRequests,
-                "too_many_requests",
-                "too many failed token attempts from \(context.client); wait \(Int(wait.rounded(.up))) s"
-            )
-            e.headers[.retryAfter] = "\(Int(wait.rounded(.up)))"
-            throw e
-        }
+        try limiter.refuseIfLimited(context.client, "token attempts")
         var presented: String?
         if let header = request.headers[.authorization] {
             guard header.lowercased().hasPrefix("bearer ") else {

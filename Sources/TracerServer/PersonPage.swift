@@ -75,18 +75,11 @@ enum PersonPage {
 
 extension API {
     /// `POST /v1/links` `{"code": "…"}`: a one-time link's code for the device's token, once. No
-    /// token is needed (the code is the credential); a wrong code counts as a failed token attempt
-    /// of the client's (`FailureLimiter`), so codes cannot be guessed at speed.
+    /// token is needed (the code is the credential); a wrong code counts against the client on a
+    /// limiter of its own (`linkLimiter`), so codes cannot be guessed at speed and its tokens
+    /// still work.
     func exchangeLink(_ request: Request, _ context: TracerContext) async throws -> Response {
-        if let wait = linkLimiter.retryAfter(context.client) {
-            var e = APIError(
-                .tooManyRequests,
-                "too_many_requests",
-                "too many failed attempts from \(context.client); wait \(Int(wait.rounded(.up))) s"
-            )
-            e.headers[.retryAfter] = "\(Int(wait.rounded(.up)))"
-            throw e
-        }
+        try linkLimiter.refuseIfLimited(context.client, "link codes")
         let body = try await request.body.collect(upTo: 4096)
         let text = String(buffer: body)
         guard case .map(let object)? = try? JSON.parse(text), case .string(let code)? = object["code"] else {

@@ -42,7 +42,7 @@ extension API {
             guard case .string(let endpoint)? = json["endpoint"] else {
                 throw PushError("the body is {\"endpoint\": \"…\"}")
             }
-            return PushSubscription(endpoint: endpoint, p256dh: [], auth: []).id
+            return PushSubscription.id(endpoint: endpoint)
         }
         let store = self.store
         let path = try Collections.pushSubscriptions(of: device).document(id)

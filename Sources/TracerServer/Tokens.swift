@@ -198,6 +198,20 @@ public final class FailureLimiter: Sendable {
         self.clock = clock
     }
 
+    /// Throws 429 with `Retry-After` while this client may not try again (`what` failed too
+    /// often from it).
+    func refuseIfLimited(_ client: String, _ what: String) throws(APIError) {
+        guard let wait = retryAfter(client) else { return }
+        let seconds = Int(wait.rounded(.up))
+        var e = APIError(
+            .tooManyRequests,
+            "too_many_requests",
+            "too many failed \(what) from \(client); wait \(seconds) s"
+        )
+        e.headers[.retryAfter] = "\(seconds)"
+        throw e
+    }
+
     /// Seconds until this client may try again, or nil when it may now.
     public func retryAfter(_ client: String) -> Double? {
         let now = clock()
