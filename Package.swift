@@ -87,7 +87,7 @@ let package = Package(
         ),
 
         // The verification policy for photographed test results, with no I/O.
-        .target(name: "TracerVerification"),
+        .target(name: "TracerVerification", resources: [.embedInCode("Resources/rule-texts.json")]),
 
         // Tesseract OCR: images checked before decoding, words with confidences and boxes; the
         // server's fixed pool of engines on NIOThreadPool, with a bounded queue.

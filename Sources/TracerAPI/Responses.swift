@@ -343,6 +343,9 @@ public enum Responses {
         public var name: String
         public var passed: Bool
         public var detail: String
+        /// The detail as a key of the verifier's texts and its values, for a page to say in the
+        /// person's language.
+        public var message: RuleMessage?
         /// A failure a reviewer could overrule.
         public var doubtful: Bool
         public var evidence: [Evidence]
@@ -351,6 +354,7 @@ public enum Responses {
             name = rule.name
             passed = rule.passed
             detail = rule.detail
+            message = rule.message
             doubtful = rule.doubtful
             evidence = rule.evidence.map {
                 Evidence(text: $0.text, confidence: ($0.confidence * 10).rounded() / 10, context: $0.context)

@@ -199,7 +199,7 @@ public enum CertificateVerifier {
                     VerificationRule(
                         name: "signature",
                         passed: false,
-                        detail: "the QR code is not a readable health certificate: \(error.description)",
+                        RuleMessage("signature.unreadable", ["error": error.description]),
                         evidence: []
                     )
                 ],
@@ -216,7 +216,10 @@ public enum CertificateVerifier {
                 VerificationRule(
                     name: "result",
                     passed: false,
-                    detail: "a \(certificate.otherKind ?? "non-test") certificate, not a test result",
+                    RuleMessage(
+                        "result.notATest",
+                        terms: ["kind": ["certificate.\(certificate.otherKind ?? "unknown")"]]
+                    ),
                     evidence: []
                 )
             )
@@ -227,52 +230,61 @@ public enum CertificateVerifier {
             VerificationRule(
                 name: "covid",
                 passed: isCovid,
-                detail: isCovid
-                    ? "a COVID-19 test (tg 840539006)" : "not a COVID-19 test (tg \(test.disease ?? "missing"))",
+                isCovid
+                    ? RuleMessage("covid.certificate")
+                    : test.disease.map { RuleMessage("covid.otherDisease", ["tg": $0]) }
+                        ?? RuleMessage("covid.otherDisease", terms: ["tg": ["missing"]]),
                 evidence: []
             )
         )
-        let kinds = ["LP6464-4": "NAAT (PCR)", "LP217198-3": "rapid antigen"]
+        let kinds = ["LP6464-4": "testKind.naat", "LP217198-3": "testKind.antigen"]
         let kind = test.type.flatMap { kinds[$0] }
         rules.append(
             VerificationRule(
                 name: "testKind",
                 passed: kind != nil,
-                detail: kind.map { "test kind: \($0)" } ?? "an unknown test type (\(test.type ?? "missing"))",
+                kind.map { RuleMessage("testKind.found", terms: ["kind": [$0]]) }
+                    ?? test.type.map { RuleMessage("testKind.unknown", ["type": $0]) }
+                    ?? RuleMessage("testKind.unknown", terms: ["type": ["missing"]]),
                 evidence: []
             )
         )
-        let result: (Bool, String) =
+        let result: (Bool, RuleMessage) =
             switch test.result {
-            case HealthCertificate.detected: (true, "the result is positive (detected)")
-            case HealthCertificate.notDetected: (false, "the result is negative (not detected)")
-            default: (false, "an unknown result (\(test.result ?? "missing"))")
+            case HealthCertificate.detected: (true, RuleMessage("result.detected"))
+            case HealthCertificate.notDetected: (false, RuleMessage("result.notDetected"))
+            case let other?: (false, RuleMessage("result.unknown", ["result": other]))
+            case nil: (false, RuleMessage("result.unknown", terms: ["result": ["missing"]]))
             }
-        rules.append(VerificationRule(name: "result", passed: result.0, detail: result.1, evidence: []))
+        rules.append(VerificationRule(name: "result", passed: result.0, result.1, evidence: []))
         rules.append(dateRule(test, policy: policy, now: now, timeZone: timeZone))
         return Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: test.collected)
     }
 
     /// Unexpired at `now` (a certificate valid until T is valid at T) and not issued after it.
     static func expiryRule(_ c: HealthCertificate, now: Date, timeZone: TimeZone) -> VerificationRule {
-        let (passed, detail): (Bool, String)
+        let (passed, message): (Bool, RuleMessage)
         if let expires = c.expires, expires < now {
-            (passed, detail) = (false, "the certificate expired on \(day(expires, timeZone))")
+            (passed, message) = (false, RuleMessage("expiry.expired", ["date": day(expires, timeZone)]))
         } else if let issued = c.issued, issued > now {
-            (passed, detail) = (false, "the certificate says it was issued on \(day(issued, timeZone)), after today")
+            (passed, message) = (false, RuleMessage("expiry.issuedLater", ["date": day(issued, timeZone)]))
         } else {
-            (passed, detail) = (true, c.expires.map { "valid until \(day($0, timeZone))" } ?? "no expiry given")
+            (passed, message) = (
+                true,
+                c.expires.map { RuleMessage("expiry.validUntil", ["date": day($0, timeZone)]) }
+                    ?? RuleMessage("expiry.none")
+            )
         }
-        return VerificationRule(name: "expiry", passed: passed, detail: detail, evidence: [])
+        return VerificationRule(name: "expiry", passed: passed, message, evidence: [])
     }
 
     static func signatureRule(_ c: HealthCertificate, trustList: TrustList?, now: Date) -> VerificationRule {
         let issuerText = [c.test?.issuer, c.test?.country ?? c.issuerCountry].compactMap { $0 }.joined(separator: ", ")
-        func rule(_ passed: Bool, _ detail: String, subject: String? = nil) -> VerificationRule {
+        func rule(_ passed: Bool, _ message: RuleMessage, subject: String? = nil) -> VerificationRule {
             VerificationRule(
                 name: "signature",
                 passed: passed,
-                detail: detail,
+                message,
                 evidence: [
                     .init(
                         text: "key id \(c.keyID)",
@@ -284,13 +296,13 @@ public enum CertificateVerifier {
             )
         }
         guard let name = HealthCertificate.algorithms[c.algorithm] else {
-            return rule(false, "signed with COSE algorithm \(c.algorithm); only ES256 and PS256 are accepted")
+            return rule(false, RuleMessage("signature.algorithm", ["algorithm": "\(c.algorithm)"]))
         }
         guard let trustList, !trustList.issuers.isEmpty else {
-            return rule(false, "this site has no trust list (settings: trustList), so no signature can be checked")
+            return rule(false, RuleMessage("signature.noTrustList"))
         }
         guard let issuer = trustList.issuers[c.keyID] else {
-            return rule(false, "an unknown issuer: key id \(c.keyID) is not on the site's trust list")
+            return rule(false, RuleMessage("signature.unknownIssuer", ["keyId": c.keyID]))
         }
         // The issuer's certificate must not have expired when it signed (the certificate's issue
         // time, else now; valid until T is valid at T). One that has expired since does not undo
@@ -301,26 +313,33 @@ public enum CertificateVerifier {
         guard signedAt <= issuer.notValidAfter else {
             return rule(
                 false,
-                "the issuer's certificate had expired when it signed (valid until \(issuer.notValidAfter))",
+                RuleMessage("signature.issuerExpired", ["date": "\(issuer.notValidAfter)"]),
                 subject: issuer.subject
             )
         }
         guard c.signatureIsValid(by: issuer.key) else {
             return rule(
                 false,
-                "the signature does not match: the certificate was altered, or not signed by \(issuer.subject)",
+                RuleMessage("signature.mismatch", ["issuer": issuer.subject]),
                 subject: issuer.subject
             )
         }
         if let kinds = issuer.kinds, !kinds.contains(c.kind) {
-            let names = ["t": "tests", "v": "vaccinations", "r": "recoveries"]
+            let known: Set<String> = ["t", "v", "r"]
             return rule(
                 false,
-                "the issuer may sign only \(kinds.sorted().compactMap { names[$0] }.joined(separator: " and ")), not this certificate's kind",
+                RuleMessage(
+                    "signature.kind",
+                    terms: ["kinds": kinds.sorted().filter(known.contains).map { "kind.\($0)" }]
+                ),
                 subject: issuer.subject
             )
         }
-        return rule(true, "\(name) signature of a trusted issuer (\(issuer.subject))", subject: issuer.subject)
+        return rule(
+            true,
+            RuleMessage("signature.trusted", ["algorithm": name, "issuer": issuer.subject]),
+            subject: issuer.subject
+        )
     }
 
     static func dateRule(
@@ -335,7 +354,8 @@ public enum CertificateVerifier {
             return VerificationRule(
                 name: "date",
                 passed: false,
-                detail: "no readable sample collection time (\(test.collectedText ?? "missing"))",
+                test.collectedText.map { RuleMessage("date.unreadable", ["text": $0]) }
+                    ?? RuleMessage("date.unreadable", terms: ["text": ["missing"]]),
                 evidence: []
             )
         }
@@ -353,7 +373,7 @@ public enum CertificateVerifier {
             return VerificationRule(
                 name: "date",
                 passed: false,
-                detail: "collected \(days) days ago (\(text)); at most \(policy.maxAgeDays) days are accepted",
+                RuleMessage("date.old", ["days": "\(days)", "text": text, "max": "\(policy.maxAgeDays)"]),
                 evidence: []
             )
         }
@@ -361,15 +381,14 @@ public enum CertificateVerifier {
             return VerificationRule(
                 name: "date",
                 passed: false,
-                detail: "the collection time \(text) is \(-days) days in the future",
+                RuleMessage("date.futureTime", ["text": text, "days": "\(-days)"]),
                 evidence: []
             )
         }
         return VerificationRule(
             name: "date",
             passed: true,
-            detail:
-                "collected \(text), \(days == 0 ? "today" : days == 1 ? "1 day ago" : days < 0 ? "tomorrow" : "\(days) days ago")",
+            RuleMessage.collected(text, days: days, labelled: true),
             evidence: []
         )
     }

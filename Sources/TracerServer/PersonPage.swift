@@ -6,6 +6,7 @@ import TracerAPI
 import TracerModel
 import TracerSite
 import TracerStore
+import TracerVerification
 
 /// The person's page (`GET /me`): the page of the people who wear the badges, phones first. One
 /// self-contained file (`Resources/person.html`), with every text a person reads in one table
@@ -52,11 +53,25 @@ enum PersonPage {
         return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: texts)
     }()
 
+    /// The page's texts and the verifier's (each rule's detail, `detail.KEY`), by language.
+    static let texts: [String: [String: String]] = {
+        // Both tables are part of the binary: unreadable JSON is a build mistake the tests catch.
+        var texts =
+            (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
+            ?? [:]
+        for (language, table) in RuleMessage.texts {
+            for (key, text) in table { texts[language, default: [:]]["detail." + key] = text }
+        }
+        return texts
+    }()
+
     /// The page with its texts (as JSON in a script element that is never run: `<` written as
     /// `\u003c`, so no text can close it).
     static let page: String = {
         let html = String(decoding: PackageResources.person_html, as: UTF8.self)
-        let texts = String(decoding: PackageResources.person_texts_json, as: UTF8.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let texts = String(decoding: (try? encoder.encode(Self.texts)) ?? Data("{}".utf8), as: UTF8.self)
             .replacingOccurrences(of: "<", with: "\\u003c")
         return html.replacingOccurrences(
             of: "<!--TEXTS-->",

@@ -86,14 +86,18 @@ public struct ImageQuality: Sendable, Equatable {
         self.contrast = contrast
     }
 
-    /// What is wrong with the picture, in words for the person who took it (none: nothing).
-    public var problems: [String] {
+    /// What is wrong with the picture, as keys of the verifier's texts (`image.KEY`): `blurred`,
+    /// `grainy`, `faint` (none: nothing).
+    public var problemKeys: [String] {
         var out: [String] = []
         if edgeWidth > Self.blurred { out.append("blurred") }
         if noise > Self.noisy { out.append("grainy") }
-        if contrast < Self.faint { out.append("too dark or faint") }
+        if contrast < Self.faint { out.append("faint") }
         return out
     }
+
+    /// What is wrong with the picture, in English words for the person who took it.
+    public var problems: [String] { problemKeys.map { RuleMessage("image.\($0)").text() } }
 
     /// Edges wider than this many pixels at the size read: text is smeared beyond reading.
     public static let blurred = 8.0

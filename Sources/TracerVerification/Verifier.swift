@@ -36,7 +36,10 @@ public struct VerificationRule: Sendable, Equatable, Codable {
     /// could be read: blurred, grainy, too dark or faint), added only to a rejection.
     public var name: String
     public var passed: Bool
+    /// Why, in English (the command line, the review desk, the store).
     public var detail: String
+    /// Why, as a message a page says in the person's language (`detail` is its English).
+    public var message: RuleMessage?
     public var evidence: [Evidence]
     /// A failure a person could overrule: the words were read with low confidence, the page gives
     /// collection dates that disagree, the result stands far from the test's name. A failed rule
@@ -49,6 +52,11 @@ public struct VerificationRule: Sendable, Equatable, Codable {
         self.detail = detail
         self.evidence = evidence
         self.doubtful = doubtful && !passed
+    }
+
+    public init(name: String, passed: Bool, _ message: RuleMessage, evidence: [Evidence], doubtful: Bool = false) {
+        self.init(name: name, passed: passed, detail: message.text(), evidence: evidence, doubtful: doubtful)
+        self.message = message
     }
 
     public struct Evidence: Sendable, Equatable, Codable {
@@ -127,8 +135,7 @@ public enum Verifier {
             VerificationRule(
                 name: "covid",
                 passed: !covid.isEmpty,
-                detail: covid.isEmpty
-                    ? "no mention of COVID-19 or SARS-CoV-2" : "a COVID-19 / SARS-CoV-2 test",
+                RuleMessage(covid.isEmpty ? "covid.missing" : "covid.found"),
                 evidence: covid.prefix(3).map(\.evidence)
             )
         )
@@ -141,9 +148,8 @@ public enum Verifier {
             VerificationRule(
                 name: "testKind",
                 passed: !kinds.isEmpty,
-                detail: kinds.isEmpty
-                    ? "no test kind (PCR, RT-PCR, NAAT, antigen, lateral flow, rapid)"
-                    : "test kind: \(kinds[0].text)",
+                kinds.isEmpty
+                    ? RuleMessage("testKind.missing") : RuleMessage("testKind.found", ["kind": kinds[0].text]),
                 evidence: kinds.prefix(3).map(\.evidence)
             )
         )
@@ -165,7 +171,7 @@ public enum Verifier {
             resultRule = VerificationRule(
                 name: "result",
                 passed: false,
-                detail: "no result statement found (such as \"Result: Positive\")",
+                RuleMessage("result.missing"),
                 evidence: []
             )
         } else if outcomes == [.positive] {
@@ -176,29 +182,35 @@ public enum Verifier {
                 resultRule = VerificationRule(
                     name: "result",
                     passed: true,
-                    detail: "the result is positive",
+                    RuleMessage("result.positive"),
                     evidence: results.map(\.1.evidence)
                 )
             } else {
                 resultRule = VerificationRule(
                     name: "result",
                     passed: false,
-                    detail: "the result \"\(results[0].1.text)\" (line \(results[0].1.line + 1)) is \(distance) lines "
-                        + "from the test's name (line \(lines[0] + 1)): it may be another test's",
+                    RuleMessage(
+                        "result.far",
+                        [
+                            "text": results[0].1.text, "line": "\(results[0].1.line + 1)", "distance": "\(distance)",
+                            "nameLine": "\(lines[0] + 1)",
+                        ]
+                    ),
                     evidence: results.map(\.1.evidence),
                     doubtful: true
                 )
             }
             deciding += results.map(\.1)
         } else {
-            let bad = results.filter { $0.0 != .positive }
-            let said = bad.map { "\($0.0.rawValue) (\"\($0.1.text)\")" }
+            // The first statement that is not positive (the evidence holds every one).
+            let bad = results.first { $0.0 != .positive }!
+            let outcome = ["outcome": ["outcome.\(bad.0.rawValue)"]]
             resultRule = VerificationRule(
                 name: "result",
                 passed: false,
-                detail: outcomes.contains(.positive)
-                    ? "the result statements contradict each other: " + said.joined(separator: ", ")
-                    : "the result is " + said.joined(separator: ", "),
+                results.first(where: { $0.0 == .positive }).map {
+                    RuleMessage("result.contradict", ["text": bad.1.text, "positive": $0.1.text], terms: outcome)
+                } ?? RuleMessage("result.notPositive", ["text": bad.1.text], terms: outcome),
                 evidence: results.map(\.1.evidence)
             )
         }
@@ -224,8 +236,10 @@ public enum Verifier {
                 dateRule = VerificationRule(
                     name: "date",
                     passed: false,
-                    detail: "the date \"\(found.text)\" is doubtful: its digits were read with "
-                        + "\(Int(lowest))% confidence (at least \(Int(policy.minConfidence))% needed)",
+                    RuleMessage(
+                        "date.lowConfidence",
+                        ["text": found.text, "confidence": "\(Int(lowest))", "min": "\(Int(policy.minConfidence))"]
+                    ),
                     evidence: [shown],
                     doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
                 )
@@ -233,7 +247,7 @@ public enum Verifier {
                 dateRule = VerificationRule(
                     name: "date",
                     passed: false,
-                    detail: "the page gives two collection dates, \"\(found.text)\" and \"\(other.text)\"",
+                    RuleMessage("date.twoDates", ["text": found.text, "other": other.text]),
                     evidence: [shown, other.evidence],
                     doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
                 )
@@ -241,23 +255,21 @@ public enum Verifier {
                 dateRule = VerificationRule(
                     name: "date",
                     passed: false,
-                    detail:
-                        "collected \(days) days ago (\(found.text)); at most \(policy.maxAgeDays) days are accepted",
+                    RuleMessage("date.old", ["days": "\(days)", "text": found.text, "max": "\(policy.maxAgeDays)"]),
                     evidence: [shown]
                 )
             } else if -days > policy.maxFutureDays {
                 dateRule = VerificationRule(
                     name: "date",
                     passed: false,
-                    detail: "the collection date \(found.text) is \(-days) days in the future",
+                    RuleMessage("date.future", ["text": found.text, "days": "\(-days)"]),
                     evidence: [shown]
                 )
             } else {
                 dateRule = VerificationRule(
                     name: "date",
                     passed: true,
-                    detail: (found.labelled ? "collected " : "dated (no collection label) ")
-                        + "\(found.text), \(days == 0 ? "today" : days == 1 ? "1 day ago" : days < 0 ? "tomorrow" : "\(days) days ago")",
+                    RuleMessage.collected(found.text, days: days, labelled: found.labelled),
                     evidence: [shown]
                 )
             }
@@ -265,7 +277,7 @@ public enum Verifier {
             dateRule = VerificationRule(
                 name: "date",
                 passed: false,
-                detail: "no sample or collection date found",
+                RuleMessage("date.missing"),
                 evidence: []
             )
         }
@@ -277,12 +289,14 @@ public enum Verifier {
             VerificationRule(
                 name: "confidence",
                 passed: weak.isEmpty && !deciding.isEmpty,
-                detail: deciding.isEmpty
-                    ? "nothing decisive was read"
+                deciding.isEmpty
+                    ? RuleMessage("confidence.nothing")
                     : weak.isEmpty
-                        ? "the deciding words were read with at least \(Int(policy.minConfidence))% confidence"
-                        : "read with low confidence: "
-                            + weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", "),
+                        ? RuleMessage("confidence.good", ["min": "\(Int(policy.minConfidence))"])
+                        : RuleMessage(
+                            "confidence.low",
+                            ["words": weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", ")]
+                        ),
                 evidence: (weak.isEmpty ? deciding : weak).map(\.evidence),
                 // Low confidence in words that were found is a person's to judge; nothing found is not.
                 doubtful: !deciding.isEmpty
@@ -297,10 +311,14 @@ public enum Verifier {
                 VerificationRule(
                     name: "image",
                     passed: false,
-                    detail: "the picture is \(q.problems.joined(separator: " and ")): take it again in focus and in "
-                        + "good light, the page flat and filling the picture (edges "
-                        + "\(String(format: "%.1f", q.edgeWidth)) px wide, noise \(String(format: "%.1f", q.noise)), "
-                        + "contrast \(Int(q.contrast)) of 255)",
+                    RuleMessage(
+                        "image.retake",
+                        [
+                            "edge": String(format: "%.1f", q.edgeWidth), "noise": String(format: "%.1f", q.noise),
+                            "contrast": "\(Int(q.contrast))",
+                        ],
+                        terms: ["problems": q.problemKeys.map { "image.\($0)" }]
+                    ),
                     evidence: []
                 )
             )
@@ -427,5 +445,18 @@ struct Statement {
             if !sentence.isEmpty { out.append(Statement(sentence, line: line)) }
         }
         return out
+    }
+}
+
+extension RuleMessage {
+    /// "collected 2026-11-24 09:40, 2 days ago" (or "dated …" when the page does not say the
+    /// date is the sample's), the day said relatively in the person's language.
+    public static func collected(_ text: String, days: Int, labelled: Bool) -> RuleMessage {
+        let ago = days == 0 ? "ago.today" : days == 1 ? "ago.yesterday" : days < 0 ? "ago.tomorrow" : "ago.days"
+        return RuleMessage(
+            labelled ? "date.collected" : "date.dated",
+            ["text": text, "days": "\(days)"],
+            terms: ["ago": [ago]]
+        )
     }
 }

@@ -83,6 +83,7 @@ import TracerTesting
                 now: Date(),
                 timeZone: Self.utc
             )
+            RuleTextTests.check(v)
             #expect(
                 v.accepted == (entry.expect == "accept"),
                 "\(entry.file) (\(entry.about)): \(v.failed.map(\.detail))"

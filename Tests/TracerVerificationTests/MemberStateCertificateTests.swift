@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerVerification
 
 @testable import TracerCertificate
 
@@ -108,7 +109,9 @@ import Testing
                 continue
             }
             let rule = CertificateVerifier.signatureRule(certificate, trustList: list, now: now)
-            let kindRefused = rule.detail.hasPrefix("the issuer may sign only")
+            let expiry = CertificateVerifier.expiryRule(certificate, now: now, timeZone: .gmt)
+            RuleTextTests.check(Verification(accepted: false, rules: [rule, expiry], collectedAt: nil))
+            let kindRefused = rule.message?.key == "signature.kind"
             if let verify = e["EXPECTEDVERIFY"] {
                 signatures += 1
                 // A signature that must verify does, by a trusted issuer (the issuer's key usage is
@@ -127,7 +130,7 @@ import Testing
                 }
             }
             if let unexpired = e["EXPECTEDEXPIRATIONCHECK"] {
-                let ok = CertificateVerifier.expiryRule(certificate, now: now, timeZone: .gmt).passed
+                let ok = expiry.passed
                 if ok != unexpired {
                     wrong.append(
                         "\(c.file): unexpired \(ok), expected \(unexpired) (exp \(certificate.expires.map { "\($0)" } ?? "-"), clock \(now))"

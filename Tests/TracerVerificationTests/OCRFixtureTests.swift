@@ -28,7 +28,9 @@ import TracerTesting
         let engine = try Self.engine.get()
         let path = ResultImages.file(entry.file)
         let page = try engine.read(data: try engine.load(file: path), name: path)
-        return Verifier.verify(page, now: Date(), timeZone: Self.utc)
+        let v = Verifier.verify(page, now: Date(), timeZone: Self.utc)
+        RuleTextTests.check(v)
+        return v
     }
 
     /// Each entry with its verification, read on a thread of its own: Tesseract keeps a core busy

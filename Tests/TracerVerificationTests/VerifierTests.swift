@@ -10,7 +10,9 @@ import Testing
     static let now = Date(timeIntervalSince1970: 1_795_348_800)
 
     func verify(_ text: String, confidence: Double = 95) -> Verification {
-        Verifier.verify(.text(text, confidence: confidence), now: Self.now, timeZone: Self.utc)
+        let v = Verifier.verify(.text(text, confidence: confidence), now: Self.now, timeZone: Self.utc)
+        RuleTextTests.check(v)
+        return v
     }
 
     func failed(_ v: Verification) -> [String] { v.failed.map(\.name) }
@@ -138,7 +140,9 @@ import Testing
         func verify(_ text: String, _ quality: ImageQuality) -> Verification {
             var page = OCRPage.text(text, confidence: 40)
             page.quality = quality
-            return Verifier.verify(page, now: Self.now, timeZone: Self.utc)
+            let v = Verifier.verify(page, now: Self.now, timeZone: Self.utc)
+            RuleTextTests.check(v)
+            return v
         }
         let blurred = ImageQuality(edgeWidth: 12.8, noise: 0.2, contrast: 141)
         let smear = verify("Northfield Chin al Laboratory\nSARS Cow 2 AT PCR\nReet FOUTIWE", blurred)
