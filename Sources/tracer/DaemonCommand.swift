@@ -97,7 +97,7 @@ struct DaemonCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try options.open()
+        let store = try options.open(creating: true)
         // The client is shut down on every path out: a wrong --map after it is made is one line.
         let make = {
             try replication.upstream.map {

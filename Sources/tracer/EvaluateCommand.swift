@@ -89,7 +89,7 @@ struct EvaluateCommand: ParsableCommand {
             throw ValidationError("--reporters takes a number above 0 or all, not '\(reporters)'")
         }
 
-        let store = try options.open(mustExist: true)
+        let store = try options.open()
         let engine = ExposureEngine(policy: policy)
         var reportOf: [String: String] = [:]
         var flagging: [Double] = []

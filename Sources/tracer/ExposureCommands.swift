@@ -59,7 +59,7 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     func local() async throws {
-        let store = try options.open(mustExist: true)
+        let store = try options.open(remote: true)
         let path = try Collections.device(device)
         if !watch {
             Output.line(try Self.status(device, json: json, store, store.get(path)))
@@ -178,7 +178,7 @@ struct ExposureCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try options.open(mustExist: true)
+        let store = try options.open()
         try Indexes.declare(in: store)
         var cutoff: Timestamp?
         if let since {
@@ -271,7 +271,7 @@ struct ReportCommand: AsyncParsableCommand {
         @Argument(help: "The report id.") var id: String
 
         func run() throws {
-            let store = try options.open(mustExist: true)
+            let store = try options.open()
             let r = try policy.engine(site: policy.site(in: store)).flag(reportID: id, store: store)
             Output.line(
                 "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure")) "
@@ -289,7 +289,7 @@ struct ReportCommand: AsyncParsableCommand {
         @Argument(help: "The report id.") var id: String
 
         func run() throws {
-            let n = try ExposureEngine().revoke(reportID: id, store: try options.open(mustExist: true))
+            let n = try ExposureEngine().revoke(reportID: id, store: try options.open())
             Output.line("report \(id) revoked; \(n) exposure\(n == 1 ? "" : "s") removed")
         }
     }

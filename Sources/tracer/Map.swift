@@ -40,7 +40,7 @@ struct Map: ParsableCommand {
 
         func run() throws {
             let site = try PublishedSite(source: try SiteResolution.read(file), file: file)
-            let store = try options.open()
+            let store = try options.open(creating: true)
             let old = try PublishedSite.load(from: store)
             let written = try site.publish(to: store)
             let what =
@@ -64,7 +64,7 @@ struct Map: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            guard let site = try PublishedSite.load(from: options.open(mustExist: true)) else {
+            guard let site = try PublishedSite.load(from: options.open()) else {
                 throw ValidationError(
                     "no site is published in \(options.display) (tracer map publish FILE)"
                 )

@@ -46,7 +46,7 @@ struct NotifyCommand: AsyncParsableCommand {
     }
 
     func notify(through hook: Webhook) async throws {
-        let store = try options.open(mustExist: true)
+        let store = try options.open()
         let logger = Logger(label: "tracer.notify")
         if state == nil, try store.savedPosition(name) == nil, let legacy = legacyState,
             let text = try? String(contentsOfFile: legacy, encoding: .utf8),

@@ -23,7 +23,7 @@ enum ReviewCommands {
 
     /// The review desk on the local store, under the site's policy.
     static func desk(_ options: StoreOptions, _ policy: ReportCommand.PolicyOptions) throws -> SelfReportDesk {
-        let store = try options.open(mustExist: true)
+        let store = try options.open(remote: true)
         let site = try policy.site(in: store)
         return SelfReportDesk(
             store: store,

@@ -143,9 +143,11 @@ struct SelfReportCommand: AsyncParsableCommand {
         discussion: """
             Nothing is stored or sent until you confirm (or pass --yes). The image is read in memory and \
             never kept: the report holds its SHA-256 and the words that decided. The same image for the same \
-            device is the same report. Exit 0 accepted, 2 rejected (the failed rules on stderr), 1 bad input \
-            or not confirmed. With --server URL --token-file FILE (or TRACER_SERVER, TRACER_TOKEN_FILE) the site \
-            server reads and records it, with the same output, prompt and exit status.
+            device is the same report. Exit 0 accepted, 3 held for the health team's review (the decision \
+            comes later: `tracer status`), 2 rejected (the failed rules on stderr), 1 bad input or not \
+            confirmed. With --server URL --token-file FILE (or TRACER_SERVER, TRACER_TOKEN_FILE) the site \
+            server reads and records it, with the same output, prompt and exit status; without, the report \
+            goes into the store of this machine (a kiosk's or the server's), which must be there.
             """
     )
 
@@ -189,12 +191,10 @@ struct SelfReportCommand: AsyncParsableCommand {
         let started = Date()
         // The site (--map's, else the store's) and the options first: their errors come before
         // anything is read.
-        // A rejected report leaves no trace, not even an empty store: the store is created
-        // only once there is something to record.
-        let existing =
-            storeOptions.isPostgres || FileManager.default.fileExists(atPath: storeOptions.resolvedPath)
-            ? try storeOptions.open() : nil
-        let published = try existing.map { try policy.site(in: $0) } ?? policy.map.map { try Site.load(file: $0) }
+        // The store must be there already (a kiosk's or the server's): a report recorded in a
+        // store made for it here would reach nobody.
+        let store = try storeOptions.open(remote: true)
+        let published = try policy.site(in: store)
         let engine = try policy.engine(site: published)
         let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
         let trust = try options.trust(published)
@@ -214,7 +214,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         }
         let held = disposition == .pending
         let desk = SelfReportDesk(
-            store: try existing ?? storeOptions.open(),
+            store: store,
             flagging: engine,
             policy: rules,
             trustList: trust,

@@ -71,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "tracer.serve")
         logger.logLevel =
             ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
-        let store = try options.open()
+        let store = try options.open(creating: true)
         let site = try policy.site(in: store, publish: true)
         let engine = try policy.engine(site: site)
         let api = try API(
@@ -160,7 +160,7 @@ struct TokenCommand: ParsableCommand {
                 }
                 return try makeLink(device, base: link)
             }
-            let store = try options.open()
+            let store = try options.open(creating: true)
             if let anchor {
                 guard (try? Collections.beacon(anchor)) != nil else {
                     throw ValidationError("--anchor takes an anchor key, not '\(anchor)'")
@@ -191,7 +191,7 @@ struct TokenCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            let docs = try TokenStore(store: options.open(mustExist: true)).list()
+            let docs = try TokenStore(store: options.open()).list()
             if docs.isEmpty { Output.line("no tokens") }
             for d in docs {
                 let revoked = d["revokedAt"] != nil ? "  revoked \(ExposureOutput.second(d["revokedAt"]))" : ""
@@ -215,7 +215,7 @@ struct TokenCommand: ParsableCommand {
         @Argument(help: "The token's id (the part after tracer_).") var id: String
 
         func run() throws {
-            guard try TokenStore(store: options.open(mustExist: true)).revoke(id) else {
+            guard try TokenStore(store: options.open()).revoke(id) else {
                 throw ValidationError("no token with id '\(id)' (tracer token list)")
             }
             Output.line("token \(id) revoked")
@@ -241,7 +241,7 @@ extension TokenCommand.Create {
                 throw ValidationError("--qr \(qr): cannot write there (no folder \(folder), or not writable)")
             }
         }
-        let store = try options.open()
+        let store = try options.open(creating: true)
         let made = try TokenStore(store: store).createLink(deviceID: device, name: name)
         let address = made.url(base: base)
         if let qr {

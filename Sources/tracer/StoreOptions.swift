@@ -49,12 +49,20 @@ struct StoreOptions: ParsableArguments {
     /// The store as messages name it: the file, or the URI without its password.
     var display: String { isPostgres ? DocumentStore.redacted(resolvedPath) : resolvedPath }
 
-    /// Opens the store; commands that only read refuse to create one, so that a mistyped path
-    /// is an error rather than an empty answer.
-    func open(mustExist: Bool = false) throws -> DocumentStore {
+    /// Opens the store. Only the commands that own one (`daemon`, `serve`, `db set`, `db import`,
+    /// `token create`, `map publish`) create it (`creating: true`); every other command refuses a
+    /// store that is not there, so that a mistyped path, or a command meant for the site server,
+    /// is an error rather than an empty answer or a report recorded where nobody will see it.
+    /// `remote`: the command also runs against the site server, and the error says so.
+    func open(creating: Bool = false, remote: Bool = false) throws -> DocumentStore {
         let path = resolvedPath
-        if mustExist && !isPostgres && !FileManager.default.fileExists(atPath: path) {
-            throw ValidationError("no store at \(path) (give --store PATH or set TRACER_STORE)")
+        if !creating && !isPostgres && !FileManager.default.fileExists(atPath: path) {
+            throw ValidationError(
+                "no store at \(path): "
+                    + (remote
+                        ? "for the site's data give --server URL --token-file FILE (or TRACER_SERVER), or --store PATH on a kiosk or the server"
+                        : "give --store PATH or set TRACER_STORE")
+            )
         }
         return try DocumentStore(path: path)
     }

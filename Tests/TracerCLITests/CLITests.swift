@@ -145,6 +145,7 @@ import TracerTesting
     }
 
     @Test func watchADocument() async throws {
+        _ = try DocumentStore(path: store)
         let watcher = try TracerProcess.start(["db", "watch", "devices/d9", "--store", store])
         defer { watcher.kill(SIGINT) }
         // Whether the watcher starts before or after this write, it prints the document as added.
@@ -168,10 +169,31 @@ import TracerTesting
         #expect(lines.count == 1 && lines.first?.contains("the store file was deleted or replaced") == true, "\(lines)")
     }
 
-    @Test func readingCommandsRefuseAStoreThatIsNotThere() async throws {
-        let r = try await TracerProcess.running(["db", "get", "beacons/b1", "--store", dir.file("typo.sqlite")])
-        #expect(r.status == 1 && r.stderr.contains("no store at"), "\(r.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: dir.file("typo.sqlite")))
+    /// Only the commands that own a store (`daemon`, `serve`, `db set`, `db import`, `token
+    /// create`, `map publish`) make one; every other refuses one that is not there in one line,
+    /// and the commands that also run against the site server say `--server`. (`self-report`
+    /// used to make an empty store in ~/.local/share, record the report there, and exit 0.)
+    @Test(arguments: [
+        ["db", "get", "beacons/b1"], ["db", "query", "beacons"], ["db", "delete", "beacons/b1"],
+        ["db", "export"], ["db", "index", "interactions", "deviceId"],
+        ["db", "purge", "interactions", "--field", "start", "--older-than", "14d"], ["db", "watch", "beacons"],
+        ["exposure", "--beacon", "b1"], ["report", "pending"], ["report", "follow"], ["report", "revoke", "r-1"],
+        ["report", "flag", "r-1"], ["token", "list"], ["token", "revoke", "t-1"], ["map", "show"],
+        ["notify", "--webhook", "https://example.org/hook"], ["status", "--device", "u:1:2"],
+        ["self-report", ResultImages.file("lab-pcr-positive.png"), "--device", "u:1:2", "--yes"],
+    ])
+    func commandsThatDoNotOwnAStoreRefuseOneThatIsNotThere(_ command: [String]) async throws {
+        let data = dir.file("home-\(command.prefix(2).joined(separator: "-"))")
+        // No --store: the default one, under XDG_DATA_HOME, as a person's first try would be.
+        let r = try await TracerProcess.running(command, environment: ["XDG_DATA_HOME": data, "TRACER_STORE": ""])
+        let lines = r.stderr.split(separator: "\n")
+        #expect(
+            r.status == 1 && lines.count == 1 && r.stderr.contains("no store at \(data)/tracer/tracer.sqlite"),
+            "\(r.stderr)"
+        )
+        let remote = ["self-report", "status"].contains(command[0]) || command.prefix(2) == ["report", "pending"]
+        #expect(r.stderr.contains("--server URL") == remote, "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data), "\(command) made \(data)")
     }
 
     @Test func watchEndsCleanlyOnSIGTERM() async throws {
@@ -184,6 +206,7 @@ import TracerTesting
     }
 
     @Test func indexExplainAndPurge() async throws {
+        _ = try DocumentStore(path: store)
         let r = try await tracer("db", "index", "interactions", "deviceId", "start:desc", "--group")
         #expect(r.stdout == "index interactions (deviceId asc, start desc) [group]\n", "\(r.stderr)")
         let explain = try await tracer(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerStore
 import TracerTesting
 
 /// A person's commands against the site server (`--server URL --token-file FILE`): the same
@@ -90,6 +91,7 @@ import TracerTesting
         let t = ExposureCommandTests()
         await ResultImages.ready()
         let local = t.dir.file("local.sqlite")
+        _ = try DocumentStore(path: local)  // the same desk on a store of its own
         let reporter = "\(Self.uuid):1:1"
         var tokens: [String: String] = [:]
         for (name, args) in [

@@ -13,8 +13,11 @@ import TracerTesting
         return ResultImages.file(name)
     }
 
+    /// A command on the test's store, made first (as a kiosk's or the server's would be there:
+    /// `self-report` never makes one).
     func tracer(_ args: String...) async throws -> TracerProcess.Result {
-        try await TracerProcess.running(args + ["--store", store])
+        if !FileManager.default.fileExists(atPath: store) { _ = try DocumentStore(path: store) }
+        return try await TracerProcess.running(args + ["--store", store])
     }
 
     @Test func anAcceptedReportIsRecordedOnceWithoutTheImage() async throws {
@@ -59,8 +62,10 @@ import TracerTesting
         #expect(r.stdout.hasPrefix("REJECTED"))
         #expect(r.stderr.hasPrefix("rejected: result (the result is negative"), "\(r.stderr)")
         #expect(r.stderr.hasSuffix("nothing was recorded\n"))
-        // Rejected before the store is even opened.
-        #expect(!FileManager.default.fileExists(atPath: store))
+        // Nothing in the store: no report, no device.
+        let kept = try DocumentStore(path: store)
+        #expect(try kept.getDocuments(Query(collection: CollectionPath("reports"))).isEmpty)
+        #expect(try kept.getDocuments(Query(collection: CollectionPath("devices"))).isEmpty)
     }
 
     /// A page the rules cannot decide: `verify` says so (exit 3), `self-report` holds it for
@@ -114,6 +119,7 @@ import TracerTesting
         try (site[..<site.range(of: "\nsettings:")!.lowerBound] + "\nsettings: {review: none}\n")
             .write(toFile: map, atomically: true, encoding: .utf8)
         let other = dir.file("other.sqlite")
+        _ = try DocumentStore(path: other)
         let none = try await TracerProcess.running([
             "self-report", image, "--device", "dev-n", "--yes", "--map", map, "--store", other,
         ])
@@ -162,6 +168,15 @@ import TracerTesting
         #expect(export.stdout.contains("key id "), "the report keeps the issuer's key id")
         for secret in ["Proefpersoon", "PROEFPERSOON", "1990-04-12"] {
             #expect(!export.stdout.contains(secret) && !r.stdout.contains(secret), "\(secret) was kept or shown")
+        }
+    }
+
+    /// Every exit status the command can end with is in its help (3, held, was missing).
+    @Test func theHelpNamesEveryExitStatus() async throws {
+        let r = try await TracerProcess.running(["self-report", "--help"])
+        let help = r.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for status in ["Exit 0 accepted", "3 held for the health team's review", "2 rejected", "1 bad input"] {
+            #expect(help.contains(status), "\(status): \(help)")
         }
     }
 

@@ -76,7 +76,7 @@ extension DB {
 
         func run() throws {
             let query = try buildQuery()
-            let store = try options.open(mustExist: true)
+            let store = try options.open()
             if explain {
                 Output.line(try store.explain(query).description)
                 return

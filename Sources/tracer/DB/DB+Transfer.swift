@@ -19,7 +19,7 @@ extension DB {
             guard let handle = FileHandle(forReadingAtPath: file) else {
                 throw ValidationError("cannot read \(file)")
             }
-            let store = try options.open()
+            let store = try options.open(creating: true)
             let total = Output.stderrIsTerminal ? Self.countLines(file) : nil
             let written = try store.importLines(LineReader(handle: handle), batchSize: batchSize, source: file) {
                 if reportCommits { Output.line("committed \($0)") }
@@ -60,7 +60,7 @@ extension DB {
             }
             var buffer = Data()
             var count = 0
-            try options.open(mustExist: true).export(scope) { doc in
+            try options.open().export(scope) { doc in
                 buffer.append(contentsOf: (doc.jsonLine + "\n").utf8)
                 count += 1
                 if buffer.count > 1 << 16 {

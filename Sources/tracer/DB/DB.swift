@@ -29,7 +29,7 @@ extension DB {
 
         func run() throws {
             let path = try DocumentPath(path)
-            let doc = try options.open(mustExist: true).get(path)
+            let doc = try options.open().get(path)
             guard doc.exists else { throw StoreError(.notFound, "no document", context: path.description) }
             Output.line(json ? doc.jsonLine : HumanFormat.document(doc))
         }
@@ -51,7 +51,7 @@ extension DB {
             do { data = try JSON.parseObject(json, allowSentinels: true) } catch {
                 throw StoreError(error.code, "the document for \(path) is not a JSON object: \(error.description)")
             }
-            try options.open().set(path, data, merge: merge)
+            try options.open(creating: true).set(path, data, merge: merge)
         }
     }
 
