@@ -420,6 +420,9 @@ public enum Responses {
             public var clockWarning: Bool
             public var documents: Int64
             public var refused: Int64
+            /// Whole batches refused (another kiosk's token), and the last reason.
+            public var refusedBatches: Int64
+            @Null public var lastRefusal: String?
 
             public init(
                 anchor: String,
@@ -433,7 +436,9 @@ public enum Responses {
                 clockOffsetSeconds: Double? = nil,
                 clockWarning: Bool,
                 documents: Int64,
-                refused: Int64
+                refused: Int64,
+                refusedBatches: Int64 = 0,
+                lastRefusal: String? = nil
             ) {
                 self.anchor = anchor
                 self.room = room
@@ -447,6 +452,8 @@ public enum Responses {
                 self.clockWarning = clockWarning
                 self.documents = documents
                 self.refused = refused
+                self.refusedBatches = refusedBatches
+                self.lastRefusal = lastRefusal
             }
         }
         public var kiosks: [Kiosk]

@@ -25,6 +25,9 @@ public struct KioskSync: Sendable, Equatable {
     public var refused: Int64
     /// The token it replicates with.
     public var tokenID: String?
+    /// Whole batches refused (another kiosk's token), and the last reason.
+    public var refusedBatches: Int64 = 0
+    public var lastRefusal: String?
 
     public init(anchor: String, acknowledged: Int64, backlog: Int64) {
         self.anchor = anchor
@@ -43,6 +46,13 @@ public struct KioskSync: Sendable, Equatable {
         documents = Int64(r.integer("documents"))
         refused = Int64(r.integer("refused"))
         tokenID = r.optionalString("tokenId")
+        refusedBatches = Int64(r.integer("refusedBatches"))
+        lastRefusal = r.optionalString("lastRefusal")
+    }
+
+    /// The fields a refused batch merges in.
+    public static func refusal(_ reason: String) -> DocumentData {
+        ["refusedBatches": .increment(Int64(1)), "lastRefusal": .string(reason), "lastRefusedAt": .serverTimestamp]
     }
 
     /// The fields one batch merges in: `lastSeen` is the commit time, the counts are increments

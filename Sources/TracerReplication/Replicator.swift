@@ -253,6 +253,7 @@ public final class Replicator: Service, Sendable {
                 }
                 switch failed {
                 case .tokenRefused:
+                    metrics.tokenRefused.record(1)
                     logger.error(
                         "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
                     )
@@ -384,7 +385,7 @@ public final class ReplicationStatus: Sendable {
         case .connected: parts.append(s.backlog == 0 ? "synced" : "syncing")
         case .connecting: parts.append("connecting")
         case .retrying: parts.append("retrying" + (s.lastError.map { " (\($0.prefix(80)))" } ?? ""))
-        case .tokenRefused: parts.append("token refused")
+        case .tokenRefused: parts.append("token refused" + (s.lastError.map { " (\($0.prefix(120)))" } ?? ""))
         }
         var backlog = "backlog \(s.backlog)"
         if s.backlog > 0, let oldest = s.backlogOldest { backlog += ", the oldest \(age(now - oldest)) old" }
@@ -412,6 +413,8 @@ final class ReplicationMetrics: Sendable {
     let clockOffset = Gauge(label: "tracer_sync_clock_offset_seconds")
     let documents = Counter(label: "tracer_sync_documents_acknowledged_total")
     let refused = Counter(label: "tracer_sync_documents_refused_total")
+    /// 1 while the server refuses the token (revoked, or another kiosk's), else 0.
+    let tokenRefused = Gauge(label: "tracer_sync_token_refused")
 
     func backlog(_ s: ReplicationStatus.Snapshot) {
         backlogChanges.record(s.backlog)
@@ -421,6 +424,7 @@ final class ReplicationMetrics: Sendable {
     }
 
     func acknowledged(documents n: Int, refused r: Int) {
+        tokenRefused.record(0)
         documents.increment(by: n)
         if r > 0 { refused.increment(by: r) }
     }

@@ -73,7 +73,8 @@ public final class API: Sendable {
             images: reviewImages
         )
         self.rotationKey = Array(TokenStore.random(32).utf8)
-        self.sync = SyncEndpoint(store: store, logger: logger)
+        let anchors = Set(site?.anchors.map(\.key) ?? [])
+        self.sync = SyncEndpoint(store: store, logger: logger) { anchors.contains($0) }
         self.pushKey = try WebPush.sitePublicKey(in: store)
         self.pushServices = site?.pushServices ?? PushSubscription.defaultServices
         try Indexes.declare(in: store)
@@ -442,7 +443,9 @@ public final class API: Sendable {
                     clockOffsetSeconds: k.clockOffset,
                     clockWarning: abs(k.clockOffset ?? 0) > SyncEndpoint.offsetWarning,
                     documents: k.documents,
-                    refused: k.refused
+                    refused: k.refused,
+                    refusedBatches: k.refusedBatches,
+                    lastRefusal: k.lastRefusal
                 )
             )
         }

@@ -21,12 +21,17 @@ final class SyncEndpoint: Sendable {
 
     let store: DocumentStore
     let logger: Logger
+    /// Whether a key is one of the published site's anchors: a batch refused for a kiosk the
+    /// site has is counted on that kiosk's document (`/v1/kiosks`); for any other name, only in
+    /// the audit log (a token holder cannot make kiosks up).
+    let isAnchor: @Sendable (String) -> Bool
     /// When each kiosk's clock was last warned about, so a wrong clock is one line per 10 minutes.
     private let warned = Mutex<[String: Double]>([:])
 
-    init(store: DocumentStore, logger: Logger) {
+    init(store: DocumentStore, logger: Logger, isAnchor: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.store = store
         self.logger = logger
+        self.isAnchor = isAnchor
     }
 
     func handle(_ request: Request, _ who: Principal) async throws -> Response {
@@ -41,6 +46,14 @@ final class SyncEndpoint: Sendable {
             throw APIError.forbidden(
                 "a kiosk token without an anchor may not replicate (tracer token create --role kiosk --anchor KEY)"
             )
+        }
+        if who.role == .kiosk, let anchor = who.anchor, !batch.kiosk.isEmpty, batch.kiosk != anchor {
+            // Another kiosk's token: its documents would all be refused, one by one, and its sync
+            // state would land on the token's kiosk. The whole batch is refused, once, saying why.
+            let reason =
+                "this token is for \(anchor), not \(batch.kiosk): give \(batch.kiosk) its own token (tracer token create --role kiosk --anchor \(batch.kiosk))"
+            try await refuse(batch, reason: reason, who)
+            throw APIError(.forbidden, "wrong_kiosk", reason)
         }
         let kiosk = who.anchor ?? batch.kiosk
         guard (try? Collections.kiosk(kiosk)) != nil else {
@@ -119,6 +132,31 @@ final class SyncEndpoint: Sendable {
             clockOffset: offset
         )
         return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
+    }
+
+    /// A refused batch: in the audit log, on the kiosk's document when the site has that kiosk
+    /// (`refusedBatches`, `lastRefusal`: shown by `/v1/kiosks`), and one warning.
+    func refuse(_ batch: SyncBatch, reason: String, _ who: Principal) async throws {
+        var write = WriteBatch()
+        let entry = AuditEntry(
+            tokenID: who.tokenID,
+            tokenName: who.name,
+            role: who.role,
+            method: "POST",
+            path: "/v1/sync " + batch.kiosk.prefix(80),
+            outcome: "refused (403): " + reason
+        )
+        write.set(Collections.audit.newDocument(), entry.data)
+        if isAnchor(batch.kiosk), let path = try? Collections.kiosk(batch.kiosk) {
+            write.set(path, KioskSync.refusal(reason), merge: true)
+        }
+        let store = self.store
+        let commit = write
+        try await store.writing { try store.commit(commit) }
+        logger.warning(
+            "refused a batch from kiosk \(batch.kiosk.prefix(80)): \(reason)",
+            metadata: ["kiosk": "\(batch.kiosk.prefix(80))", "token.id": "\(who.tokenID)"]
+        )
     }
 
     /// Warns when the kiosk's clock is off by more than 2 s for certain (its measure's error is

@@ -218,13 +218,28 @@ struct DaemonCommand: AsyncParsableCommand {
                 + "\(c.attributed) attributed, \(c.references) from fixed beacons) in \(String(format: "%.2f", report.seconds)) s, "
                 + "\(rate) adverts/s; wrote \(report.written) interaction documents"
         )
+        var refused = false
         if let replicator {
             let s = replicator.status.snapshot
-            Output.line(
-                s.backlog == 0
-                    ? "replicated to \(replicator.upstream.base): everything acknowledged (\(s.sent) documents this run)"
-                    : "replication: \(s.backlog) changes not acknowledged by \(replicator.upstream.base); kept here, sent at the next start"
-            )
+            if s.state == .tokenRefused {
+                // The reason was said once, when the server refused it.
+                Output.error(
+                    "replication: the site server refused the token in \(replicator.upstream.tokenFile) (above): \(s.backlog) changes kept here, sent once the file holds a token for \(modeOptions.anchor ?? "this kiosk")"
+                )
+                refused = true
+            } else {
+                Output.line(
+                    s.backlog == 0
+                        ? "replicated to \(replicator.upstream.base): everything acknowledged (\(s.sent) documents this run)"
+                        : "replication: \(s.backlog) changes not acknowledged by \(replicator.upstream.base); kept here, sent at the next start"
+                )
+            }
+            if s.refused > 0 {
+                Output.error(
+                    "replication: the site server refused \(s.refused) documents outside this kiosk's anchor (kept here, not sent again)"
+                )
+                refused = true
+            }
         }
         if let replay = advertSource as? ReplaySource {
             let r = replay.report
@@ -232,6 +247,9 @@ struct DaemonCommand: AsyncParsableCommand {
                 Output.error("warning: skipped \(r.skipped) of \(r.lines) lines that are not adverts; the first:")
                 for p in r.problems { Output.error("  \(p)") }
             }
+            // A replay is a run that ends: what the server refused makes it a failure. (A live
+            // daemon keeps recording: its status line, metrics and the server's /v1/kiosks say it.)
+            if refused { throw ExitCode(1) }
         }
     }
 

@@ -391,28 +391,53 @@ import TracerTesting
         try Self.integrity(site, kioskStore)
     }
 
-    /// A kiosk token for one anchor used by another anchor's kiosk: every document refused
-    /// (403), audited, not retried, and kept at the kiosk.
-    @Test func anotherAnchorsPathsAreRefusedAuditedAndKept() async throws {
+    /// Another kiosk's token (kiosk-cafe's, on kiosk-lab): refused at the first exchange, in one
+    /// line that says whose token it is; nothing of kiosk-lab's reaches the site or lands on
+    /// kiosk-cafe's sync state; the refusal is counted on kiosk-lab in `/v1/kiosks` and audited;
+    /// the replay daemon exits 1. (It used to print 2,500 lines and "everything acknowledged".)
+    @Test func anotherKiosksTokenIsRefusedOnceSayingWhose() async throws {
+        _ = try await tracer(["map", "publish", Self.map], store: site)
         let kioskStore = dir.file("kiosk.sqlite")
         try record(50, at: "kiosk-lab", into: kioskStore)
         let wrong = try await token("kiosk-cafe", file: "cafe.token")
         let server = try await SiteServer(store: site)
         defer { server.process.kill() }
-        let daemon = try kiosk("kiosk-lab", store: kioskStore, upstream: server.url, token: wrong)
+        let daemon = try kiosk(
+            "kiosk-lab",
+            store: kioskStore,
+            upstream: server.url,
+            token: wrong,
+            extra: ["--drain-timeout", "2"]
+        )
         let ended = await daemon.stop(0, timeout: 300)
-        #expect(ended?.status == 0, "\(daemon.stderr)")
-        #expect(daemon.stderr.contains("refused a document (kept here, not retried)"), "\(daemon.stderr)")
+        #expect(ended?.status == 1, "\(daemon.stderr)")
+        let said = daemon.stderr.split(separator: "\n").filter {
+            $0.contains("this token is for kiosk-cafe, not kiosk-lab")
+        }
+        #expect(said.count == 1, "\(daemon.stderr)")
+        #expect(daemon.stderr.contains("tracer token create --role kiosk --anchor kiosk-lab"), "\(daemon.stderr)")
+        #expect(daemon.stderr.split(separator: "\n").count <= 4, "\(daemon.stderr)")
+        var stdout: [String] = []
+        while let line = await daemon.line(timeout: 5) { stdout.append(line) }
+        #expect(!stdout.contains { $0.contains("everything acknowledged") }, "\(stdout)")
+        #expect(daemon.stderr.contains("changes kept here"), "\(daemon.stderr)")
         #expect(Self.count(try DocumentStore(path: site), anchor: "kiosk-lab") == 0)
         #expect(Self.count(try DocumentStore(path: kioskStore), anchor: "kiosk-lab") == 50)
+        // kiosk-cafe's own sync state is untouched: there is none.
+        #expect(try !DocumentStore(path: site).get("kiosks/kiosk-cafe").exists)
+        // The admin sees it on kiosk-lab.
+        let admin = try await tracer(["token", "create", "--role", "admin", "--name", "ops"], store: site)
+        let kiosks = await httpRequest(
+            .GET,
+            server.url + "/v1/kiosks",
+            headers: ["Authorization": "Bearer " + admin.stdout.trimmingCharacters(in: .whitespacesAndNewlines)]
+        )
+        let object = try JSONSerialization.jsonObject(with: Data((kiosks?.body ?? "").utf8)) as? [String: Any]
+        let lab = (object?["kiosks"] as? [[String: Any]])?.first { $0["anchor"] as? String == "kiosk-lab" }
+        #expect(lab?["refusedBatches"] as? Int ?? 0 >= 1, "\(kiosks?.body ?? "")")
+        #expect((lab?["lastRefusal"] as? String)?.hasPrefix("this token is for kiosk-cafe") == true)
         let audit = try await tracer(["db", "query", "audit", "--where", #"outcome != null"#, "--json"], store: site)
-        let rows = try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [[String: Any]] ?? []
-        // The daemon's own anchor document and its 50 windows, each refused once: not retried.
-        #expect(rows.count == 51, "\(rows.count) audit entries")
-        let first = rows.first?["data"] as? [String: Any]
-        #expect((first?["outcome"] as? String)?.hasPrefix("refused (403): outside beacons/kiosk-cafe") == true)
-        let kiosks = try await tracer(["db", "get", "kiosks/kiosk-cafe", "--json"], store: site)
-        #expect(kiosks.stdout.contains(#""refused":51"#), "\(kiosks.stdout)")
+        #expect(audit.stdout.contains("refused (403): this token is for kiosk-cafe, not kiosk-lab"), "\(audit.stdout)")
     }
 
     /// A kiosk with no map takes the site from the server, keeps it, and follows a newly
