@@ -115,6 +115,7 @@ struct DaemonCommand: AsyncParsableCommand {
             site = try await SiteFollower.initial(upstream: upstream, store: store, logger: logger)?.site
             if site == nil { return }  // stopped while waiting for the server
         } else {
+            if let map, let upstream { try await agrees(map, with: upstream) }
             site = try SiteResolution.site(map: map, store: store, publish: true)
         }
         guard let site else {
@@ -250,6 +251,41 @@ struct DaemonCommand: AsyncParsableCommand {
             // A replay is a run that ends: what the server refused makes it a failure. (A live
             // daemon keeps recording: its status line, metrics and the server's /v1/kiosks say it.)
             if refused { throw ExitCode(1) }
+        }
+    }
+
+    /// `--map FILE --upstream URL`: the map must agree with the site the server publishes, as
+    /// `serve --map` must with its store's (the kiosk would write its anchor's document under
+    /// the old room, and replicate it). Asked once, for 5 s at most; a server that cannot be
+    /// asked (down, no site yet, the token refused) does not stop a kiosk from recording: the
+    /// replicator says why.
+    func agrees(_ map: String, with upstream: Upstream) async throws {
+        let local = try PublishedSite(source: try SiteResolution.read(map), file: map)
+        let served = await Self.withDeadline(.seconds(5)) { try? await upstream.site(etag: nil) }
+        guard let served = served ?? nil,
+            let theirs = try? PublishedSite(source: served.source, file: served.file, served: true)
+        else { return }
+        let differences = local.site.anchorDifferences(from: theirs.site)
+        guard !differences.isEmpty else { return }
+        throw ValidationError(
+            "\(map) disagrees with the site \(upstream.base) publishes (from \(served.file)): "
+                + differences.prefix(3).joined(separator: "; ")
+                + (differences.count > 3 ? "; and \(differences.count - 3) more" : "")
+                + "; leave out --map to take the server's site, or publish this map on the server (tracer map publish \(map))"
+        )
+    }
+
+    /// `body`'s result, or nil when `limit` passes first (`body` is cancelled).
+    static func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async -> T?) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await body() }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 

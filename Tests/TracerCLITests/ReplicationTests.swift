@@ -440,6 +440,44 @@ import TracerTesting
         #expect(audit.stdout.contains("refused (403): this token is for kiosk-cafe, not kiosk-lab"), "\(audit.stdout)")
     }
 
+    /// A kiosk started with `--map` and `--upstream` whose map disagrees with the site the server
+    /// publishes is refused in one line naming both and what to do, before it records anything
+    /// (it used to write kiosk-lab under the old room and replicate it); a map that agrees runs.
+    @Test func aKioskMapThatDisagreesWithTheServersSiteIsRefused() async throws {
+        _ = try await tracer(["map", "publish", Self.map], store: site)
+        let token = try await token("kiosk-lab", file: "lab.token")
+        let server = try await SiteServer(store: site)
+        defer { server.process.kill() }
+        let text = try String(contentsOfFile: Self.map, encoding: .utf8)
+        let line = "{key: kiosk-lab,      kind: kiosk, room: lab,      position: [6, 9.5]}"
+        try #require(text.contains(line), "the example map no longer has kiosk-lab as it was")
+        let old = dir.file("old.yaml")
+        try text.replacingOccurrences(
+            of: line,
+            with: line.replacingOccurrences(of: "[6, 9.5]", with: "[5, 9.5]")
+        )
+        .write(toFile: old, atomically: true, encoding: .utf8)
+        let kioskStore = dir.file("kiosk.sqlite")
+        let refused = try await TracerProcess.running([
+            "daemon", "--map", old, "--anchor", "kiosk-lab", "--source", "replay:/dev/null", "--store", kioskStore,
+            "--upstream", server.url, "--token-file", token,
+        ])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("\(old) disagrees with the site \(server.url) publishes")
+                && refused.stderr.contains("kiosk-lab: at [5.0, 9.5] here, [6.0, 9.5] there")
+                && refused.stderr.contains("leave out --map"),
+            "\(refused.stderr)"
+        )
+        #expect(Self.count(try DocumentStore(path: site), anchor: "kiosk-lab") == 0)
+        let agreeing = try await TracerProcess.running([
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:/dev/null", "--store", kioskStore,
+            "--upstream", server.url, "--token-file", token,
+        ])
+        #expect(agreeing.status == 0, "\(agreeing.stderr)")
+    }
+
     /// A kiosk with no map takes the site from the server, keeps it, and follows a newly
     /// published one without a restart.
     @Test func aKioskTakesTheSiteFromTheServerAndFollowsIt() async throws {
