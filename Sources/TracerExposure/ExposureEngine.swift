@@ -263,10 +263,21 @@ public struct ExposureEngine: ExposureFlagging {
                 ).filter { $0[Interaction.Field.testResult] == .bool(true) }
             }
 
+            // The reporter's own view of the report (`devices/{id}.report`) says it was withdrawn,
+            // unless the device has a newer report by now: the status, the webhook and the
+            // person's page read it there.
+            let reporterPath = try Collections.device(reporter)
+            var reporterData = reporterSummary ?? [:]
+            if try t.get(reporterPath)["report"]?["id"] == .string(reportID) {
+                reporterData["report"] = .map([
+                    "id": .string(reportID), "status": .string(Report.Status.revoked.rawValue),
+                ])
+            }
+
             for doc in exposures { t.delete(doc.path) }
             t.update(path, Report.revocation)
             for (device, data) in summaries { t.set(try Collections.device(device), data, merge: true) }
-            if let reporterSummary { t.set(try Collections.device(reporter), reporterSummary, merge: true) }
+            if !reporterData.isEmpty { t.set(reporterPath, reporterData, merge: true) }
             for doc in marked { t.update(doc.path, [Interaction.Field.testResult: .bool(false)]) }
             return exposures.count
         }

@@ -98,6 +98,8 @@ struct StatusCommand: AsyncParsableCommand {
                 said = "\nyour report \(report.id) is with the health team: nobody is flagged until they approve it"
             case "denied":
                 said = "\nyour report \(report.id) was denied at review" + (report.note.map { ": \($0)" } ?? "")
+            case "revoked":
+                said = "\nyour report \(report.id) was withdrawn by the health team: nobody is flagged for it"
             default: break
             }
         }

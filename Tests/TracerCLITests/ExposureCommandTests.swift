@@ -99,6 +99,25 @@ import TracerTesting
         let revoke = try await tracer("report", "revoke", reportID)
         #expect(revoke.stdout == "report \(reportID) revoked; 1 exposure removed\n", "\(revoke.stdout)")
         await #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
+        // The revocation shows to the reporter too: in the status (the page reads the same
+        // document), and in what the webhook sends. (It said "accepted" in both.)
+        let reporter = "\(Self.uuid):1:1"
+        let withdrawn = try await tracer("status", "--device", reporter)
+        #expect(withdrawn.stdout.contains("your report \(reportID) was withdrawn by the health team"), "\(withdrawn.stdout)")
+        let json = try await tracer("status", "--device", reporter, "--json")
+        #expect(json.stdout.contains(#""report":{"id":"\#(reportID)","status":"revoked"}"#), "\(json.stdout)")
+        let receiver = try HTTPReceiver()
+        let notifier = try TracerProcess.start([
+            "notify", "--webhook", "http://127.0.0.1:\(receiver.port)/hook", "--store", store,
+        ])
+        defer { notifier.kill(SIGTERM) }
+        var sent: [String] = []
+        while let body = receiver.next(timeout: 10) {
+            sent.append(body)
+            if body.contains(#""deviceId":"\#(reporter)""#) { break }
+        }
+        let hook = sent.first { $0.contains(#""deviceId":"\#(reporter)""#) } ?? ""
+        #expect(hook.contains(#""status":"revoked""#) && !hook.contains(#""status":"accepted""#), "\(sent)")
     }
 
     /// A doubtful report waits for the health team: nobody is flagged, the reporter is told it
