@@ -60,6 +60,29 @@ public struct SelfReportDesk: Sendable {
         }
     }
 
+    /// A device whose report was denied at review has its next reports held for the health team
+    /// (a person whose photo was refused by a person must not pass with the next one unseen): the
+    /// verification gains a failed, doubtful rule `history` saying so, once. A page rejected
+    /// anyway stays rejected.
+    public func withHistory(_ verification: Verification, device: String) throws -> Verification {
+        guard verification.decision != .rejected, !verification.rules.contains(where: { $0.name == "history" })
+        else { return verification }
+        let denied = try store.getDocuments(Report.of(device: device)).filter { Report.is($0, .denied) }
+        guard let report = denied.first else { return verification }
+        var held = verification
+        held.rules.append(
+            VerificationRule(
+                name: "history",
+                passed: false,
+                RuleMessage("history.denied", ["report": report.id]),
+                evidence: [],
+                doubtful: true
+            )
+        )
+        held.accepted = false
+        return held
+    }
+
     /// The decision on a page, at `now`.
     public func verify(_ page: OCRPage, now: Date = Date()) -> Verification {
         Self.verify(page, policy: policy, trustList: trustList, now: now)
@@ -115,6 +138,7 @@ public struct SelfReportDesk: Sendable {
         device: String,
         answers: [String: Bool] = [:]
     ) throws -> Outcome {
+        let verification = try withHistory(verification, device: device)
         guard let status = disposition(verification) else { return .rejected(verification) }
         images?.purge()
         // A held report's image is kept before the report is recorded: a report the health team

@@ -243,7 +243,9 @@ extension API {
             // Not an image, a truncated one, too many pixels: the client's input.
             throw APIError(.unprocessableContent, "unreadable_image", e.description)
         }
-        let verification = desk.verify(page, now: started)
+        let read = desk.verify(page, now: started)
+        let reporting = device ?? ""
+        let verification = try await store.reading { try desk.withHistory(read, device: reporting) }
         if form.text("dryRun") == "true", let status = desk.disposition(verification) {
             return JSONBody.response(
                 encoding: Responses.ReportOutcome(

@@ -33,7 +33,8 @@ public enum Review: String, Sendable, Equatable, Codable, CaseIterable {
 /// One rule of the decision: whether it passed, why, and the words it rests on.
 public struct VerificationRule: Sendable, Equatable, Codable {
     /// `covid`, `testKind`, `result`, `date`, `confidence`; and `image` (the picture is why nothing
-    /// could be read: blurred, grainy, too dark or faint), added only to a rejection.
+    /// could be read: blurred, grainy, too dark or faint), added only to a rejection; `history`
+    /// (added by the review desk: the device's earlier report was denied at review).
     public var name: String
     public var passed: Bool
     /// Why, in English (the command line, the review desk, the store).

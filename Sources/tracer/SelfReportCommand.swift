@@ -198,21 +198,8 @@ struct SelfReportCommand: AsyncParsableCommand {
         let engine = try policy.engine(site: published)
         let site = published.map { VerificationPolicy($0.verification) } ?? VerificationPolicy()
         let trust = try options.trust(published)
-        let (v, sha, data) = try options.verify(options.policy(site), trust: trust)
+        let (read, sha, data) = try options.verify(options.policy(site), trust: trust)
         let rules = options.policy(site)
-        guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
-            if options.json {
-                Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: "rejected")))
-            } else {
-                VerifyOptions.show(v, as: "rejected")
-            }
-            Output.error(
-                "rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
-                    + "; nothing was recorded"
-            )
-            throw ExitCode(2)
-        }
-        let held = disposition == .pending
         let desk = SelfReportDesk(
             store: store,
             flagging: engine,
@@ -230,6 +217,21 @@ struct SelfReportCommand: AsyncParsableCommand {
                     : "\(e.message): give --device ID"
             )
         }
+        // A device whose last report was denied waits for the health team this time too.
+        let v = try desk.withHistory(read, device: deviceID)
+        guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
+            if options.json {
+                Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: "rejected")))
+            } else {
+                VerifyOptions.show(v, as: "rejected")
+            }
+            Output.error(
+                "rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
+                    + "; nothing was recorded"
+            )
+            throw ExitCode(2)
+        }
+        let held = disposition == .pending
         if !options.json { VerifyOptions.show(v, as: held ? "pending" : "accepted") }
         try confirm(deviceID, held: held)
         let answers = self.answers

@@ -103,7 +103,10 @@ import TracerTesting
         // document), and in what the webhook sends. (It said "accepted" in both.)
         let reporter = "\(Self.uuid):1:1"
         let withdrawn = try await tracer("status", "--device", reporter)
-        #expect(withdrawn.stdout.contains("your report \(reportID) was withdrawn by the health team"), "\(withdrawn.stdout)")
+        #expect(
+            withdrawn.stdout.contains("your report \(reportID) was withdrawn by the health team"),
+            "\(withdrawn.stdout)"
+        )
         let json = try await tracer("status", "--device", reporter, "--json")
         #expect(json.stdout.contains(#""report":{"id":"\#(reportID)","status":"revoked"}"#), "\(json.stdout)")
         let receiver = try HTTPReceiver()

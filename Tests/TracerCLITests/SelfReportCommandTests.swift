@@ -113,6 +113,21 @@ import TracerTesting
         let again = try await tracer("self-report", image, "--device", "dev-h", "--yes")
         #expect(again.status == 2)
         #expect(again.stderr.contains("reported before and denied (report \(id))"), "\(again.stderr)")
+        // Another, clean photo from the same device waits for the health team too, saying why
+        // (it was accepted, and flagged people, with nobody looking).
+        let next = try await tracer(
+            "self-report",
+            await Self.image("lab-pcr-positive.png"),
+            "--device",
+            "dev-h",
+            "--yes"
+        )
+        #expect(next.status == 3, "\(next.stdout)\(next.stderr)")
+        #expect(next.stdout.hasPrefix("FOR REVIEW"), "\(next.stdout)")
+        #expect(next.stdout.contains("this device's report \(id) was denied at review"), "\(next.stdout)")
+        let held = try await tracer("report", "pending", "--json")
+        #expect(held.stdout.contains("history: this device's report \(id) was denied"), "\(held.stdout)")
+        #expect(try await tracer("status", "--device", "dev-h").stdout.hasPrefix("dev-h: clear"))
         // A site that does not review rejects the same page.
         let map = dir.file("no-review.yaml")
         let site = try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
