@@ -170,7 +170,7 @@ struct ExposureCommand: ParsableCommand {
     @OptionGroup var options: StoreOptions
     @Option(help: "A beacon's (anchor's) key.") var beacon: String?
     @Option(help: "A device id.") var device: String?
-    @Option(help: "Only exposures from this date or time on (2026-11-20 or 2026-11-20T10:00:00Z).") var since: String?
+    @Option(help: "Only exposures from this time on: \(When.examples).") var since: String?
     @Flag(help: "Print a JSON array.") var json = false
 
     func validate() throws {
@@ -184,15 +184,14 @@ struct ExposureCommand: ParsableCommand {
         try Indexes.declare(in: store)
         var cutoff: Timestamp?
         if let since {
-            guard let t = Timestamp(parsing: since) else {
-                throw ValidationError(
-                    "--since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(since)'"
-                )
+            guard let t = When.parse(since) else {
+                throw ValidationError("--since takes \(When.examples), not '\(since)'")
             }
             cutoff = t
         }
         let docs: [DocumentSnapshot]
         if let beacon {
+            try Self.known(beacon, in: store)
             docs = try ExposureJSON.atBeacon(beacon, since: cutoff, store: store)
         } else {
             let query = Query(collection: try Collections.exposures(of: device ?? ""))
@@ -205,6 +204,21 @@ struct ExposureCommand: ParsableCommand {
         } else {
             for line in ExposureOutput.table(docs) { Output.line(line) }
         }
+    }
+}
+
+extension ExposureCommand {
+    /// A beacon the site has (published) or the store has ranged at; else a one-line error with
+    /// the closest known keys (a typo printed "no exposures").
+    static func known(_ beacon: String, in store: DocumentStore) throws {
+        var keys = Set(try PublishedSite.load(from: store)?.site.anchors.map(\.key) ?? [])
+        keys.formUnion(try store.getDocuments(Query(collection: CollectionPath(Beacon.collectionID))).map(\.id))
+        guard !keys.contains(beacon) else { return }
+        throw ValidationError(
+            keys.isEmpty
+                ? "no beacon \(beacon): this store knows none (no site published, nothing ranged yet)"
+                : "no beacon \(beacon): the closest known are \(Closest.to(beacon, in: keys).joined(separator: ", ")) (tracer map show lists the site's)"
+        )
     }
 }
 

@@ -72,13 +72,16 @@ enum ReviewCommands {
                 """
         )
         @OptionGroup var options: StoreOptions
-        @OptionGroup var policy: ReportCommand.PolicyOptions
+        // Only the site (its review setting): listing flags nobody, so the exposure policy's
+        // options (--radius, --window, --separation) are not taken here.
+        @Option(help: "The site's BeaconMap (default: the site published in the store, if any).") var map: String?
         @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
         @Flag(help: "Print JSON: {\"reports\": [...], \"review\": MODE}.") var json = false
 
         func run() async throws {
             let list: ReviewCommands.ReviewList = try await serverOptions.withSite { site in
                 guard let site else {
+                    let policy = try ReportCommand.PolicyOptions.parse(map.map { ["--map", $0] } ?? [])
                     let value = try ReviewCommands.desk(options, policy).reviewList()
                     return try Contract.decode(ReviewCommands.ReviewList.self, json: Array(JSON.string(value).utf8))
                 }

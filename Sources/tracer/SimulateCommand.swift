@@ -22,8 +22,11 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Hours to simulate.") var hours: Double
     @Option(help: "The random seed.") var seed: UInt64 = 1
     @Option(help: "The directory to write into (created if missing).") var out: String
-    @Option(help: "When the simulation starts: 2026-11-23 (08:00 UTC that day) or 2026-11-23T08:00:00Z.")
-    var start = "2026-11-23"
+    @Option(
+        help:
+            "When the simulation starts: 2026-11-23 (08:00 UTC that day) or 2026-11-23T08:00:00Z (default: yesterday, 08:00 UTC: recent enough for the 14-day rules)."
+    )
+    var start: String?
     @Option(help: "RSSI noise σ in dB.") var noise = 4.0
     @Option(help: "Share of adverts lost (0 to below 1).") var loss = 0.2
     @Option(help: "Body shadowing, dB lost with the wearer's back to the kiosk.") var shadow = 6.0
@@ -48,6 +51,7 @@ struct SimulateCommand: ParsableCommand {
 
     func run() throws {
         let site = try Site.load(file: map)
+        let start = self.start ?? Self.yesterday()
         guard let t0 = Self.parseStart(start) else {
             throw ValidationError("--start takes a date (2026-11-23) or a time (2026-11-23T08:00:00Z), not '\(start)'")
         }
@@ -105,6 +109,13 @@ struct SimulateCommand: ParsableCommand {
 
     static func number(_ x: Double) -> String {
         x == x.rounded() ? String(Int(x)) : String(x)
+    }
+
+    /// Yesterday's date in UTC (2026-11-25).
+    static func yesterday(now: Date = Date()) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withFullDate]
+        return f.string(from: now.addingTimeInterval(-86_400))
     }
 
     static func parseStart(_ text: String) -> Double? {

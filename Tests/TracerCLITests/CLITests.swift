@@ -196,6 +196,16 @@ import TracerTesting
         #expect(!FileManager.default.fileExists(atPath: data), "\(command) made \(data)")
     }
 
+    /// Listing what waits for review flags nobody: it takes no exposure policy.
+    @Test func reportPendingTakesNoExposurePolicy() async throws {
+        _ = try DocumentStore(path: store)
+        for option in ["--radius", "--window", "--separation"] {
+            let r = try await tracer("report", "pending", option, "3")
+            #expect(r.status != 0 && r.stderr.contains("Unknown option '\(option)'"), "\(r.stderr)")
+        }
+        #expect(try await tracer("report", "pending").stdout.hasPrefix("no reports wait for review"))
+    }
+
     @Test func watchEndsCleanlyOnSIGTERM() async throws {
         _ = try await tracer("db", "set", "a/b", #"{"x": 1}"#)
         let watcher = try TracerProcess.start(["db", "watch", "a", "--store", store])

@@ -89,6 +89,26 @@ import TracerTesting
         )
         let none = try await tracer("exposure", "--beacon", "kiosk-cafe")
         #expect(none.stdout == "no exposures\n")
+        // A beacon nobody has is a mistake, not "no exposures".
+        let typo = try await tracer("exposure", "--beacon", "kiosk-lob")
+        #expect(typo.status == 1 && typo.stderr.split(separator: "\n").count == 1, "\(typo.stderr)")
+        #expect(
+            typo.stderr.contains("no beacon kiosk-lob: the closest known are kiosk-lab, kiosk-lobby"),
+            "\(typo.stderr)"
+        )
+        // --since as a person writes it.
+        #expect(try await tracer("exposure", "--beacon", "kiosk-lab", "--since", "today").status == 0)
+        for since in ["yesterday", "24h", "2026-01-01T11:00", "2026-01-01 11:00", "2026-01-01"] {
+            let r = try await tracer("exposure", "--beacon", "kiosk-lab", "--since", since, "--json")
+            #expect(r.status == 0 && r.stdout.contains(colleague), "\(since): \(r.stderr)")
+        }
+        let future = try await tracer("exposure", "--beacon", "kiosk-lab", "--since", "2099-01-01T00:00")
+        #expect(future.stdout == "no exposures\n", "\(future.stdout)\(future.stderr)")
+        let monday = try await tracer("exposure", "--beacon", "kiosk-lab", "--since", "monday")
+        #expect(
+            monday.status == 1 && monday.stderr.contains("yesterday, today, or an age (24h, 7d)"),
+            "\(monday.stderr)"
+        )
         let table = try await tracer("exposure", "--device", colleague)
         #expect(table.stdout.hasPrefix("device") && table.stdout.hasSuffix("1 exposure\n"), "\(table.stdout)")
 
@@ -212,7 +232,7 @@ import TracerTesting
         try await rangeALabMorning()
         let both = try await tracer("exposure", "--beacon", "kiosk-lab", "--device", "x")
         #expect(both.status == 1 && both.stderr.contains("exactly one of --beacon"))
-        let since = try await tracer("exposure", "--beacon", "kiosk-lab", "--since", "yesterday")
+        let since = try await tracer("exposure", "--beacon", "kiosk-lab", "--since", "last week")
         #expect(since.status == 1 && since.stderr.contains("--since takes a date"), "\(since.stderr)")
         let missing = try await tracer("report", "revoke", "nope")
         #expect(missing.status == 1 && missing.stderr == "Error: no report nope\n", "\(missing.stderr)")

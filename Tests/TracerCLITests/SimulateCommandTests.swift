@@ -155,6 +155,18 @@ import TracerTesting
             "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--out", dir.file("x"), "--start", "monday",
         ])
         #expect(start.status == 1 && start.stderr.contains("--start takes a date"))
+        // Without --start: yesterday, 08:00 UTC (it was a fixed date, which the 14-day rules
+        // soon put out of reach).
+        let recent = try await TracerProcess.running([
+            "simulate", "--map", Self.map, "--people", "2", "--hours", "0.1", "--out", dir.file("recent"),
+        ])
+        #expect(recent.status == 0, "\(recent.stderr)")
+        let manifest = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: dir.file("recent/manifest.json")))
+        )
+        let began = ((manifest as? [String: Any])?["start"] as? NSNumber)?.doubleValue ?? 0
+        let yesterday = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - 86_400 + 8 * 3600
+        #expect(abs(began - yesterday) < 86_400 * 0.01 || abs(began - yesterday - 86_400) < 1, "\(began)")
         let sim = try await TracerProcess.running([
             "evaluate", "--sim", dir.file("nothing"), "--store", dir.file("s.sqlite"),
         ])
