@@ -200,6 +200,20 @@ public enum Responses {
         }
     }
 
+    /// `GET /v1/tokens/self`: who the token presented is (a device token's device, a kiosk
+    /// token's anchor), so that a person's command needs no `--device`.
+    public struct TokenSelf: Codable, Sendable, Equatable {
+        public var id: String
+        public var role: String
+        public var name: String
+        @Null public var deviceId: String?
+        @Null public var anchor: String?
+
+        public init(id: String, role: String, name: String, deviceId: String?, anchor: String?) {
+            (self.id, self.role, self.name, self.deviceId, self.anchor) = (id, role, name, deviceId, anchor)
+        }
+    }
+
     /// `DELETE /v1/tokens/self`: the token presented is revoked.
     public struct Revoked: Codable, Sendable, Equatable {
         public var revoked: Bool

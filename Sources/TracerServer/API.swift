@@ -95,6 +95,18 @@ public final class API: Sendable {
         router.delete("/v1/devices/:id/push") { [self] request, context in
             try await unsubscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
         }
+        router.get("/v1/tokens/self") { [self] request, context in
+            let who = try await authorize(request, context, [.admin, .kiosk, .device])
+            return JSONBody.response(
+                encoding: Responses.TokenSelf(
+                    id: who.tokenID,
+                    role: who.role.rawValue,
+                    name: who.name,
+                    deviceId: who.deviceID,
+                    anchor: who.anchor
+                )
+            )
+        }
         router.delete("/v1/tokens/self") { [self] request, context in
             // A person's "forget this phone": the token presented revokes itself.
             let who = try await authorize(request, context, [.device])

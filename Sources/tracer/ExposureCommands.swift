@@ -46,7 +46,8 @@ struct StatusCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: StoreOptions
-    @Option(help: "The anonymous device id.") var device: String
+    @Option(help: "The anonymous device id (against the site server with a device token: that token's device).")
+    var device: String?
     @Flag(help: "Print each change as it happens, until interrupted.") var watch = false
     @Flag(help: "Print JSON: {\"deviceId\", \"status\", \"risk\", \"colocatedMinutes\", \"exposures\": [...]}.")
     var json = false
@@ -58,14 +59,23 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
+    func validate() throws {
+        if device == nil && serverOptions.url == nil {
+            throw ValidationError(
+                "give --device ID (against the site server with a device token, --server URL --token-file FILE is enough)"
+            )
+        }
+    }
+
     func local() async throws {
         let store = try options.open(remote: true)
+        let device = self.device ?? ""
         let path = try Collections.device(device)
         if !watch {
             Output.line(try Self.status(device, json: json, store, store.get(path)))
             return
         }
-        let (device, json) = (device, json)
+        let json = self.json
         try await Services.untilSignalled(logger: Logger(label: "tracer.status")) {
             var last = ""
             for try await snap in store.snapshots(document: path) {
@@ -113,7 +123,20 @@ struct StatusCommand: AsyncParsableCommand {
     /// The same through the site server: `GET /v1/devices/{id}`, and with --watch its SSE watch
     /// (reconnecting, with backoff, when the connection drops).
     func remote(_ site: SiteClient) async throws {
-        let (device, json, up) = (device, json, site.upstream)
+        let device: String
+        if let given = self.device {
+            device = given
+        } else {
+            // A device token names its device: the server says which.
+            let me = try await site.run { try await $0.ownToken().ok.body.json }
+            guard let own = me.deviceId else {
+                throw ValidationError(
+                    "this is \(me.role.rawValue == "admin" ? "an" : "a") \(me.role.rawValue) token, not a device's: give --device ID"
+                )
+            }
+            device = own
+        }
+        let (json, up) = (json, site.upstream)
         @Sendable func fetch() async throws -> String {
             let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device)).ok.body.json }
             // As the server made it, so that the text and --json are the local command's.

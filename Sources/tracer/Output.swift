@@ -3,6 +3,14 @@ import TracerStore
 
 /// Writing to the terminal: whole lines, unbuffered, so pipes see each line as it happens.
 enum Output {
+    /// A word as a shell takes it back: as it is when it is plain, else in single quotes.
+    static func shellQuoted(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) || "_./:@%+=,-".unicodeScalars.contains($0)
+        }
+        return plain && !word.isEmpty ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     static func line(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }

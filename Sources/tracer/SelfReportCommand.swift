@@ -243,7 +243,7 @@ struct SelfReportCommand: AsyncParsableCommand {
                 (o.status, o.doubts) = (Report.Status.pending.rawValue, v.doubts)
                 Output.line(VerifyOptions.json(o))
             } else {
-                Self.held(report.id, device: deviceID, created: report.created)
+                Self.held(report.id, device: deviceID, created: report.created, hint: statusCommand(deviceID))
             }
             throw ExitCode(3)
         }
@@ -289,13 +289,24 @@ struct SelfReportCommand: AsyncParsableCommand {
     }
 
     /// What a reporter is told of a report held for review.
-    static func held(_ id: String, device: String, created: Bool) {
+    /// The command that shows the device's status, as this one was run: with the `--server`,
+    /// `--token-file` or `--store` the person gave (a hint must work as printed).
+    func statusCommand(_ device: String) -> String {
+        var words = ["tracer", "status", "--device", device]
+        if let server = serverOptions.server { words += ["--server", server] }
+        if let file = serverOptions.tokenFile { words += ["--token-file", file] }
+        if let ca = serverOptions.caFile { words += ["--ca-file", ca] }
+        if serverOptions.url == nil, let store = storeOptions.store { words += ["--store", store] }
+        return words.map(Output.shellQuoted).joined(separator: " ")
+    }
+
+    static func held(_ id: String, device: String, created: Bool, hint: String) {
         Output.line(
             created
                 ? "sent to the health team: report \(id) for device \(device) waits for their review; nobody is flagged until they approve it"
                 : "already sent: report \(id) for device \(device) waits for the health team's review (nothing doubled)"
         )
-        Output.line("`tracer status --device \(device)` shows their decision")
+        Output.line("`\(hint)` shows their decision")
     }
 
     static func decidedBefore(_ id: String, status: String) -> String {
@@ -396,7 +407,7 @@ struct SelfReportCommand: AsyncParsableCommand {
             if r.collectedAt == nil { r.collectedAt = checked.collectedAt }
             Output.line(VerifyOptions.json(r))
         } else if status == Report.Status.pending.rawValue {
-            Self.held(id, device: r.deviceId ?? deviceID, created: created)
+            Self.held(id, device: r.deviceId ?? deviceID, created: created, hint: statusCommand(r.deviceId ?? deviceID))
         } else {
             Self.recorded(id, device: r.deviceId ?? deviceID, created: created, flagging: r.flagging ?? "")
         }

@@ -114,8 +114,30 @@ import TracerTesting
             "self-report", image, "--device", reporter, "--yes", "--store", local,
         ])
         #expect(there.status == 3 && here.status == 3, "\(there.stderr)")
-        #expect(there.stdout == here.stdout, "there:\n\(there.stdout)\nhere:\n\(here.stdout)")
+        // The same words, but for the hint, which names the command as each was run.
+        let (thereLines, hereLines) = (there.stdout.split(separator: "\n"), here.stdout.split(separator: "\n"))
+        #expect(thereLines.dropLast() == hereLines.dropLast(), "there:\n\(there.stdout)\nhere:\n\(here.stdout)")
         #expect(there.stdout.contains("sent to the health team: report "))
+        #expect(
+            thereLines.last
+                == "`tracer status --device \(reporter) --server \(server.url) --token-file \(tokens["reporter"]!)` shows their decision",
+            "\(there.stdout)"
+        )
+        #expect(
+            hereLines.last == "`tracer status --device \(reporter) --store \(local)` shows their decision",
+            "\(here.stdout)"
+        )
+        // Each hint works as printed.
+        for hint in [thereLines.last, hereLines.last] {
+            let words = (hint ?? "").split(separator: "`")[0].split(separator: " ").dropFirst().map(String.init)
+            let ran = try await TracerProcess.running(words)
+            #expect(ran.status == 0 && ran.stdout.contains("your report "), "\(words): \(ran.stderr)")
+        }
+        // A device token's own status needs no --device.
+        let mine = try await remote(["status"], as: "reporter")
+        #expect(mine.status == 0 && mine.stdout.hasPrefix("\(reporter): "), "\(mine.stdout)\(mine.stderr)")
+        let admins = try await remote(["status"], as: "admin")
+        #expect(admins.status == 1 && admins.stderr.contains("an admin token, not a device's: give --device ID"))
 
         // A device token may not review.
         let refused = try await remote(["report", "pending"], as: "reporter")
