@@ -302,7 +302,7 @@ extension API {
             var e = APIError(
                 .unprocessableContent,
                 "rejected",
-                "rejected: " + verification.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
+                "rejected: " + verification.reasons.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
             e.outcome = Responses.ReportOutcome(

@@ -107,6 +107,13 @@ public struct Verification: Sendable, Equatable, Codable {
         return failed.allSatisfy(\.doubtful) ? .doubtful : .rejected
     }
 
+    /// Why it was refused, as a person should hear it: when the picture is the problem (the
+    /// `image` rule), that alone, for nothing else on it could be read; else every failed rule.
+    public var reasons: [VerificationRule] {
+        let picture = failed.filter { $0.name == "image" }
+        return picture.isEmpty ? failed : picture
+    }
+
     /// The doubtful rules' details: why a person should look.
     public var doubts: [String] { failed.filter(\.doubtful).map { "\($0.name): \($0.detail)" } }
 }
@@ -305,10 +312,11 @@ public enum Verifier {
         )
         // The picture itself, when it is why nothing could be read: the person can take it again.
         var verification = Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
+        // It comes first: it is what the person can do something about.
         if verification.decision == .rejected, results.isEmpty || covid.isEmpty, let q = page.quality,
             !q.problems.isEmpty
         {
-            verification.rules.append(
+            verification.rules.insert(
                 VerificationRule(
                     name: "image",
                     passed: false,
@@ -321,7 +329,8 @@ public enum Verifier {
                         terms: ["problems": q.problemKeys.map { "image.\($0)" }]
                     ),
                     evidence: []
-                )
+                ),
+                at: 0
             )
         }
         return verification

@@ -82,7 +82,9 @@ struct VerifyOptions: ParsableArguments {
     /// (both the API's `Rule`: confidences to a tenth), so the two print the same.
     static func show(_ outcome: String, rules: [Responses.Rule]) {
         Output.line(heading(outcome))
-        for rule in rules {
+        // When the picture is the problem, that alone: nothing else on it could be read.
+        let picture = rules.filter { $0.name == "image" && !$0.passed }
+        for rule in picture.isEmpty ? rules : picture {
             Output.line("  \(rule.passed ? "pass" : rule.doubtful ? "DOUBT" : "FAIL")  \(rule.name): \(rule.detail)")
             for e in rule.evidence.prefix(3) {
                 Output.line("          \"\(e.text)\" (\(Int(saturating: e.confidence))%) in \"\(e.context)\"")
@@ -129,7 +131,7 @@ struct VerifyCommand: ParsableCommand {
             Output.error("doubtful: " + v.doubts.joined(separator: "; "))
             throw ExitCode(3)
         case .rejected:
-            Output.error("rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "))
+            Output.error("rejected: " + v.reasons.map { "\($0.name) (\($0.detail))" }.joined(separator: "; "))
             throw ExitCode(2)
         }
     }
@@ -226,7 +228,7 @@ struct SelfReportCommand: AsyncParsableCommand {
                 VerifyOptions.show(v, as: "rejected")
             }
             Output.error(
-                "rejected: " + v.failed.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
+                "rejected: " + v.reasons.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
             throw ExitCode(2)

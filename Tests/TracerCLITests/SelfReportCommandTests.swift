@@ -186,6 +186,26 @@ import TracerTesting
         }
     }
 
+    /// A photo nobody could read is refused for that alone: the picture first and only (it was
+    /// five FAIL lines about COVID and dates before the one that matters).
+    @Test func aPictureNobodyCouldReadIsTheOnlyReason() async throws {
+        let r = try await tracer(
+            "self-report",
+            await Self.image("grainy-pcr-positive.jpg"),
+            "--device",
+            "dev-g",
+            "--yes"
+        )
+        #expect(r.status == 2, "\(r.stderr)")
+        let rules = r.stdout.split(separator: "\n").filter { $0.hasPrefix("  FAIL") || $0.hasPrefix("  pass") }
+        #expect(
+            rules.count == 1 && rules.first?.hasPrefix("  FAIL  image: the picture is grainy") == true,
+            "\(r.stdout)"
+        )
+        #expect(r.stderr.hasPrefix("rejected: image (the picture is grainy"), "\(r.stderr)")
+        #expect(!r.stderr.contains("covid") && !r.stderr.contains("date ("), "\(r.stderr)")
+    }
+
     /// Every exit status the command can end with is in its help (3, held, was missing).
     @Test func theHelpNamesEveryExitStatus() async throws {
         let r = try await TracerProcess.running(["self-report", "--help"])

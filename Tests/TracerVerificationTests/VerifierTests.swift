@@ -147,12 +147,13 @@ import Testing
         let blurred = ImageQuality(edgeWidth: 12.8, noise: 0.2, contrast: 141)
         let smear = verify("Northfield Chin al Laboratory\nSARS Cow 2 AT PCR\nReet FOUTIWE", blurred)
         #expect(smear.decision == .rejected)
-        let image = try #require(smear.rules.last)
+        let image = try #require(smear.rules.first)
+        #expect(smear.reasons == [image])
         #expect(image.name == "image" && !image.passed && !image.doubtful)
         #expect(image.detail.hasPrefix("the picture is blurred: take it again in focus"), "\(image.detail)")
         let all = ImageQuality(edgeWidth: 9, noise: 30, contrast: 20)
         #expect(
-            verify("nothing here", all).rules.last?.detail.hasPrefix(
+            verify("nothing here", all).rules.first?.detail.hasPrefix(
                 "the picture is blurred and grainy and too dark or faint"
             ) == true
         )
