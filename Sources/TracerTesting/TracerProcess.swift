@@ -33,24 +33,30 @@ public struct TracerProcess {
     public static func running(
         _ arguments: [String],
         stdin: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        program: String = TracerProcess.binary
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                continuation.resume(with: Swift.Result { try run(arguments, stdin: stdin, environment: environment) })
+                continuation.resume(
+                    with: Swift.Result {
+                        try run(arguments, stdin: stdin, environment: environment, program: program)
+                    }
+                )
             }
             thread.start()
         }
     }
 
-    /// Runs `tracer ARGS…` to completion.
+    /// Runs `tracer ARGS…` (or another program's) to completion.
     public static func run(
         _ arguments: [String],
         stdin: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        program: String = TracerProcess.binary
     ) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }

@@ -237,6 +237,14 @@ struct SelfReportCommand: AsyncParsableCommand {
         if !options.json { VerifyOptions.show(v, as: held ? "pending" : "accepted") }
         try confirm(deviceID, held: held)
         let answers = self.answers
+        // Recording an accepted report flags exposures at once: seconds on a big store.
+        if Output.stderrIsTerminal {
+            Output.error(
+                held
+                    ? "recording the report for the health team…"
+                    : "recording the report and finding who was near this device (a few seconds)…"
+            )
+        }
         let outcome = try desk.submit(v, imageSHA256: sha, image: data, device: deviceID, answers: answers)
         if case .held(let report, _) = outcome {
             if options.json {
@@ -394,6 +402,11 @@ struct SelfReportCommand: AsyncParsableCommand {
         try confirm(deviceID, held: held)
         var r: Responses.ReportOutcome
         let recordedNow: Bool
+        if Output.stderrIsTerminal {
+            Output.error(
+                "sending it to be recorded: \(site.upstream.base) reads the photo again and finds who was near (a few seconds)…"
+            )
+        }
         switch try await post(dryRun: false) {
         case .refused(_, let message):
             // Reported before and decided: nothing recorded again.

@@ -206,6 +206,29 @@ import TracerTesting
         #expect(!r.stderr.contains("covid") && !r.stderr.contains("date ("), "\(r.stderr)")
     }
 
+    /// On a terminal, each long wait says what is happening (reading, then recording and
+    /// flagging: seconds of silence after ACCEPTED before). Run under a pseudo-terminal (`script`).
+    @Test func onATerminalLongWaitsSayWhatIsHappening() async throws {
+        _ = try DocumentStore(path: store)
+        let image = await Self.image("lab-pcr-positive.png")
+        let command = [TracerProcess.binary, "self-report", image, "--device", "dev-t", "--yes", "--store", store]
+        let r = try await TracerProcess.running(
+            ["-qec", command.map { "'\($0)'" }.joined(separator: " "), "/dev/null"],
+            program: "/usr/bin/script"
+        )
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let said = r.stdout.replacingOccurrences(of: "\r", with: "")
+        let reading = said.range(of: "reading \(image)…")
+        let accepted = said.range(of: "ACCEPTED")
+        let recording = said.range(of: "recording the report and finding who was near this device")
+        let recorded = said.range(of: "recorded report ")
+        #expect(reading != nil && accepted != nil && recording != nil && recorded != nil, "\(said)")
+        if let reading, let accepted, let recording, let recorded {
+            #expect(reading.lowerBound < accepted.lowerBound && accepted.lowerBound < recording.lowerBound)
+            #expect(recording.lowerBound < recorded.lowerBound)
+        }
+    }
+
     /// Every exit status the command can end with is in its help (3, held, was missing).
     @Test func theHelpNamesEveryExitStatus() async throws {
         let r = try await TracerProcess.running(["self-report", "--help"])
