@@ -97,6 +97,28 @@ extension Responses {
 // types say what they hold, and `value` is the one place each is spelled as the store's values
 // (a round-trip test holds the two together: `DeviceStatusTests`).
 
+extension Responses {
+    /// `GET /v1/reports/{id}/exposures`: who was flagged for one report, and where.
+    public struct ReportExposures: Codable, Sendable, Equatable {
+        public var reportId: String
+        /// The reporter's device, and where the report stands.
+        public var deviceId: String
+        public var status: String
+        public var exposures: [Exposure]
+
+        public init(reportId: String, deviceId: String, status: String, exposures: [Exposure]) {
+            (self.reportId, self.deviceId, self.status, self.exposures) = (reportId, deviceId, status, exposures)
+        }
+
+        public var value: Value {
+            .map([
+                "reportId": .string(reportId), "deviceId": .string(deviceId), "status": .string(status),
+                "exposures": .array(exposures.map(\.value)),
+            ])
+        }
+    }
+}
+
 extension Responses.Exposure {
     public var value: Value {
         .map([

@@ -1,6 +1,7 @@
 import Foundation
 import TracerAPI
 import TracerModel
+import TracerSite
 import TracerStore
 
 /// Exposures and device statuses in the contract's JSON shape, shared by the command line
@@ -62,6 +63,32 @@ public enum ExposureJSON {
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).
     public static func atBeacon(_ key: String, since: Timestamp?, store: DocumentStore) throws -> [DocumentSnapshot] {
         try store.getDocuments(Exposure.at(beacon: key, since: since ?? Timestamp(seconds: 0)))
+    }
+
+    /// Who was flagged for one report, and where (nil: no such report), oldest first.
+    public static func forReport(_ id: String, store: DocumentStore) throws -> Responses.ReportExposures? {
+        let doc = try store.get(try Collections.report(id))
+        guard doc.exists, let report = try? Report(doc) else { return nil }
+        let exposures = try store.getDocuments(Exposure.of(report: id)).map(exposure)
+            .sorted { ($0.from ?? "", $0.deviceId) < ($1.from ?? "", $1.deviceId) }
+        return Responses.ReportExposures(
+            reportId: id,
+            deviceId: report.deviceID,
+            status: report.status.rawValue,
+            exposures: exposures
+        )
+    }
+
+    /// Why `key` is no beacon of this site (nil: it is one): not an anchor of the site published
+    /// in the store, nor a beacon anything was ranged at. The closest known keys are named.
+    public static func unknownBeacon(_ key: String, site: Site? = nil, store: DocumentStore) throws -> String? {
+        var keys = Set(site?.anchors.map(\.key) ?? [])
+        keys.formUnion(try PublishedSite.load(from: store)?.site.anchors.map(\.key) ?? [])
+        keys.formUnion(try store.getDocuments(Query(collection: CollectionPath(Beacon.collectionID))).map(\.id))
+        guard !keys.contains(key) else { return nil }
+        return keys.isEmpty
+            ? "no beacon \(key): this store knows none (no site published, nothing ranged yet)"
+            : "no beacon \(key): the closest known are \(Closest.to(key, in: keys).joined(separator: ", "))"
     }
 
     /// Compact JSON with sorted keys (the store's writer: no Foundation on the way).

@@ -130,11 +130,25 @@ public final class API: Sendable {
             try await authorize(request, context, [.admin])
             let key = try Self.key(context.parameters.require("key"), "beacon key")
             let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
-            let store = self.store
-            let docs = try await store.reading { try ExposureJSON.atBeacon(key, since: since, store: store) }
+            let (store, site) = (self.store, self.site)
+            let docs = try await store.reading { () throws(any Error) -> [DocumentSnapshot] in
+                if let unknown = try ExposureJSON.unknownBeacon(key, site: site, store: store) {
+                    throw APIError(.notFound, "not_found", unknown)
+                }
+                return try ExposureJSON.atBeacon(key, since: since, store: store)
+            }
             return JSONBody.response(
                 Responses.BeaconExposures(beaconKey: key, exposures: docs.map(ExposureJSON.exposure)).value
             )
+        }
+        router.get("/v1/reports/:id/exposures") { [self] request, context in
+            try await authorize(request, context, [.admin])
+            let id = try Self.key(context.parameters.require("id"), "report id")
+            let store = self.store
+            guard let found = try await store.reading({ try ExposureJSON.forReport(id, store: store) }) else {
+                throw APIError(.notFound, "not_found", "no report \(id)")
+            }
+            return JSONBody.response(found.value)
         }
         router.get("/v1/devices/:id") { [self] request, context in
             let id = try Self.key(context.parameters.require("id"), "device id")

@@ -10,31 +10,156 @@ import TracerReplication
 import TracerSite
 import TracerStore
 
-/// Exposure documents in the contract's JSON shape and as a table.
+/// Exposures as a person reads them (a table that fits 100 columns) and as the health authority
+/// takes them (CSV), from the store here or the site server alike.
 enum ExposureOutput {
+    /// What the table says things in: the site's radius and window (to say what was decided),
+    /// its rooms, and the time zone (this machine's).
+    struct Context {
+        var radius = 6.0
+        var window = 5.0
+        var rooms: [String: String] = [:]
+        var timeZone = TimeZone.current
+
+        init(radius: Double = 6, window: Double = 5, rooms: [String: String] = [:]) {
+            (self.radius, self.window, self.rooms) = (radius, window, rooms)
+        }
+
+        /// The site server's (its exposure policy, its rooms by beacon).
+        init(_ site: SiteClient) async throws {
+            let features = try await site.run { try await $0.features().ok.body.json }
+            let page = try await site.run { try await $0.personPageSettings().ok.body.json }
+            self.init(
+                radius: features.exposure.radiusMetres,
+                window: features.exposure.windowMinutes,
+                rooms: page.rooms.additionalProperties
+            )
+        }
+
+        /// The site's, from a site (the store's, or --map's).
+        init(site: Site?) {
+            let policy = site.map { ExposurePolicy(site: $0) } ?? ExposurePolicy()
+            self.init(radius: policy.radius, window: policy.window / 60)
+            for anchor in site?.anchors ?? [] { rooms[anchor.key] = site?.room(anchor.room)?.name ?? anchor.room }
+        }
+    }
+
     /// A time to the second, UTC: `2026-11-22 06:32:07Z` (from a timestamp, or its RFC 3339 text).
     static func second(_ v: Value?) -> String {
         guard let t = v?.timestampValue ?? v?.stringValue.flatMap({ Timestamp(parsing: $0) }) else { return "" }
         return t.iso8601Seconds.replacingOccurrences(of: "T", with: " ")
     }
 
-    static func table(_ docs: [DocumentSnapshot]) -> [String] { table(exposures: docs.map(ExposureJSON.exposure)) }
+    static func date(_ text: String?) -> Date? {
+        text.flatMap { Timestamp(parsing: $0) }.map { Date(timeIntervalSince1970: $0.seconds) }
+    }
 
-    /// Exposures (from the store here, or the site server) as a table.
-    static func table(exposures: [Responses.Exposure]) -> [String] {
+    /// `Tue 24 Nov 10:05–10:48` in the context's time zone.
+    static func when(_ e: Responses.Exposure, _ c: Context) -> String {
+        guard let from = date(e.from) else { return "?" }
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_GB")
+        day.timeZone = c.timeZone
+        day.dateFormat = "EEE d MMM HH:mm"
+        let time = DateFormatter()
+        time.locale = day.locale
+        time.timeZone = c.timeZone
+        time.dateFormat = "HH:mm"
+        return day.string(from: from) + (date(e.to).map { "–" + time.string(from: $0) } ?? "")
+    }
+
+    /// What was decided: within the radius for certain (`≤ 2.5 m`), or possibly (`maybe ≤ 6 m`,
+    /// the site's rule flagged what the two readings allow).
+    static func close(_ e: Responses.Exposure, _ c: Context) -> String {
+        e.separation.max <= c.radius
+            ? "≤ \(metres(e.separation.max)) m" : "maybe ≤ \(metres(c.radius)) m"
+    }
+
+    static func metres(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(format: "%.1f", x) }
+
+    /// How long both were heard at once; none: within the window of each other.
+    static func together(_ e: Responses.Exposure, _ c: Context) -> String {
+        let s = e.overlapSeconds
+        if s >= 60 { return "\(Int((Double(s) / 60).rounded())) min" }
+        if s > 0 { return "\(s) s" }
+        return "≤ \(metres(c.window)) min apart"
+    }
+
+    /// Device ids shortened without ambiguity among `ids`: `f7826da6…:1:17` (the UUID's first
+    /// digits, as many as it takes, and the badge's major:minor).
+    static func short(_ ids: some Sequence<String>) -> [String: String] {
+        let all = Set(ids)
+        var out: [String: String] = [:]
+        for width in [4, 8, 12, 16, 24] {
+            func cut(_ id: String) -> String {
+                let parts = id.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].count > width + 2 else { return id }
+                return parts[0].prefix(width) + "…:" + parts[1]
+            }
+            let cuts = Dictionary(grouping: all, by: cut)
+            if cuts.values.allSatisfy({ $0.count == 1 }) {
+                for (cut, ids) in cuts { out[ids[0]] = cut }
+                return out
+            }
+        }
+        return Dictionary(uniqueKeysWithValues: all.map { ($0, $0) })
+    }
+
+    /// The table: device (shortened), report, where, when, how close, how long together. A
+    /// column every row shares (one report, one beacon) is said once above, not in each row.
+    /// `device: false`: the person's own view (no device or report column, no footer).
+    static func table(exposures: [Responses.Exposure], _ c: Context = Context(), device: Bool = true) -> [String] {
         guard !exposures.isEmpty else { return ["no exposures"] }
-        var rows = [["device", "report", "beacon", "from", "to", "separation", "together"]]
-        for o in exposures {
-            rows.append([
-                o.deviceId, o.reportId, o.beaconKey, second(o.from.map(Value.string)), second(o.to.map(Value.string)),
-                String(format: "%.1f–%.1f m", o.separation.min, o.separation.max), "\(o.overlapSeconds) s",
-            ])
+        let names = short(exposures.map(\.deviceId))
+        let zone = c.timeZone.abbreviation() ?? c.timeZone.identifier
+        let reports = Set(exposures.map(\.reportId))
+        var header = device ? ["device"] : []
+        if reports.count > 1, device { header.append("report") }
+        header += ["where", "when (\(zone))", "how close", "together"]
+        var rows = [header]
+        for e in exposures {
+            var row = device ? [names[e.deviceId] ?? e.deviceId] : []
+            if reports.count > 1, device { row.append(e.reportId) }
+            let room = c.rooms[e.beaconKey]
+            row += [room.map { "\($0) (\(e.beaconKey))" } ?? e.beaconKey, when(e, c), close(e, c), together(e, c)]
+            rows.append(row)
         }
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
-        return rows.map { row in
+        var lines = rows.map { row in
             row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        } + ["\(exposures.count) exposure\(exposures.count == 1 ? "" : "s")"]
+        }
+        guard device else { return lines }
+        let devices = Set(exposures.map(\.deviceId)).count
+        var footer = "\(ExposureEngine.count(exposures.count, "exposure"))"
+        footer += " of \(ExposureEngine.count(devices, "device"))"
+        if reports.count == 1 { footer += ", for report \(exposures[0].reportId)" }
+        lines.append(footer)
+        if exposures.contains(where: { $0.separation.max > c.radius }) {
+            lines.append(
+                "maybe: the two readings allow within \(metres(c.radius)) m, and the site's rule counts it (--format csv gives the range)"
+            )
+        }
+        return lines
+    }
+
+    /// CSV for the health authority: one row per exposure, full ids, UTC times (RFC 3339).
+    static let csvHeader =
+        "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s"
+
+    static func csv(_ exposures: [Responses.Exposure], _ c: Context) -> [String] {
+        func field(_ s: String) -> String {
+            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
+                ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        }
+        return [csvHeader]
+            + exposures.map { e in
+                [
+                    e.deviceId, e.reportId, e.beaconKey, c.rooms[e.beaconKey] ?? "", e.from ?? "", e.to ?? "",
+                    String(format: "%.2f", e.separation.min), String(format: "%.2f", e.separation.max),
+                    "\(e.overlapSeconds)",
+                ].map(field).joined(separator: ",")
+            }
     }
 }
 
@@ -92,12 +217,14 @@ struct StatusCommand: AsyncParsableCommand {
             document: doc,
             exposures: try ExposureJSON.exposures(of: device, store: store)
         )
-        return json ? JSON.string(status.value) : text(status)
+        return json
+            ? JSON.string(status.value)
+            : text(status, ExposureOutput.Context(site: try PublishedSite.load(from: store)?.site))
     }
 
     /// `ID: exposed, risk medium; 1 exposure, 4.5 minutes together` and the exposures, from the
     /// status in the contract's JSON (the store's here, or the site server's).
-    static func text(_ v: Responses.DeviceStatus) -> String {
+    static func text(_ v: Responses.DeviceStatus, _ context: ExposureOutput.Context) -> String {
         var text = "\(v.deviceId): \(v.status), risk \(v.risk)"
         // The device's own report, while the health team has it and once they denied it: last,
         // after the exposures.
@@ -116,7 +243,10 @@ struct StatusCommand: AsyncParsableCommand {
         guard !v.exposures.isEmpty else { return text + said }
         text += "; \(v.exposures.count) exposure\(v.exposures.count == 1 ? "" : "s"), "
         text += String(format: "%.1f minutes together", v.colocatedMinutes)
-        text += "\n" + ExposureOutput.table(exposures: v.exposures).dropLast().map { "  " + $0 }.joined(separator: "\n")
+        text +=
+            "\n"
+            + ExposureOutput.table(exposures: v.exposures, context, device: false).map { "  " + $0 }
+            .joined(separator: "\n")
         return text + said
     }
 
@@ -137,11 +267,12 @@ struct StatusCommand: AsyncParsableCommand {
             device = own
         }
         let (json, up) = (json, site.upstream)
+        let context = json ? ExposureOutput.Context() : try await ExposureOutput.Context(site)
         @Sendable func fetch() async throws -> String {
             let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device)).ok.body.json }
             // As the server made it, so that the text and --json are the local command's.
             let status = try Contract.convert(answer, to: Responses.DeviceStatus.self)
-            return json ? JSON.string(status.value) : Self.text(status)
+            return json ? JSON.string(status.value) : Self.text(status, context)
         }
         guard watch else {
             Output.line(try await fetch())
@@ -183,28 +314,42 @@ struct StatusCommand: AsyncParsableCommand {
     }
 }
 
-/// `tracer exposure --beacon KEY | --device ID`: the admin's view.
-struct ExposureCommand: ParsableCommand {
+/// `tracer exposure --beacon KEY | --device ID | --report ID`: the health team's view, from
+/// the store here or the site server (`--server`, an admin token).
+struct ExposureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exposure",
-        abstract: "Exposures at a beacon, or of a device (served by indexes, never a full scan)."
+        abstract:
+            "Exposures at a beacon, of a device, or for a report: a table, JSON, or CSV for the health authority.",
+        discussion: """
+            The table fits 100 columns: devices shortened without ambiguity, times in this machine's time zone, \
+            and what was decided ("≤ 2.5 m" for certain; "maybe ≤ 6 m" where the site's rule counts what two \
+            readings allow). --format csv writes one row per exposure with full ids and UTC times: \
+            \(ExposureOutput.csvHeader). --format json (or --json) the API's objects.
+            """
     )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
 
     @OptionGroup var options: StoreOptions
     @Option(help: "A beacon's (anchor's) key.") var beacon: String?
     @Option(help: "A device id.") var device: String?
+    @Option(help: "A report id: who was flagged for it, where, when, how close, for how long.") var report: String?
     @Option(help: "Only exposures from this time on: \(When.examples).") var since: String?
-    @Flag(help: "Print a JSON array.") var json = false
+    @Option(help: "table, json or csv.") var format: Format = .table
+    @Flag(help: "Print a JSON array (--format json).") var json = false
+    @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
     func validate() throws {
-        if (beacon == nil) == (device == nil) {
-            throw ValidationError("give exactly one of --beacon KEY and --device ID")
+        if [beacon, device, report].compactMap({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --beacon KEY, --device ID and --report ID")
+        }
+        if json && format != .table && format != .json {
+            throw ValidationError("--json is --format json: give one of them")
         }
     }
 
-    func run() throws {
-        let store = try options.open()
-        try Indexes.declare(in: store)
+    func run() async throws {
         var cutoff: Timestamp?
         if let since {
             guard let t = When.parse(since) else {
@@ -212,35 +357,74 @@ struct ExposureCommand: ParsableCommand {
             }
             cutoff = t
         }
-        let docs: [DocumentSnapshot]
-        if let beacon {
-            try Self.known(beacon, in: store)
-            docs = try ExposureJSON.atBeacon(beacon, since: cutoff, store: store)
-        } else {
-            let query = Query(collection: try Collections.exposures(of: device ?? ""))
-                .where(Exposure.Field.from, .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0)))
-                .order(by: Exposure.Field.from)
-            docs = try store.getDocuments(query)
+        let (exposures, context) = try await serverOptions.withSite { site in
+            if let site { try await remote(site, since: cutoff) } else { try local(since: cutoff) }
         }
-        if json {
-            Output.line(JSON.string(.array(docs.map { ExposureJSON.exposure($0).value })))
-        } else {
-            for line in ExposureOutput.table(docs) { Output.line(line) }
+        switch json ? .json : format {
+        case .json: Output.line(JSON.string(.array(exposures.map(\.value))))
+        case .csv: ExposureOutput.csv(exposures, context).forEach(Output.line)
+        case .table: ExposureOutput.table(exposures: exposures, context).forEach(Output.line)
         }
     }
-}
 
-extension ExposureCommand {
-    /// A beacon the site has (published) or the store has ranged at; else a one-line error with
-    /// the closest known keys (a typo printed "no exposures").
-    static func known(_ beacon: String, in store: DocumentStore) throws {
-        var keys = Set(try PublishedSite.load(from: store)?.site.anchors.map(\.key) ?? [])
-        keys.formUnion(try store.getDocuments(Query(collection: CollectionPath(Beacon.collectionID))).map(\.id))
-        guard !keys.contains(beacon) else { return }
-        throw ValidationError(
-            keys.isEmpty
-                ? "no beacon \(beacon): this store knows none (no site published, nothing ranged yet)"
-                : "no beacon \(beacon): the closest known are \(Closest.to(beacon, in: keys).joined(separator: ", ")) (tracer map show lists the site's)"
+    func local(since cutoff: Timestamp?) throws -> ([Responses.Exposure], ExposureOutput.Context) {
+        let store = try options.open(remote: true)
+        try Indexes.declare(in: store)
+        let context = ExposureOutput.Context(site: try PublishedSite.load(from: store)?.site)
+        if let beacon {
+            if let unknown = try ExposureJSON.unknownBeacon(beacon, store: store) {
+                throw ValidationError(unknown + " (tracer map show lists the site's)")
+            }
+            return (try ExposureJSON.atBeacon(beacon, since: cutoff, store: store).map(ExposureJSON.exposure), context)
+        }
+        if let report {
+            guard let found = try ExposureJSON.forReport(report, store: store) else {
+                throw ValidationError("no report \(report) (tracer report pending --status all lists them)")
+            }
+            Self.say(found)
+            return (Self.since(cutoff, found.exposures), context)
+        }
+        let query = Query(collection: try Collections.exposures(of: device ?? ""))
+            .where(Exposure.Field.from, .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0)))
+            .order(by: Exposure.Field.from)
+        return (try store.getDocuments(query).map(ExposureJSON.exposure), context)
+    }
+
+    func remote(
+        _ site: SiteClient,
+        since cutoff: Timestamp?
+    ) async throws -> (
+        [Responses.Exposure], ExposureOutput.Context
+    ) {
+        let context = try await ExposureOutput.Context(site)
+        let since = cutoff?.iso8601Seconds
+        if let beacon {
+            let answer = try await site.run {
+                try await $0.beaconExposures(path: .init(key: beacon), query: .init(since: since)).ok.body.json
+            }
+            return (try answer.exposures.map { try Contract.convert($0, to: Responses.Exposure.self) }, context)
+        }
+        if let report {
+            let answer = try await site.run { try await $0.reportExposures(path: .init(id: report)).ok.body.json }
+            let found = try Contract.convert(answer, to: Responses.ReportExposures.self)
+            Self.say(found)
+            return (Self.since(cutoff, found.exposures), context)
+        }
+        let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device ?? "")).ok.body.json }
+        let status = try Contract.convert(answer, to: Responses.DeviceStatus.self)
+        return (Self.since(cutoff, status.exposures), context)
+    }
+
+    static func since(_ cutoff: Timestamp?, _ exposures: [Responses.Exposure]) -> [Responses.Exposure] {
+        guard let cutoff else { return exposures }
+        return exposures.filter { ($0.from.flatMap { Timestamp(parsing: $0) } ?? .min) >= cutoff }
+    }
+
+    /// A report's own line, on stderr (stdout is the table, JSON or CSV a program reads).
+    static func say(_ r: Responses.ReportExposures) {
+        let devices = Set(r.exposures.map(\.deviceId)).count
+        Output.error(
+            "report \(r.reportId) (\(r.status)) from device \(r.deviceId): \(ExposureEngine.count(devices, "device")) flagged"
         )
     }
 }

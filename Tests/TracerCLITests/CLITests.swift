@@ -191,7 +191,8 @@ import TracerTesting
             r.status == 1 && lines.count == 1 && r.stderr.contains("no store at \(data)/tracer/tracer.sqlite"),
             "\(r.stderr)"
         )
-        let remote = ["self-report", "status"].contains(command[0]) || command.prefix(2) == ["report", "pending"]
+        let remote =
+            ["self-report", "status", "exposure"].contains(command[0]) || command.prefix(2) == ["report", "pending"]
         #expect(r.stderr.contains("--server URL") == remote, "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: data), "\(command) made \(data)")
     }

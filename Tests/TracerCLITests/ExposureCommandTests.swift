@@ -109,11 +109,46 @@ import TracerTesting
             monday.status == 1 && monday.stderr.contains("yesterday, today, or an age (24h, 7d)"),
             "\(monday.stderr)"
         )
+        let reportID = array.first?["reportId"] as? String ?? ""
         let table = try await tracer("exposure", "--device", colleague)
-        #expect(table.stdout.hasPrefix("device") && table.stdout.hasSuffix("1 exposure\n"), "\(table.stdout)")
+        #expect(table.stdout.hasPrefix("device"), "\(table.stdout)")
+        #expect(table.stdout.hasSuffix("1 exposure of 1 device, for report \(reportID)\n"), "\(table.stdout)")
+
+        // The health team's questions per report: a table in 100 columns, CSV for the health
+        // authority, the same from the site server.
+        let perReport = try await tracer("exposure", "--report", reportID)
+        #expect(perReport.status == 0, "\(perReport.stderr)")
+        #expect(
+            perReport.stderr.hasPrefix("report \(reportID) (accepted) from device \(Self.uuid):1:1: 1 device flagged")
+        )
+        let lines = perReport.stdout.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.count <= 100 }, "\(perReport.stdout)")
+        #expect(lines.first?.contains("how close") == true && lines.first?.contains("together") == true)
+        #expect(lines.count >= 3 && lines[1].contains("Wet Lab (kiosk-lab)") && lines[1].contains("≤ "), "\(lines)")
+        #expect(lines[1].hasPrefix("f782…:1:2  "), "\(lines)")
+        let csv = try await tracer("exposure", "--report", reportID, "--format", "csv")
+        let rows = csv.stdout.split(separator: "\n")
+        #expect(rows.first == "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s")
+        #expect(rows.count == 2 && rows[1].hasPrefix("\(colleague),\(reportID),kiosk-lab,Wet Lab,"), "\(csv.stdout)")
+        let nope = try await tracer("exposure", "--report", "nope")
+        #expect(nope.status == 1 && nope.stderr.contains("no report nope"), "\(nope.stderr)")
+        let admin = try await tracer("token", "create", "--role", "admin", "--name", "health")
+        let adminFile = dir.file("health.token")
+        try admin.stdout.write(toFile: adminFile, atomically: true, encoding: .utf8)
+        let server = try await ReplicationTests.SiteServer(store: store)
+        defer { server.process.kill() }
+        let remote = ["--server", server.url, "--token-file", adminFile]
+        let there = try await TracerProcess.running(["exposure", "--report", reportID, "--format", "csv"] + remote)
+        #expect(there.status == 0 && there.stdout == csv.stdout, "\(there.stdout)\(there.stderr)")
+        let thereTable = try await TracerProcess.running(["exposure", "--report", reportID] + remote)
+        #expect(thereTable.stdout == perReport.stdout, "\(thereTable.stdout)\(thereTable.stderr)")
+        let thereTypo = try await TracerProcess.running(["exposure", "--beacon", "kiosk-lob"] + remote)
+        #expect(
+            thereTypo.status == 1 && thereTypo.stderr.contains("the closest known are kiosk-lab"),
+            "\(thereTypo.stderr)"
+        )
 
         // Flagging again changes nothing; revoking clears the colleague.
-        let reportID = array.first?["reportId"] as? String ?? ""
         let again = try await tracer("report", "flag", reportID)
         #expect(again.stdout.contains("(0 written or removed)"), "\(again.stdout)")
         let revoke = try await tracer("report", "revoke", reportID)
