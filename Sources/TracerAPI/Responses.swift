@@ -214,6 +214,23 @@ public enum Responses {
         }
     }
 
+    /// `POST /v1/reports/{id}/flag` and `/revoke`: what the exposure engine did, in the line the
+    /// command prints.
+    public struct Flagged: Codable, Sendable, Equatable {
+        public var reportId: String
+        /// Devices exposed by the report now (0 once revoked).
+        public var devices: Int
+        /// Exposure documents the report has now, and those written or removed by this call.
+        public var exposures: Int
+        public var changed: Int
+        public var line: String
+
+        public init(reportId: String, devices: Int, exposures: Int, changed: Int, line: String) {
+            (self.reportId, self.devices, self.exposures, self.changed, self.line) =
+                (reportId, devices, exposures, changed, line)
+        }
+    }
+
     /// `DELETE /v1/tokens/self`: the token presented is revoked.
     public struct Revoked: Codable, Sendable, Equatable {
         public var revoked: Bool

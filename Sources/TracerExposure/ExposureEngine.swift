@@ -283,6 +283,13 @@ public struct ExposureEngine: ExposureFlagging {
         }
     }
 
+    /// The line the command prints for a flagging (and the API answers).
+    public static func line(_ id: String, _ r: FlagResult) -> String {
+        "report \(id): \(count(r.exposedDevices.count, "device")) exposed, \(count(r.exposures, "exposure")) "
+            + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
+            + (r.skipped > 0 ? "; \(r.skipped) windows skipped (unreadable, or out of range)" : "")
+    }
+
     static func window(_ p: Presence) -> Window {
         Window(device: p.deviceID, anchor: p.anchor, start: p.start.seconds, end: p.end.seconds, distance: p.distance)
     }

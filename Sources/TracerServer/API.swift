@@ -184,6 +184,40 @@ public final class API: Sendable {
             let id = try Self.key(context.parameters.require("id"), "report id")
             return try await store.reading { try self.reviewImage(id) }
         }
+        router.post("/v1/reports/:id/flag") { [self] request, context in
+            try await authorize(request, context, [.admin])
+            let id = try Self.key(context.parameters.require("id"), "report id")
+            let (store, engine) = (self.store, self.engine)
+            let r = try await Self.exposureErrors {
+                try await store.writing { try engine.flag(reportID: id, store: store) }
+            }
+            return JSONBody.response(
+                encoding: Responses.Flagged(
+                    reportId: id,
+                    devices: r.exposedDevices.count,
+                    exposures: r.exposures,
+                    changed: r.changed,
+                    line: ExposureEngine.line(id, r)
+                )
+            )
+        }
+        router.post("/v1/reports/:id/revoke") { [self] request, context in
+            try await authorize(request, context, [.admin])
+            let id = try Self.key(context.parameters.require("id"), "report id")
+            let store = self.store
+            let n = try await Self.exposureErrors {
+                try await store.writing { try ExposureEngine().revoke(reportID: id, store: store) }
+            }
+            return JSONBody.response(
+                encoding: Responses.Flagged(
+                    reportId: id,
+                    devices: 0,
+                    exposures: 0,
+                    changed: n,
+                    line: "report \(id) revoked; \(ExposureEngine.count(n, "exposure")) removed"
+                )
+            )
+        }
         router.post("/v1/reports/:id/approve") { [self] request, context in
             let who = try await authorize(request, context, [.admin])
             return try await decide(
@@ -446,6 +480,17 @@ public final class API: Sendable {
                 )
             }
         )
+    }
+
+    /// The exposure engine's refusals as the API's: no report 404, one not accepted 409.
+    static func exposureErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let e as ExposureError {
+            switch e.code {
+            case .noReport: throw APIError(.notFound, "not_found", e.message)
+            case .notAccepted: throw APIError(.conflict, "not_accepted", e.message)
+            default: throw APIError(.unprocessableContent, "refused", e.message)
+            }
+        }
     }
 
     /// Every replicating kiosk: when it was last heard, its backlog, its clock, and whether it

@@ -453,6 +453,9 @@ struct ReportCommand: AsyncParsableCommand {
                 "sum (d1 + d2 <= radius), possible (|d1 - d2| <= radius) or geometric (by the kiosk's room; needs a site)."
         ) var separation: String?
 
+        /// Whether any option was given (the site server applies the site's own policy).
+        var given: Bool { map != nil || radius != nil || window != nil || lookbackDays != nil || separation != nil }
+
         /// The site: --map's (an error when its anchors disagree with the store's published
         /// site; with `publish`, written to the store), else the store's, else none.
         func site(in store: DocumentStore, publish: Bool = false) throws -> Site? {
@@ -484,7 +487,7 @@ struct ReportCommand: AsyncParsableCommand {
         }
     }
 
-    struct FlagReport: ParsableCommand {
+    struct FlagReport: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "flag",
             abstract: "Flag exposures for an accepted report (again): idempotent."
@@ -492,28 +495,44 @@ struct ReportCommand: AsyncParsableCommand {
         @OptionGroup var options: StoreOptions
         @OptionGroup var policy: PolicyOptions
         @Argument(help: "The report id.") var id: String
+        @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
-        func run() throws {
-            let store = try options.open()
-            let r = try policy.engine(site: policy.site(in: store)).flag(reportID: id, store: store)
-            Output.line(
-                "report \(id): \(ExposureEngine.count(r.exposedDevices.count, "device")) exposed, \(ExposureEngine.count(r.exposures, "exposure")) "
-                    + "(\(r.changed) written or removed) from \(r.reporterWindows) interaction windows"
-                    + (r.skipped > 0 ? "; \(r.skipped) windows skipped (unreadable, or out of range)" : "")
-            )
+        func run() async throws {
+            let line: String = try await serverOptions.withSite { site in
+                guard let site else {
+                    let store = try options.open(remote: true)
+                    let r = try policy.engine(site: policy.site(in: store)).flag(reportID: id, store: store)
+                    return ExposureEngine.line(id, r)
+                }
+                if policy.given {
+                    throw ValidationError(
+                        "the site server flags under the site's policy: leave out --map, --radius, --window, --lookback-days and --separation"
+                    )
+                }
+                return try await site.run { try await $0.flagReport(path: .init(id: id)).ok.body.json }.line
+            }
+            Output.line(line)
         }
     }
 
-    struct Revoke: ParsableCommand {
+    struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Revoke a report: its exposures are removed and statuses recomputed."
+            abstract:
+                "Revoke a report: its exposures are removed, statuses recomputed, and the reporter told it was withdrawn."
         )
         @OptionGroup var options: StoreOptions
         @Argument(help: "The report id.") var id: String
+        @OptionGroup(title: "Against the site server") var serverOptions: ServerOptions
 
-        func run() throws {
-            let n = try ExposureEngine().revoke(reportID: id, store: try options.open())
-            Output.line("report \(id) revoked; \(n) exposure\(n == 1 ? "" : "s") removed")
+        func run() async throws {
+            let line: String = try await serverOptions.withSite { site in
+                guard let site else {
+                    let n = try ExposureEngine().revoke(reportID: id, store: try options.open(remote: true))
+                    return "report \(id) revoked; \(ExposureEngine.count(n, "exposure")) removed"
+                }
+                return try await site.run { try await $0.revokeReport(path: .init(id: id)).ok.body.json }.line
+            }
+            Output.line(line)
         }
     }
 

@@ -148,10 +148,14 @@ import TracerTesting
             "\(thereTypo.stderr)"
         )
 
-        // Flagging again changes nothing; revoking clears the colleague.
-        let again = try await tracer("report", "flag", reportID)
-        #expect(again.stdout.contains("(0 written or removed)"), "\(again.stdout)")
-        let revoke = try await tracer("report", "revoke", reportID)
+        // Flagging again changes nothing; revoking clears the colleague: both through the server.
+        let again = try await TracerProcess.running(["report", "flag", reportID] + remote)
+        #expect(again.stdout.contains("(0 written or removed)"), "\(again.stdout)\(again.stderr)")
+        let policy = try await TracerProcess.running(["report", "flag", reportID, "--radius", "3"] + remote)
+        #expect(policy.status == 1 && policy.stderr.contains("under the site's policy"), "\(policy.stderr)")
+        let unknown = try await TracerProcess.running(["report", "revoke", "nope"] + remote)
+        #expect(unknown.status == 1 && unknown.stderr.contains("no report nope"), "\(unknown.stderr)")
+        let revoke = try await TracerProcess.running(["report", "revoke", reportID] + remote)
         #expect(revoke.stdout == "report \(reportID) revoked; 1 exposure removed\n", "\(revoke.stdout)")
         await #expect(try tracer("status", "--device", colleague).stdout.hasPrefix("\(colleague): clear, risk low"))
         // The revocation shows to the reporter too: in the status (the page reads the same
