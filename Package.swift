@@ -61,7 +61,7 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
 
-        // libpq, for the store on PostgreSQL (synchronous, like SQLite's API: README).
+        // libpq, for the store on PostgreSQL (synchronous, like SQLite's API: docs/postgresql.md).
         .systemLibrary(
             name: "CTracerPQ",
             pkgConfig: "libpq",

@@ -20,7 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
             at /, POST /v1/sync (kiosks replicating), /v1/kiosks (their sync state), /v1/site (the published \
             BeaconMap), and the person's page at /me with POST /v1/links (a badge's one-time link: tracer token create \
             --link) and /v1/page. Every other /v1 route but features takes a token: tracer token create --role admin|kiosk|device. \
-            --tls-cert and --tls-key serve HTTPS; a reverse proxy in front works too (README: "Deploying a site").
+            --tls-cert and --tls-key serve HTTPS; a reverse proxy in front works too (docs/deploying-a-site.md).
             """
     )
 

@@ -3,6 +3,7 @@
 result a recent POSITIVE COVID-19 test?) plus a manifest of what the verifier should say.
 
     Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD]      # default today: `date -u +%F`
+    Tools/testing/make_fixtures.py OUTDIR --only lab-pcr-positive.png  # one page (and its manifest entry)
 
 Writes OUTDIR/*.png|jpg|tiff|webp|... and OUTDIR/manifest.json, a JSON array of
     {"file": "name.png", "expect": "accept"|"hold"|"reject"|"error", "failed": ["rule", ...],
@@ -34,12 +35,12 @@ if shutil.which("convert") is None:
 def usage(msg=None):
     if msg:
         print(f"make-fixtures: {msg}", file=sys.stderr)
-    print("usage: Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD]", file=sys.stderr)
+    print("usage: Tools/testing/make_fixtures.py OUTDIR [--today YYYY-MM-DD] [--only NAME]", file=sys.stderr)
     sys.exit(2)
 
 
 args = sys.argv[1:]
-outdir, today = None, None
+outdir, today, only = None, None, None
 i = 0
 while i < len(args):
     a = args[i]
@@ -53,6 +54,12 @@ while i < len(args):
         continue
     elif a.startswith("--today="):
         today = a.split("=", 1)[1]
+    elif a == "--only":
+        if i + 1 >= len(args):
+            usage("--only needs a file name")
+        only = args[i + 1]
+        i += 2
+        continue
     elif a.startswith("-"):
         usage(f"unknown option {a}")
     elif outdir is None:
@@ -538,6 +545,15 @@ def run_all(jobs):
             progress(name, "rendered")
 
 
+if only is not None:
+    # One page rendered from scratch (not a photograph of another, nor a bad input).
+    wanted = [job for job in jobs1 if job[0] == only]
+    if not wanted:
+        usage(f"--only takes one of the pages rendered from scratch: {', '.join(sorted(n for n, _ in jobs1))}")
+    run_all(wanted)
+    with open(path("manifest.json"), "w") as f:
+        json.dump([m for m in manifest if m["file"] == only], f, indent=1)
+    sys.exit(0)
 run_all(jobs1)
 run_all(jobs2)
 if webp_ok and not os.path.exists(path(WEBP)):

@@ -85,7 +85,7 @@ extension DB {
             discussion: """
                 Run again after an interruption, it skips what is already there. The copy's change \
                 tokens start afresh: watchers reconnect without a token, and `tracer notify` starts \
-                with a new state file (README: "Moving a site").
+                with a new state file (docs/postgresql.md, "Moving an existing site").
                 """
         )
 
