@@ -442,12 +442,21 @@ public final class API: Sendable {
         for key in keys {
             let present = present[key] ?? []
             let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
+            // When it last heard anyone: its latest window (by the per-anchor index on start),
+            // not only within the occupancy window.
+            var lastHeard = present.map(\.end).max()
+            if lastHeard == nil, let path = try? Collections.interactions(at: key) {
+                let latest = try store.getDocuments(
+                    Query(collection: path).order(by: Interaction.Field.start, descending: true).limit(1)
+                )
+                lastHeard = latest.first.flatMap { try? Interaction($0) }?.end
+            }
             var entry = Responses.Beacons.Beacon(
                 key: key,
                 occupancy: Set(present.map(\.deviceID)).count,
                 exposures: exposures.count,
                 exposedDevices: Set(exposures.map { Collections.device(ofExposure: $0.path) }).count,
-                lastHeard: present.map(\.end).max()?.iso8601Milliseconds
+                lastHeard: lastHeard?.iso8601Milliseconds
             )
             if let a = site?.anchor(key) {
                 entry.kind = a.kind.rawValue

@@ -131,6 +131,53 @@ import TracerTesting
         #expect(size > 20_000, "the screenshot at \(shot) is \(size) bytes")
     }
 
+    /// The dashboard's sign-in page (what it is, where a token comes from, the address that signs
+    /// in), then one report room by room: outlined on the plan with how many were flagged, and
+    /// on a timeline with a time axis; "last heard" filled in; no room's name under a marker; a
+    /// refused token said on the sign-in page. axe-core at each step.
+    @Test func theDashboardSignsInAndShowsOneReportRoomByRoom() async throws {
+        let axe = try Chromium.axeCore()
+        let f = try ServerFixture()
+        try f.interaction("old", at: "kiosk-lab", device: "dev-r", ago: 3 * 3600, length: 600)
+        try f.store.set(
+            Collections.report("r9"),
+            Report(id: "r9", deviceID: "dev-r", status: .accepted, collectedAt: nil, imageSHA256: "x").data
+        )
+        try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.2)
+        try f.exposure("dev-9", at: "kiosk-lab", report: "r9", daysAgo: 0.1)
+        try f.exposure("dev-7", at: "kiosk-cafe", report: "r9", daysAgo: 0.05)
+        // Every room's name clear of every marker, on screen.
+        let uncovered = """
+            [...document.querySelectorAll('.room-name')].every((t) => { const a = t.getBoundingClientRect(); \
+            return [...document.querySelectorAll('.anchor circle.dot')].every((c) => { const b = c.getBoundingClientRect(); \
+            return a.right < b.left || b.right < a.left || a.bottom < b.top || b.bottom < a.top; }); })
+            """
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            let (status, outcome, output) = try await Chromium.run(
+                [
+                    "http://127.0.0.1:\(port)/", "--screenshot", Chromium.artifacts + "/dashboard-sign-in.png",
+                    "--width", "1400", "--height", "1000", "--timeout", "60",
+                    "--ready",
+                    "document.body.dataset.screen === 'sign-in' && getComputedStyle(document.getElementById('app')).display === 'none' && document.getElementById('login-link').textContent === 'http://127.0.0.1:\(port)/#token=TOKEN' && document.querySelector('label[for=token]') !== null",
+                    "--step",
+                    "document.getElementById('token').value = '\(f.admin)'; document.getElementById('login-form').requestSubmit(); true",
+                    "document.body.dataset.screen === 'dashboard' && getComputedStyle(document.getElementById('login')).display === 'none' && document.querySelector('#row-kiosk-lab td.last-heard') !== null && document.querySelector('#row-kiosk-lab td.last-heard').textContent === '3 h ago' && document.querySelectorAll('.room-name').length > 0 && \(uncovered)",
+                    "--step",
+                    "document.getElementById('report-id').value = 'r9'; document.getElementById('report-form').requestSubmit(); true",
+                    "document.body.dataset.report === 'r9' && document.getElementById('room-lab').dataset.flagged === '2' && document.getElementById('room-cafe').dataset.flagged === '1' && document.querySelectorAll('#report-body .tick-label').length >= 3 && document.querySelector('#report-body').textContent.includes('3 devices flagged in 2 rooms')",
+                    "--step",
+                    "document.getElementById('sign-out').click(); document.getElementById('token').value = 'tracer_nope_nope'; document.getElementById('login-form').requestSubmit(); true",
+                    "document.body.dataset.screen === 'sign-in' && document.getElementById('login-error').textContent.startsWith('This token was refused')",
+                    "--axe", axe,
+                ]
+            )
+            #expect(status == 0 && outcome?.ready == true, "\(output)")
+            #expect(outcome?.steps?.count == 3 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
+            #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
+        }
+    }
+
     /// The health team's review on the dashboard: a held report listed live with why it waits,
     /// its evidence and its image; approved by a click with a note, it leaves the list, the
     /// decision is recorded under the admin token's name, and the colleague is flagged.
