@@ -17,6 +17,17 @@ import TracerTesting
         return String(readme[open.upperBound..<close.lowerBound])
     }
 
+    /// docs/cli.md and docs/api.md are made from the commands' help and the OpenAPI document:
+    /// they must not fall behind either.
+    @Test func theMadeReferencesAreCurrent() async throws {
+        let r = try await TracerProcess.running(
+            ["--check"],
+            environment: ["TRACER_BIN": TracerProcess.binary],
+            program: Chromium.package + "/Tools/docs/reference"
+        )
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
     @Test func theQuickStartEndsWithTheExposuresListed() async throws {
         let lines = try Self.quickStart()
         #expect(lines.split(separator: "\n").count <= 35, "the quick start is about 30 lines")
