@@ -23,8 +23,9 @@ public final class API: Sendable {
     public let engine: ExposureEngine
     public let limiter: FailureLimiter
     /// Failed link codes per client (`POST /v1/links`), apart from failed tokens: guessing at
-    /// links is slowed without locking a client's tokens out.
-    public let linkLimiter = FailureLimiter()
+    /// links is slowed without locking a client's tokens out. On the API's clock (a test's fixed
+    /// one: ten failures then 429, however slowly a loaded machine sends them).
+    public let linkLimiter: FailureLimiter
     /// The site's Web Push key (base64url), for the person's page to subscribe with.
     let pushKey: String
     /// The hosts Web Push goes to (the site's `pushServices`, else the big three browsers').
@@ -57,6 +58,7 @@ public final class API: Sendable {
         logger: Logger = Logger(label: "tracer.serve")
     ) throws {
         self.clock = clock
+        self.linkLimiter = FailureLimiter(clock: { clock().timeIntervalSince1970 })
         self.store = store
         self.site = site
         self.engine = engine

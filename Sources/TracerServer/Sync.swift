@@ -47,6 +47,9 @@ final class SyncEndpoint: Sendable {
                 "a kiosk token without an anchor may not replicate (tracer token create --role kiosk --anchor KEY)"
             )
         }
+        if !batch.kiosk.isEmpty, (try? Collections.kiosk(batch.kiosk)) == nil {
+            throw APIError.badRequest("kiosk: not an anchor key: '\(batch.kiosk.prefix(80))'")
+        }
         if who.role == .kiosk, let anchor = who.anchor, !batch.kiosk.isEmpty, batch.kiosk != anchor {
             // Another kiosk's token: its documents would all be refused, one by one, and its sync
             // state would land on the token's kiosk. The whole batch is refused, once, saying why.

@@ -298,7 +298,6 @@ struct SelfReportCommand: AsyncParsableCommand {
         }
     }
 
-    /// What a reporter is told of a report held for review.
     /// The command that shows the device's status, as this one was run: with the `--server`,
     /// `--token-file` or `--store` the person gave (a hint must work as printed).
     func statusCommand(_ device: String) -> String {
@@ -310,6 +309,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         return words.map(Output.shellQuoted).joined(separator: " ")
     }
 
+    /// What a reporter is told of a report held for review.
     static func held(_ id: String, device: String, created: Bool, hint: String) {
         Output.line(
             created
