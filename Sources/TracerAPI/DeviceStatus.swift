@@ -100,20 +100,39 @@ extension Responses {
 extension Responses {
     /// `GET /v1/reports/{id}/exposures`: who was flagged for one report, and where.
     public struct ReportExposures: Codable, Sendable, Equatable {
+        /// The reporter at one anchor, windows within 5 minutes of each other joined.
+        public struct Visit: Codable, Sendable, Equatable {
+            public var beaconKey: String
+            public var from: String
+            public var to: String
+
+            public init(beaconKey: String, from: String, to: String) {
+                (self.beaconKey, self.from, self.to) = (beaconKey, from, to)
+            }
+        }
+
         public var reportId: String
         /// The reporter's device, and where the report stands.
         public var deviceId: String
         public var status: String
         public var exposures: [Exposure]
+        /// Where the reporter was over the lookback (the rooms over time), oldest first.
+        public var visits: [Visit]
 
-        public init(reportId: String, deviceId: String, status: String, exposures: [Exposure]) {
-            (self.reportId, self.deviceId, self.status, self.exposures) = (reportId, deviceId, status, exposures)
+        public init(reportId: String, deviceId: String, status: String, exposures: [Exposure], visits: [Visit] = []) {
+            (self.reportId, self.deviceId, self.status, self.exposures, self.visits) =
+                (reportId, deviceId, status, exposures, visits)
         }
 
         public var value: Value {
             .map([
                 "reportId": .string(reportId), "deviceId": .string(deviceId), "status": .string(status),
                 "exposures": .array(exposures.map(\.value)),
+                "visits": .array(
+                    visits.map {
+                        .map(["beaconKey": .string($0.beaconKey), "from": .string($0.from), "to": .string($0.to)])
+                    }
+                ),
             ])
         }
     }

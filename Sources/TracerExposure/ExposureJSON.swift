@@ -75,8 +75,39 @@ public enum ExposureJSON {
             reportId: id,
             deviceId: report.deviceID,
             status: report.status.rawValue,
-            exposures: exposures
+            exposures: exposures,
+            visits: try visits(of: report.deviceID, before: report.collectedAt ?? report.createdAt, store: store)
         )
+    }
+
+    /// Where a device was in the `lookback` before `time` (or the last 14 days), by the
+    /// device index: its windows at each anchor, those within `gap` of each other joined.
+    public static func visits(
+        of device: String,
+        before time: Timestamp?,
+        lookback: Double = 14 * 86_400,
+        gap: Double = 300,
+        store: DocumentStore
+    ) throws -> [Responses.ReportExposures.Visit] {
+        let end = time?.seconds ?? Date().timeIntervalSince1970
+        let windows = try store.getDocuments(
+            Query.interactions.where(Interaction.Field.deviceID, .equal, .string(device))
+                .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: end - lookback)))
+                .order(by: Interaction.Field.start)
+        ).compactMap { try? Interaction($0) }
+        var visits: [(anchor: String, from: Timestamp, to: Timestamp)] = []
+        var open: [String: Int] = [:]
+        for w in windows {
+            if let i = open[w.anchor], w.start.seconds - visits[i].to.seconds <= gap {
+                visits[i].to = max(visits[i].to, w.end)
+            } else {
+                open[w.anchor] = visits.count
+                visits.append((w.anchor, w.start, w.end))
+            }
+        }
+        return visits.map {
+            .init(beaconKey: $0.anchor, from: $0.from.iso8601Milliseconds, to: $0.to.iso8601Milliseconds)
+        }
     }
 
     /// Why `key` is no beacon of this site (nil: it is one): not an anchor of the site published

@@ -165,7 +165,7 @@ import TracerTesting
                     "document.body.dataset.screen === 'dashboard' && getComputedStyle(document.getElementById('login')).display === 'none' && document.querySelector('#row-kiosk-lab td.last-heard') !== null && document.querySelector('#row-kiosk-lab td.last-heard').textContent === '3 h ago' && document.querySelectorAll('.room-name').length > 0 && \(uncovered)",
                     "--step",
                     "document.getElementById('report-id').value = 'r9'; document.getElementById('report-form').requestSubmit(); true",
-                    "document.body.dataset.report === 'r9' && document.getElementById('room-lab').dataset.flagged === '2' && document.getElementById('room-cafe').dataset.flagged === '1' && document.querySelectorAll('#report-body .tick-label').length >= 3 && document.querySelector('#report-body').textContent.includes('3 devices flagged in 2 rooms')",
+                    "document.body.dataset.report === 'r9' && document.getElementById('room-lab').dataset.flagged === '2' && document.getElementById('room-cafe').dataset.flagged === '1' && document.querySelectorAll('#report-body .tick-label').length >= 3 && document.querySelector('#report-body').textContent.includes('3 devices flagged in 2 rooms') && document.querySelectorAll('#report-body rect.visit').length === 1",
                     "--step",
                     "document.getElementById('sign-out').click(); document.getElementById('token').value = 'tracer_nope_nope'; document.getElementById('login-form').requestSubmit(); true",
                     "document.body.dataset.screen === 'sign-in' && document.getElementById('login-error').textContent.startsWith('This token was refused')",
