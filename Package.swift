@@ -135,6 +135,16 @@ let package = Package(
             ]
         ),
 
+        // Badges nobody outside the site can follow: rotating iBeacon ids (HKDF-SHA256 keys,
+        // AES-128 per epoch, docs/design.md) and the kiosk's table that resolves them.
+        .target(
+            name: "TracerBadges",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+
         // The data model: DESIGN.md's documents as types (interactions, beacons, reports, device
         // statuses, exposures, tokens), their statuses, the paths to them, and the one list of
         // indexes the product declares. No other module spells a collection name.
@@ -364,6 +374,7 @@ let package = Package(
             name: "TracerDBusTests",
             dependencies: ["TracerDBus", "TracerTesting"]
         ),
+        .testTarget(name: "TracerBadgesTests", dependencies: ["TracerBadges", "TracerTesting"]),
         .testTarget(
             name: "TracerVerificationTests",
             dependencies: [
