@@ -336,9 +336,10 @@ let package = Package(
                 "TracerAPI",
                 "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerStorePostgres", "TracerModel", "TracerColocation",
                 "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure", "TracerReplication",
-                "TracerOCR", "TracerVerification",
+                "TracerOCR", "TracerVerification", "TracerBadges",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
 

@@ -12,7 +12,7 @@ struct TracerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tracer-bench",
         abstract: "tracer's benchmarks (run them through Tools/bench/*; BENCHMARKS.md has the figures).",
-        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self, SyncFanIn.self]
+        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self, SyncFanIn.self, Badges.self]
     )
 
     /// Log lines go to stderr at notice and above (TRACER_LOG_LEVEL to change), as with `tracer`,
@@ -62,6 +62,18 @@ struct TracerBench: AsyncParsableCommand {
             bench.synchronous = !normal
             bench.postgres = postgres
             try bench.run()
+        }
+    }
+
+    struct Badges: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rotating badge ids: the kiosk's table built, its memory, and one advert resolved."
+        )
+        @Option(help: "Badge counts.") var sizes: [Int] = [10_000, 100_000]
+        @Option(help: "Adverts resolved per size.") var lookups = 5_000_000
+
+        func run() throws {
+            BadgeBenchmark(sizes: sizes, lookups: lookups) { Output.line($0) }.run()
         }
     }
 

@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+import TracerBadges
+
+/// Rotating badge ids at the kiosk: building the table of every badge's ids for five epochs (off
+/// the advert path), its memory, and one advert's resolution, at 10,000 and 100,000 badges.
+struct BadgeBenchmark: Measuring {
+    var sizes = [10_000, 100_000]
+    var lookups = 5_000_000
+    var report: (String) -> Void
+
+    /// The process's resident memory, bytes (/proc/self/statm).
+    static func resident() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+            let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    func run() {
+        let siteKey = (0..<32).map { UInt8($0) }
+        let now = 1_795_700_000.0
+        for n in sizes {
+            var badges: [(serial: String, key: SymmetricKey)] = []
+            let derive = time {
+                badges = (0..<n).map {
+                    (serial: "B\($0)", key: RotatingID.badgeKey(siteKey: siteKey, serial: "B\($0)"))
+                }
+            }
+            let before = Self.resident()
+            var table: ResolutionTable?
+            let build = time { table = ResolutionTable(badges: badges, now: now) }
+            guard let table else { return }
+            let memory = Self.resident() - before
+            // Adverts as a kiosk hears them: nine in ten from badges of the site (their current
+            // epoch), one in ten from anything else.
+            let start = RotatingID.epochStart(now)
+            var heard: [(UInt16, UInt16)] = (0..<min(n, 20_000)).map { i in
+                RotatingID.id(key: badges[i].key, epochStart: start)
+            }
+            for i in 0..<heard.count / 9 { heard.append((UInt16(truncatingIfNeeded: i * 7919), 65_535)) }
+            var resolved = 0
+            let seconds = time {
+                for i in 0..<lookups {
+                    let (major, minor) = heard[i % heard.count]
+                    if case .badge = table.resolve(major: major, minor: minor) { resolved += 1 }
+                }
+            }
+            let ns = seconds / Double(lookups) * 1e9
+            report(
+                "\(n) badges: keys derived in \(format(derive)) s; table of \(table.count) ids built in \(format(build)) s, "
+                    + "\(memory / 1024) KiB (\(table.count > 0 ? memory / table.count : 0) bytes an id); "
+                    + "one advert resolved in \(format(ns)) ns (\(resolved) of \(lookups) to a badge) "
+                    + verdict(ns <= 1000, "≤ 1 µs")
+            )
+        }
+    }
+}
