@@ -440,6 +440,40 @@ import TracerTesting
         #expect(audit.stdout.contains("refused (403): this token is for kiosk-cafe, not kiosk-lab"), "\(audit.stdout)")
     }
 
+    /// The same refusal on a kiosk that keeps running: it goes on recording, and its metrics say
+    /// the token is refused (`tracer_sync_token_refused 1`) while the server counts it.
+    @Test func aRunningKioskWithAnotherKiosksTokenKeepsRecordingAndSaysSo() async throws {
+        _ = try await tracer(["map", "publish", Self.map], store: site)
+        let wrong = try await token("kiosk-cafe", file: "cafe.token")
+        let server = try await SiteServer(store: site)
+        defer { server.process.kill() }
+        let fifo = dir.file("adverts.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let kioskStore = dir.file("kiosk.sqlite")
+        let daemon = try TracerProcess.start([
+            "daemon", "--map", Self.map, "--anchor", "kiosk-lab", "--source", "replay:\(fifo)", "--store", kioskStore,
+            "--upstream", server.url, "--token-file", wrong, "--metrics", "127.0.0.1:0", "--drain-timeout", "1",
+        ])
+        defer { daemon.kill() }
+        let writer = try #require(FileHandle(forWritingAtPath: fifo))
+        let metricsLine = await daemon.line() ?? ""
+        let port = try #require(UInt16(metricsLine.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        var metrics = ""
+        #expect(
+            await until(60) {
+                metrics = await httpGet(port: port, path: "/metrics") ?? ""
+                return metrics.contains("tracer_sync_token_refused 1")
+            },
+            "\(metrics)\n\(daemon.stderr)"
+        )
+        // Still running, still recording: its anchor's document is in its own store.
+        #expect(daemon.process.isRunning)
+        #expect(try DocumentStore(path: kioskStore).get("beacons/kiosk-lab").exists)
+        #expect(daemon.stderr.components(separatedBy: "this token is for kiosk-cafe").count == 2, "\(daemon.stderr)")
+        try writer.close()
+        #expect(await daemon.stop(0, timeout: 120)?.status == 1, "\(daemon.stderr)")
+    }
+
     /// A kiosk started with `--map` and `--upstream` whose map disagrees with the site the server
     /// publishes is refused in one line naming both and what to do, before it records anything
     /// (it used to write kiosk-lab under the old room and replicate it); a map that agrees runs.
