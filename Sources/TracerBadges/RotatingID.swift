@@ -105,14 +105,8 @@ public struct ResolutionTable: Sendable {
     }
 
     /// The badge advertising `major`/`minor`, if exactly one does in the table's epochs.
-    @inlinable
     public func resolve(major: UInt16, minor: UInt16) -> Resolution {
-        lookup(UInt32(major) << 16 | UInt32(minor))
-    }
-
-    @usableFromInline
-    func lookup(_ id: UInt32) -> Resolution {
-        guard let index = ids[id] else { return .unknown }
+        guard let index = ids[UInt32(major) << 16 | UInt32(minor)] else { return .unknown }
         return index < 0 ? .collision : .badge(serial: serials[Int(index)])
     }
 

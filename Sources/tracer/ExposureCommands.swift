@@ -19,7 +19,18 @@ enum ExposureOutput {
         var radius = 6.0
         var window = 5.0
         var rooms: [String: String] = [:]
-        var timeZone = TimeZone.current
+        let timeZone = TimeZone.current
+        /// `Tue 24 Nov 10:05` and `10:48` in `timeZone`: made once for a whole table.
+        let day = Context.formatter("EEE d MMM HH:mm")
+        let time = Context.formatter("HH:mm")
+
+        static func formatter(_ format: String) -> DateFormatter {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_GB")
+            f.timeZone = TimeZone.current
+            f.dateFormat = format
+            return f
+        }
 
         init(radius: Double = 6, window: Double = 5, rooms: [String: String] = [:]) {
             (self.radius, self.window, self.rooms) = (radius, window, rooms)
@@ -57,15 +68,7 @@ enum ExposureOutput {
     /// `Tue 24 Nov 10:05–10:48` in the context's time zone.
     static func when(_ e: Responses.Exposure, _ c: Context) -> String {
         guard let from = date(e.from) else { return "?" }
-        let day = DateFormatter()
-        day.locale = Locale(identifier: "en_GB")
-        day.timeZone = c.timeZone
-        day.dateFormat = "EEE d MMM HH:mm"
-        let time = DateFormatter()
-        time.locale = day.locale
-        time.timeZone = c.timeZone
-        time.dateFormat = "HH:mm"
-        return day.string(from: from) + (date(e.to).map { "–" + time.string(from: $0) } ?? "")
+        return c.day.string(from: from) + (date(e.to).map { "–" + c.time.string(from: $0) } ?? "")
     }
 
     /// What was decided: within the radius for certain (`≤ 2.5 m`), or possibly (`maybe ≤ 6 m`,

@@ -40,26 +40,22 @@ def usage(msg=None):
 
 
 args = sys.argv[1:]
-outdir, today, only = None, None, None
+outdir = None
+values = {"--today": None, "--only": None}   # the options that take a value: --X V or --X=V
 i = 0
 while i < len(args):
     a = args[i]
+    name = a.split("=", 1)[0]
     if a in ("-h", "--help"):
         usage()
-    elif a == "--today":
-        if i + 1 >= len(args):
-            usage("--today needs a date")
-        today = args[i + 1]
-        i += 2
-        continue
-    elif a.startswith("--today="):
-        today = a.split("=", 1)[1]
-    elif a == "--only":
-        if i + 1 >= len(args):
-            usage("--only needs a file name")
-        only = args[i + 1]
-        i += 2
-        continue
+    elif name in values:
+        if "=" in a:
+            values[name] = a.split("=", 1)[1]
+        elif i + 1 < len(args):
+            values[name] = args[i + 1]
+            i += 1
+        else:
+            usage(f"{name} needs a value")
     elif a.startswith("-"):
         usage(f"unknown option {a}")
     elif outdir is None:
@@ -69,6 +65,7 @@ while i < len(args):
     i += 1
 if outdir is None:
     usage("OUTDIR is required")
+today, only = values["--today"], values["--only"]
 try:
     TODAY = dt.date.fromisoformat(today) if today else dt.datetime.now(dt.timezone.utc).date()
 except ValueError:
