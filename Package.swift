@@ -151,7 +151,8 @@ let package = Package(
         .target(
             name: "TracerModel",
             dependencies: [
-                "TracerStore", "TracerRanging", "TracerSite", .product(name: "Crypto", package: "swift-crypto"),
+                "TracerStore", "TracerRanging", "TracerSite", "TracerBadges",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
 
@@ -214,7 +215,7 @@ let package = Package(
         .target(
             name: "TracerReplication",
             dependencies: [
-                "TracerStore", "TracerModel", "TracerAPI",
+                "TracerStore", "TracerModel", "TracerAPI", "TracerBadges",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -257,7 +258,8 @@ let package = Package(
         .target(
             name: "TracerDaemon",
             dependencies: [
-                "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerDBus", "CTracerSystemd",
+                "TracerRanging", "TracerSite", "TracerStore", "TracerModel", "TracerBadges", "TracerDBus",
+                "CTracerSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -266,7 +268,12 @@ let package = Package(
 
         // The simulator: people moving about a site, the adverts its kiosks hear, the truth;
         // and the evaluation of what tracer flagged against that truth.
-        .target(name: "TracerSimulation", dependencies: ["TracerSite", "TracerRanging"]),
+        .target(
+            name: "TracerSimulation",
+            dependencies: [
+                "TracerSite", "TracerRanging", "TracerBadges", .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
 
         // The admin HTTP API and the dashboard (`tracer serve`): tokens, routes as Codable
         // responses, Server-Sent Events; and `/metrics` (swift-prometheus) for the daemon.
@@ -274,7 +281,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerExposure", "TracerReports",
-                "TracerOCR", "TracerVerification", "TracerAPI", "TracerCertificate",
+                "TracerOCR", "TracerVerification", "TracerAPI", "TracerCertificate", "TracerBadges",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -367,7 +374,7 @@ let package = Package(
         .testTarget(
             name: "TracerDaemonTests",
             dependencies: [
-                "TracerDaemon", "TracerDBus", "TracerModel", "TracerTesting",
+                "TracerDaemon", "TracerBadges", "TracerDBus", "TracerModel", "TracerTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -396,7 +403,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerModelTests",
-            dependencies: ["TracerModel", "TracerStore", "TracerTesting"]
+            dependencies: ["TracerModel", "TracerBadges", "TracerStore", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerColocationTests",
@@ -432,7 +439,7 @@ let package = Package(
         .testTarget(
             name: "TracerCLITests",
             dependencies: [
-                "TracerAPI", "tracer", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting",
+                "TracerAPI", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting",
             ]
         ),
     ],

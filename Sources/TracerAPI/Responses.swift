@@ -502,6 +502,44 @@ public enum Responses {
         }
     }
 
+    /// `GET /v1/badges/ids?day=…`: one UTC day of every active badge's rotating ids, for a
+    /// kiosk to resolve them without holding a key (`BadgeIDDay`).
+    public struct BadgeIDs: Codable, Sendable, Equatable {
+        /// 2026-11-26.
+        public var day: String
+        public var epochBits: Int
+        /// The badges' version at the server (issuing, revoking, rekeying move it).
+        public var version: Int64
+        public var serials: [String]
+        /// Each badge's number (unique in the site, stable).
+        public var numbers: [UInt32]
+        /// The day's first epoch's start (Unix seconds) and how many epochs start in the day.
+        public var firstEpoch: UInt32
+        public var epochs: Int
+        /// Base64 of the ids, 4 bytes each (major, minor; big-endian), one row of badges an epoch.
+        public var ids: String
+
+        public init(
+            day: String,
+            epochBits: Int,
+            version: Int64,
+            serials: [String],
+            numbers: [UInt32],
+            firstEpoch: UInt32,
+            epochs: Int,
+            ids: String
+        ) {
+            self.day = day
+            self.epochBits = epochBits
+            self.version = version
+            self.serials = serials
+            self.numbers = numbers
+            self.firstEpoch = firstEpoch
+            self.epochs = epochs
+            self.ids = ids
+        }
+    }
+
     /// `GET /v1/site`: the published BeaconMap.
     public struct PublishedSite: Codable, Sendable, Equatable {
         public var site: String

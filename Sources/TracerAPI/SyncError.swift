@@ -13,6 +13,8 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case unavailable
         /// An option or file given at start is unusable.
         case badInput
+        /// The server has no such thing (404: no badges at the site).
+        case notFound
     }
 
     public var code: Code

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import TracerBadges
 import TracerModel
 import TracerRanging
 import TracerSite
@@ -31,6 +32,8 @@ public final class Daemon: Sendable {
     public let retention: Double?
     /// A replicating kiosk's acknowledged change token: retention keeps everything after it.
     let acknowledged: (@Sendable () -> Int64?)?
+    /// What resolves the site's rotating badges (a site with `settings: badgeUUID`).
+    public let badges: BadgeSupply?
 
     public init(
         site: Site,
@@ -42,9 +45,11 @@ public final class Daemon: Sendable {
         flushInterval: Double = 2,
         retention: Double? = 14 * 86_400,
         acknowledged: (@Sendable () -> Int64?)? = nil,
+        badges: BadgeSupply? = nil,
         logger: Logger
     ) {
         self.acknowledged = acknowledged
+        self.badges = badges
         self.flushInterval = flushInterval
         self.retention = retention
         self.site = site
@@ -110,6 +115,11 @@ public final class Daemon: Sendable {
         var lastWrite = Date().timeIntervalSince1970
         let live = !source.isReplay
         var nextPurge = 0.0
+        // The next epoch's table is built a minute before it starts, so that no advert waits.
+        let bits = site.badgeEpochBits
+        let ahead = live ? badges.map { b in Task { await b.buildAhead(bits: bits) } } : nil
+        defer { ahead?.cancel() }
+        var badgeRevision = -1
         do {
             for try await batch in source.batches() {
                 if let newer = newerSite.withLock({ s in
@@ -123,9 +133,19 @@ public final class Daemon: Sendable {
                     counts.add(ranger.counts)
                     site = newer
                     ranger = try Ranger(site: site, mode: mode)
+                    badgeRevision = -1
                     if let stored { ranger.seed(offset: stored) }
                     if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
                     logger.notice("ranging under the newly published site", metadata: ["site": "\(site.name)"])
+                }
+                if let badges, site.badgeUUID != nil, let first = batch.first {
+                    let t = live ? Date().timeIntervalSince1970 : first.time
+                    let epoch = RotatingID.epochStart(t, bits: site.badgeEpochBits)
+                    if epoch != ranger.badges?.epochStart || badges.resolver.revision != badgeRevision {
+                        if !live { await badges.prepare?(t) }
+                        badgeRevision = badges.resolver.revision
+                        ranger.badges = badges.resolver.table(at: t)
+                    }
                 }
                 for advert in batch { ranger.add(advert, into: &pending) }
                 let now = live ? Date().timeIntervalSince1970 : 0
@@ -240,6 +260,32 @@ public final class Daemon: Sendable {
 
     /// An interaction document: DESIGN.md's fields, plus the least distance and the anchor's key.
     public static func document(_ s: InteractionSummary) -> DocumentData { Interaction(s).data }
+}
+
+/// What a daemon resolves rotating badges with: the resolver, and (a kiosk's days of ids from its
+/// site server) what fetches the days around a replay's time before its table is built.
+public struct BadgeSupply: Sendable {
+    public let resolver: BadgeResolver
+    public let prepare: (@Sendable (Double) async -> Void)?
+
+    public init(resolver: BadgeResolver, prepare: (@Sendable (Double) async -> Void)? = nil) {
+        self.resolver = resolver
+        self.prepare = prepare
+    }
+
+    /// Builds each epoch's table a minute before the epoch starts (live sources), until cancelled.
+    func buildAhead(bits: Int) async {
+        let length = Double(1 << bits)
+        while !Task.isCancelled {
+            let now = Date().timeIntervalSince1970
+            let next = Double(RotatingID.epochStart(now, bits: bits)) + length
+            let wait = max(0, next - 60 - now)
+            do { try await Task.sleep(for: .seconds(wait)) } catch { return }
+            await prepare?(next)
+            _ = resolver.table(at: next)
+            do { try await Task.sleep(for: .seconds(61)) } catch { return }
+        }
+    }
 }
 
 /// The daemon's counters as it runs, readable from other threads.

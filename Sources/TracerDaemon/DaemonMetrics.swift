@@ -10,6 +10,8 @@ public final class DaemonMetrics: Sendable {
     let iBeacons = Counter(label: "tracer_ibeacon_adverts_total")
     let attributed = Counter(label: "tracer_attributed_adverts_total")
     let written = Counter(label: "tracer_interactions_written_total")
+    let badgesUnresolved = Counter(label: "tracer_badge_adverts_unresolved_total")
+    let badgeCollisions = Counter(label: "tracer_badge_adverts_collided_total")
     let inRange = Gauge(label: "tracer_devices_in_range")
     let lastWrite = Gauge(label: "tracer_last_write_timestamp_seconds")
     let scanning = Gauge(label: "tracer_bluez_scanning")
@@ -33,6 +35,8 @@ public final class DaemonMetrics: Sendable {
             iBeacons.increment(by: max(0, p.counts.iBeacons - q.counts.iBeacons))
             attributed.increment(by: max(0, p.counts.attributed - q.counts.attributed))
             written.increment(by: max(0, p.written - q.written))
+            badgesUnresolved.increment(by: max(0, p.counts.badgesUnresolved - q.counts.badgesUnresolved))
+            badgeCollisions.increment(by: max(0, p.counts.badgeCollisions - q.counts.badgeCollisions))
             inRange.record(p.inRange)
             lastWrite.record(p.lastWrite ?? 0)
             if let bluez {

@@ -1,3 +1,4 @@
+import TracerBadges
 import TracerRanging
 import TracerSite
 
@@ -17,6 +18,10 @@ public struct RangingCounts: Sendable, Equatable {
     /// Fixed beacons heard by a kiosk: calibration references, not interactions.
     public var references = 0
     public var interactions = 0
+    /// Rotating badges' adverts whose id matched no badge of the table (another site's, a
+    /// revoked badge, a clock far off), and those whose id two badges share this epoch.
+    public var badgesUnresolved = 0
+    public var badgeCollisions = 0
 
     /// Adds another ranger's counts (the one before a site change).
     public mutating func add(_ other: RangingCounts) {
@@ -25,6 +30,8 @@ public struct RangingCounts: Sendable, Equatable {
         attributed += other.attributed
         references += other.references
         interactions += other.interactions
+        badgesUnresolved += other.badgesUnresolved
+        badgeCollisions += other.badgeCollisions
     }
 }
 
@@ -37,6 +44,9 @@ public struct Ranger: Sendable {
     /// A kiosk's receiver offset fitted from the fixed beacons in its room as it runs (nil in
     /// scanner mode, with `calibration: map`, or with no fixed beacon in the room).
     public private(set) var calibration: RunningCalibration?
+    /// The rotating badges' ids for the epochs around the adverts' (a kiosk with a site that has
+    /// `settings: badgeUUID`); the daemon gives the next as epochs pass.
+    public var badges: ResolutionTable?
 
     public init(site: Site, mode: DaemonMode) throws {
         switch mode {
@@ -94,7 +104,8 @@ public struct Ranger: Sendable {
         counts.adverts += 1
         advert.forEachIBeacon { beacon in
             counts.iBeacons += 1
-            guard let sighting = attribute(beacon, advert) else {
+            guard let sighting = beacon.uuid == site.badgeUUID ? badge(beacon, advert) : attribute(beacon, advert)
+            else {
                 if case .gateway = mode, let reference = site.fixedBeacon(for: beacon) {
                     counts.references += 1
                     let power = Double(reference.measuredPower ?? Int(beacon.measuredPower))
@@ -137,10 +148,42 @@ public struct Ranger: Sendable {
     /// The sightings an advert gives, without ranging them (for calibration).
     public func sightings(_ advert: Advert) -> [Sighting] {
         var out: [Sighting] = []
+        var copy = self
         advert.forEachIBeacon { beacon in
-            if let s = attribute(beacon, advert) { out.append(s) }
+            if let s = beacon.uuid == site.badgeUUID ? copy.badge(beacon, advert) : attribute(beacon, advert) {
+                out.append(s)
+            }
         }
         return out
+    }
+
+    /// A rotating badge's advert heard by a kiosk, as its badge: the device is `badge:SERIAL`, and
+    /// the beacon ranged is the badge's number under the badge UUID (one window across a change
+    /// of id). Nil, counted, when no one badge has the id.
+    private mutating func badge(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
+        guard case .gateway(let kiosk) = mode else { return nil }
+        guard let index = badges?.index(major: beacon.major, minor: beacon.minor) else {
+            counts.badgesUnresolved += 1
+            return nil
+        }
+        guard index >= 0, let table = badges else {
+            counts.badgeCollisions += 1
+            return nil
+        }
+        let number = table.numbers[Int(index)]
+        return Sighting(
+            time: advert.time,
+            deviceName: table.deviceIDs[Int(index)],
+            anchorKey: kiosk,
+            beacon: IBeacon(
+                uuid: beacon.uuid,
+                major: UInt16(truncatingIfNeeded: number >> 16),
+                minor: UInt16(truncatingIfNeeded: number),
+                measuredPower: beacon.measuredPower
+            ),
+            rssi: Double(advert.rssi),
+            measuredPower: Double(beacon.measuredPower)
+        )
     }
 
     /// Who and where an iBeacon advert stands for in this mode; nil when it is not an interaction.

@@ -34,6 +34,17 @@ public enum Collections {
         do { return try config.document(PublishedSite.documentID) } catch { preconditionFailure("\(error)") }
     }
 
+    /// `badges`: the site's badges (serial, number, key generation).
+    public static let badges = root(BadgeRegistry.collectionID)
+
+    /// `config/badgeKeys`: the site's badge keys (the site server's store only).
+    public static var badgeKeys: DocumentPath {
+        do { return try config.document("badgeKeys") } catch { preconditionFailure("\(error)") }
+    }
+
+    /// `badgeIDs`: the days of badge ids a kiosk holds.
+    public static let badgeIDs = root(BadgeIDDays.collectionID)
+
     /// `beacons/{key}`.
     public static func beacon(_ key: String) throws(StoreError) -> DocumentPath {
         try beacons.document(key)

@@ -82,12 +82,19 @@ public struct Interaction: Sendable, Equatable {
         self.testResult = testResult
     }
 
+    /// How a rotating badge's device id starts (`badge:SERIAL`).
+    public static let badgePrefix = "badge:"
+
     /// A window the ranging closed.
     public init(_ s: InteractionSummary) {
         self.init(
             deviceID: s.deviceID,
             anchor: s.anchorKey,
-            beacon: BeaconID(uuid: s.beacon.uuid.description, major: Int(s.beacon.major), minor: Int(s.beacon.minor)),
+            // A rotating badge's interaction keeps no beacon identity: its ids say nothing lasting,
+            // and the number its windows were keyed by is the site's own.
+            beacon: s.deviceID.hasPrefix(Self.badgePrefix)
+                ? nil
+                : BeaconID(uuid: s.beacon.uuid.description, major: Int(s.beacon.major), minor: Int(s.beacon.minor)),
             proximity: s.proximity,
             distance: s.distance.map(Self.centimetres),
             minDistance: s.minDistance.map(Self.centimetres),

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOSSL
 import Synchronization
 import TracerAPI
+import TracerBadges
 import TracerModel
 
 /// The site server as a kiosk (or a person's command) talks to it: HTTP or HTTPS with
@@ -193,6 +194,45 @@ public final class Upstream: AsyncShutdown {
         case 401: throw SyncError(.unauthorized, answer.message)
         case 403: throw SyncError(.forbidden, answer.message)
         case 404: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        default: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        }
+    }
+
+    /// One day of the site's badge ids (`GET /v1/badges/ids`): nil when it is the one with
+    /// `etag` (304). Throws `notFound` when the site has no badges.
+    public func badgeDay(_ day: UInt32, etag: String?) async throws(SyncError) -> (day: BadgeIDDay, etag: String)? {
+        let answer = try await request(
+            .GET,
+            "/v1/badges/ids?day=\(BadgeIDDay.name(day))",
+            headers: etag.map { [("If-None-Match", $0)] } ?? [],
+            limit: 64 << 20
+        )
+        switch answer.status {
+        case 304: return nil
+        case 200:
+            guard let body = Responses.decode(Responses.BadgeIDs.self, from: answer.body),
+                let packed = Data(base64Encoded: body.ids), let ids = BadgeIDDay.unpack(Array(packed)),
+                BadgeIDDay.day(named: body.day) == day
+            else {
+                throw SyncError(.protocolError, "\(base)/v1/badges/ids: not a day of badge ids")
+            }
+            let made = BadgeIDDay(
+                day: day,
+                bits: body.epochBits,
+                version: body.version,
+                serials: body.serials,
+                numbers: body.numbers,
+                firstEpoch: body.firstEpoch,
+                epochs: body.epochs,
+                ids: ids
+            )
+            guard made.isWhole else {
+                throw SyncError(.protocolError, "\(base)/v1/badges/ids: the day's ids do not add up")
+            }
+            return (made, answer.headers["ETag"].first ?? "")
+        case 401: throw SyncError(.unauthorized, answer.message)
+        case 403: throw SyncError(.forbidden, answer.message)
+        case 404: throw SyncError(.notFound, answer.message)
         default: throw SyncError(.unavailable, "\(base): \(answer.message)")
         }
     }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 import TracerAPI
 import TracerCertificate
 import TracerExposure
@@ -42,6 +43,8 @@ public final class API: Sendable {
     let started = Date()
     /// Kiosks' batches.
     let sync: SyncEndpoint
+    /// Days of badge ids made lately, by ETag (`GET /v1/badges/ids`).
+    let badgeDays = Mutex<[String: Responses.BadgeIDs]>([:])
     /// A kiosk unheard for longer than this is shown as silent (it sends at least every 15 s).
     public static let silentAfter = 60.0
 
@@ -253,6 +256,10 @@ public final class API: Sendable {
         router.get("/v1/site") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
             return try await store.reading { try self.publishedSite(request) }
+        }
+        router.get("/v1/badges/ids") { [self] request, context in
+            try await authorize(request, context, [.admin, .kiosk])
+            return try await store.reading { try self.badgeIDs(request) }
         }
         router.get("/v1/watch") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .device], tokenInQuery: true)

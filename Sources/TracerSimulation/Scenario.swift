@@ -1,4 +1,5 @@
 import Foundation
+import TracerBadges
 import TracerRanging
 import TracerSite
 
@@ -65,9 +66,14 @@ public struct Person: Sendable {
     public var address: String
     /// The power it advertises at 1 m, dBm.
     public var measuredPower: Int = -59
+    /// A rotating badge's serial, number and key (then `uuid` is the site's badge UUID and the
+    /// major and minor change every epoch).
+    public var badge: BadgeKey?
 
-    /// `uuid:major:minor`, DESIGN.md's device id.
-    public var deviceID: String { "\(uuid):\(major):\(minor)" }
+    /// DESIGN.md's device id: `uuid:major:minor`, or a rotating badge's `badge:SERIAL`.
+    public var deviceID: String {
+        badge.map { RotatingID.deviceID(serial: $0.serial) } ?? "\(uuid):\(major):\(minor)"
+    }
 }
 
 /// Where one person was from one time to another: in a room at a point, or outdoors.

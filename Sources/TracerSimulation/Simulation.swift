@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import TracerBadges
 import TracerRanging
 import TracerSite
 
@@ -23,7 +25,8 @@ public struct Simulation: Sendable {
     public let kiosks: [Anchor]
     let radio: Radio
 
-    public init(site: Site, parameters: SimulationParameters) throws {
+    /// With `badges`, person i wears badge i, rotating (the site must have `settings: badgeUUID`).
+    public init(site: Site, parameters: SimulationParameters, badges: [BadgeKey]? = nil) throws {
         guard parameters.people >= 1, parameters.people <= 100_000 else {
             throw SimulationError("--people must be from 1 to 100000, not \(parameters.people)")
         }
@@ -46,6 +49,16 @@ public struct Simulation: Sendable {
             }
             guard parameters.beaconInterval > 0 else {
                 throw SimulationError("phones hear the fixed beacons: their advert interval must be above 0")
+            }
+        }
+        if let badges {
+            guard site.badgeUUID != nil else {
+                throw SimulationError("\(site.file): rotating badges need settings: badgeUUID in the map")
+            }
+            guard badges.count >= parameters.people else {
+                throw SimulationError(
+                    "\(parameters.people) people need as many badges: the store has \(badges.count) (tracer badge issue --count \(parameters.people - badges.count))"
+                )
             }
         }
         self.site = site
@@ -79,6 +92,10 @@ public struct Simulation: Sendable {
                     address: bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
                 )
             )
+            if let badges, let uuid = site.badgeUUID {
+                people[i].badge = badges[i]
+                people[i].uuid = uuid.description
+            }
         }
         self.people = people
         var planner = Planner(site: site, parameters: parameters)
@@ -237,7 +254,7 @@ public struct Simulation: Sendable {
                 Array(", \"manufacturerData\": {\"76\": \"\(payload)\"}}\n".utf8)
             )
         }
-        let personParts = people.map {
+        var personParts = people.map {
             tail($0.address, Self.payload(uuid: $0.uuid, major: $0.major, minor: $0.minor, power: $0.measuredPower))
         }
         var beaconParts: [Int: ([UInt8], [UInt8])] = [:]
@@ -255,7 +272,18 @@ public struct Simulation: Sendable {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 20)
         let head = Array("{\"t\": ".utf8)
+        // A rotating badge's advert: its id and its address change with each epoch.
+        var epochOf = [UInt32?](repeating: nil, count: people.count)
+        let bits = site.badgeEpochBits
         for h in heard {
+            if h.emitter >= 0, let badge = people[Int(h.emitter)].badge {
+                let i = Int(h.emitter)
+                let epoch = RotatingID.epochStart(h.time, bits: bits)
+                if epochOf[i] != epoch {
+                    epochOf[i] = epoch
+                    personParts[i] = Self.rotating(people[i], badge, epoch: epoch, bits: bits, tail: tail)
+                }
+            }
             let parts = h.emitter >= 0 ? personParts[Int(h.emitter)] : beaconParts[Int(-1 - h.emitter)]!
             buffer += head
             let ms = Int64((h.time * 1000).rounded())
@@ -275,6 +303,23 @@ public struct Simulation: Sendable {
         }
         try handle.write(contentsOf: buffer)
         return heard.count
+    }
+
+    /// A rotating badge's line parts in one epoch: its id (DESIGN.md's construction) and an
+    /// address drawn from it (a non-resolvable private address changes with the id, as a badge
+    /// that rotates both would: keeping one address would link the ids for any listener).
+    static func rotating(
+        _ person: Person,
+        _ badge: BadgeKey,
+        epoch: UInt32,
+        bits: Int,
+        tail: (String, String) -> ([UInt8], [UInt8])
+    ) -> ([UInt8], [UInt8]) {
+        let id = RotatingID.id(key: badge.key, epochStart: epoch, bits: bits)
+        var bytes = Array(SHA256.hash(data: Array("address \(badge.serial) \(epoch)".utf8)).prefix(6))
+        bytes[0] &= 0x3F  // the two top bits 00: a non-resolvable private address
+        let address = bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
+        return tail(address, payload(uuid: person.uuid, major: id.major, minor: id.minor, power: person.measuredPower))
     }
 
     static func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {

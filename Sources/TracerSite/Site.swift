@@ -68,6 +68,11 @@ public struct Site: Sendable {
     /// The push services (host names) the server may send Web Push to (`settings: pushServices`);
     /// nil: the three big browsers' (`PushSubscription.defaultServices`).
     public var pushServices: Set<String>?
+    /// The proximity UUID of the site's rotating badges (`settings: badgeUUID`): their major and
+    /// minor change every epoch and resolve to a badge only at the site's kiosks. Nil: none.
+    public var badgeUUID: UUIDBytes?
+    /// K: a rotating badge's epoch is 2^K seconds (`settings: badgeEpochBits`, 10 by default).
+    public var badgeEpochBits = 10
     /// The file it came from.
     public var file: String
 

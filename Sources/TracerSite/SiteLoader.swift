@@ -284,10 +284,12 @@ private struct Reader {
         var verification = VerificationSettings()
         var guidance: Guidance?
         var pushServices: Set<String>?
+        var badges: (uuid: UUIDBytes, bits: Int)?
         if let s = f["settings"] {
             (ranging, exposure, verification) = try settings(s)
             guidance = try self.guidance(s)
             pushServices = try self.pushServices(s)
+            badges = try self.badges(s, deviceUUIDs: deviceUUIDs, anchors: anchors)
         }
         var site = Site(
             name: name,
@@ -301,6 +303,10 @@ private struct Reader {
         site.verification = verification
         site.guidance = guidance
         site.pushServices = pushServices
+        if let badges {
+            site.badgeUUID = badges.uuid
+            site.badgeEpochBits = badges.bits
+        }
         site.deviceUUIDOrder = deviceUUIDOrder
         return site
     }
@@ -323,6 +329,39 @@ private struct Reader {
             link = l
         }
         return Guidance(text: text, link: link)
+    }
+
+    /// `settings: badgeUUID: …` (and `badgeEpochBits: K`): the site's rotating badges. Their
+    /// UUID is theirs alone: a static device's or a fixed beacon's would make its adverts two
+    /// things at once.
+    func badges(_ settings: Node, deviceUUIDs: Set<UUIDBytes>, anchors: [Anchor]) throws -> (UUIDBytes, Int)? {
+        let map = settings.mapping
+        let bitsNode = map?[Node("badgeEpochBits")]
+        guard let node = map?[Node("badgeUUID")] else {
+            if let bitsNode {
+                throw fail(bitsNode, "settings: badgeEpochBits goes with badgeUUID (the rotating badges' UUID)")
+            }
+            return nil
+        }
+        let uuid = try self.uuid(node, "settings: badgeUUID", parent: settings.mark)
+        if deviceUUIDs.contains(uuid) {
+            throw fail(
+                node,
+                "settings: badgeUUID \(uuid) is also in deviceUUIDs: rotating badges need a UUID of their own"
+            )
+        }
+        if let beacon = anchors.first(where: { $0.identity?.uuid == uuid }) {
+            throw fail(
+                node,
+                "settings: badgeUUID \(uuid) is also fixed beacon \(beacon.key)'s: rotating badges need a UUID of their own"
+            )
+        }
+        var bits = 10
+        if let bitsNode { bits = Int(try bounded(bitsNode, "badgeEpochBits", 6...16)) }
+        if let bitsNode, Double(bits) != (try number(bitsNode, "settings: badgeEpochBits", parent: bitsNode.mark)) {
+            throw fail(bitsNode, "settings: badgeEpochBits takes a whole number (10: epochs of 1,024 s)")
+        }
+        return (uuid, bits)
     }
 
     /// `settings: pushServices: [fcm.googleapis.com, …]`: the only hosts Web Push goes to.
@@ -354,7 +393,8 @@ private struct Reader {
                 "filter", "armaCoefficient", "filterWindow", "outlierClamp", "distanceModel", "pathLossExponent",
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
-                "calibration", "positions", "review", "trustList", "guidance", "pushServices",
+                "calibration", "positions", "review", "trustList", "guidance", "pushServices", "badgeUUID",
+                "badgeEpochBits",
             ]
         )
         var e = ExposureSettings()

@@ -47,6 +47,11 @@ public enum Value: Sendable, Hashable {
         if case .timestamp(let t) = self { t } else { nil }
     }
 
+    /// The elements, for arrays.
+    public var arrayValue: [Value]? {
+        if case .array(let a) = self { a } else { nil }
+    }
+
     /// The fields, for maps.
     public var mapValue: [String: Value]? {
         if case .map(let m) = self { m } else { nil }

@@ -21,10 +21,14 @@ struct BadgeBenchmark: Measuring {
         let siteKey = (0..<32).map { UInt8($0) }
         let now = 1_795_700_000.0
         for n in sizes {
-            var badges: [(serial: String, key: SymmetricKey)] = []
+            var badges: [BadgeKey] = []
             let derive = time {
                 badges = (0..<n).map {
-                    (serial: "B\($0)", key: RotatingID.badgeKey(siteKey: siteKey, serial: "B\($0)"))
+                    BadgeKey(
+                        serial: "B\($0)",
+                        number: UInt32($0),
+                        key: RotatingID.badgeKey(siteKey: siteKey, serial: "B\($0)")
+                    )
                 }
             }
             let before = Self.resident()

@@ -150,6 +150,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 logger: Logger(label: "tracer.sync")
             )
         }
+        let badges = try badgeFollower(site: site, store: store, upstream: upstream, logger: logger)
         let daemon = Daemon(
             site: site,
             mode: mode,
@@ -158,6 +159,7 @@ struct DaemonCommand: AsyncParsableCommand {
             csvLog: try logDir.map { try CSVLog(directory: $0) },
             retention: retentionDays > 0 ? retentionDays * 86_400 : nil,
             acknowledged: replicator.map { r in { @Sendable in r.status.snapshot.acknowledged } },
+            badges: badges.map { BadgeSupply(resolver: $0.resolver, prepare: $0.prepare) },
             logger: logger
         )
         let bluez = advertSource as? BlueZSource
@@ -181,6 +183,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 )
             }
         }
+        if let badges { services.append(.init(service: badges)) }
         services.append(Services.ending(DaemonService(daemon) { report in finished.withLock { $0 = report } }))
         if let metrics, let registry {
             let published = DaemonMetrics()
@@ -219,6 +222,11 @@ struct DaemonCommand: AsyncParsableCommand {
                 + "\(c.attributed) attributed, \(c.references) from fixed beacons) in \(String(format: "%.2f", report.seconds)) s, "
                 + "\(rate) adverts/s; wrote \(report.written) interaction documents"
         )
+        if c.badgesUnresolved + c.badgeCollisions > 0 {
+            Output.line(
+                "  rotating badges: \(c.badgesUnresolved) adverts matched no badge of the site (another site's, revoked, or a clock far off), \(c.badgeCollisions) an id two badges shared"
+            )
+        }
         var refused = false
         if let replicator {
             let s = replicator.status.snapshot
@@ -252,6 +260,30 @@ struct DaemonCommand: AsyncParsableCommand {
             // daemon keeps recording: its status line, metrics and the server's /v1/kiosks say it.)
             if refused { throw ExitCode(1) }
         }
+    }
+
+    /// What resolves a site's rotating badges at a kiosk: the keys, on a store that has them (the
+    /// site server's, a simulated site's); else the days of ids from the site server. A site with
+    /// rotating badges and neither would record none of them: refused, in one line.
+    func badgeFollower(site: Site, store: DocumentStore, upstream: Upstream?, logger: Logger) throws -> BadgeFollower? {
+        guard site.badgeUUID != nil, modeOptions.anchor != nil else { return nil }
+        let log = Logger(label: "tracer.badges")
+        if let keys = try BadgeFollower.keys(store: store, bits: site.badgeEpochBits, logger: log) {
+            return keys
+        }
+        if let upstream {
+            return try BadgeFollower.kiosk(
+                upstream: upstream,
+                store: store,
+                bits: site.badgeEpochBits,
+                interval: .milliseconds(Int(replication.siteInterval * 1000)),
+                logger: log
+            )
+        }
+        throw ValidationError(
+            "\(site.file) has rotating badges (settings: badgeUUID) but \(options.display) has no badges to resolve them: "
+                + "give --upstream URL --token-file FILE (the site server sends its kiosks the badges' ids), or issue them here (tracer badge issue)"
+        )
     }
 
     /// `--map FILE --upstream URL`: the map must agree with the site the server publishes, as

@@ -224,9 +224,8 @@ struct TokenCommand: ParsableCommand {
 }
 
 extension TokenCommand.Create {
-    /// `--link BASE_URL [--qr FILE]`: a device's one-time link to its page (and its QR code).
-    /// Everything that can be wrong is checked before the link is made.
-    func makeLink(_ device: String, base: String) throws {
+    /// `--link BASE_URL`: an http(s) address with a host and nothing after the path.
+    static func checkBase(_ base: String) throws {
         guard let url = URL(string: base), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
             let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
         else {
@@ -234,6 +233,12 @@ extension TokenCommand.Create {
                 "--link takes the site server's address as people's phones reach it (like https://tracer.example.org), not '\(base)'"
             )
         }
+    }
+
+    /// `--link BASE_URL [--qr FILE]`: a device's one-time link to its page (and its QR code).
+    /// Everything that can be wrong is checked before the link is made.
+    func makeLink(_ device: String, base: String) throws {
+        try Self.checkBase(base)
         if let qr {
             let directory = (qr as NSString).deletingLastPathComponent
             let folder = directory.isEmpty ? "." : directory

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import TracerBadges
+import TracerModel
 import TracerSimulation
 import TracerSite
 import TracerStore
@@ -46,6 +48,13 @@ struct SimulateCommand: ParsableCommand {
             """
     )
     var phones = false
+    @Option(
+        help: ArgumentHelp(
+            "People wear the rotating badges issued in this store (tracer badge issue), person i badge i; the map needs settings: badgeUUID.",
+            valueName: "STORE"
+        )
+    )
+    var badgesFrom: String?
     @Option(help: "The radius of the true pairs, metres (default: the map's exposureRadius).") var radius: Double?
     @Option(help: "The window of the true pairs, minutes (default: the map's exposureWindow).") var window: Double?
 
@@ -74,8 +83,23 @@ struct SimulateCommand: ParsableCommand {
             }
             p.receiverErrors[parts[0]] = db
         }
+        var badges: [BadgeKey]?
+        if let badgesFrom {
+            guard site.badgeUUID != nil else {
+                throw ValidationError("--badges-from: \(map) has no rotating badges (settings: badgeUUID)")
+            }
+            guard DocumentStore.isPostgres(badgesFrom) || FileManager.default.fileExists(atPath: badgesFrom) else {
+                throw ValidationError("--badges-from \(badgesFrom): no store there")
+            }
+            guard let material = try BadgeRegistry(store: DocumentStore(path: badgesFrom)).material() else {
+                throw ValidationError(
+                    "--badges-from \(badgesFrom): no badges issued there (tracer badge issue --count \(people))"
+                )
+            }
+            badges = material.badges
+        }
         let began = Date()
-        let simulation = try Simulation(site: site, parameters: p)
+        let simulation = try Simulation(site: site, parameters: p, badges: badges)
         let radius = radius ?? site.exposure.radius
         let window = (window ?? site.exposure.windowMinutes) * 60
         let written = try simulation.write(

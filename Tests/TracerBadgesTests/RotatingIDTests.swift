@@ -52,6 +52,16 @@ import TracerTesting
         }
     }
 
+    static func badges(_ n: Int) -> [BadgeKey] {
+        (0..<n).map { i in
+            BadgeKey(
+                serial: String(format: "%04d", i),
+                number: UInt32(i + 1),
+                key: RotatingID.badgeKey(siteKey: siteKey, serial: "\(i)")
+            )
+        }
+    }
+
     @Test func epochsStartAtMultiplesOfTwoToTheK() {
         #expect(RotatingID.epochStart(1023.9) == 0)
         #expect(RotatingID.epochStart(1024) == 1024)
@@ -64,9 +74,7 @@ import TracerTesting
     /// nobody has is unknown; one two badges share resolves to neither.
     @Test func theTableResolvesTheEpochsAroundNowOnly() {
         let now = 1_795_700_000.0
-        let badges = (0..<200).map { i in
-            (serial: String(format: "%04d", i), key: RotatingID.badgeKey(siteKey: Self.siteKey, serial: "\(i)"))
-        }
+        let badges = Self.badges(200)
         let table = ResolutionTable(badges: badges, now: now)
         #expect(table.count >= 200 * 5 - 2)
         let start = RotatingID.epochStart(now)
@@ -80,7 +88,10 @@ import TracerTesting
         }
         // Two badges with one key share every id: neither is taken for the other.
         let twins = ResolutionTable(
-            badges: [(serial: "a", key: badges[0].key), (serial: "b", key: badges[0].key)],
+            badges: [
+                BadgeKey(serial: "a", number: 1, key: badges[0].key),
+                BadgeKey(serial: "b", number: 2, key: badges[0].key),
+            ],
             now: now
         )
         let id = RotatingID.id(key: badges[0].key, epochStart: start)
@@ -88,5 +99,64 @@ import TracerTesting
         var unknown = 0
         for m in UInt16(0)..<200 where table.resolve(major: m, minor: 12_345) == .unknown { unknown += 1 }
         #expect(unknown >= 199)
+    }
+
+    /// A kiosk's table from the days of ids its server sent is the table the keys make: the
+    /// same badge for every id of the five epochs, at any time of day, midnight included.
+    @Test func daysOfIDsResolveAsTheKeysDo() {
+        let badges = Self.badges(50)
+        let midnight = 1_795_651_200.0  // 2026-11-26 00:00 UTC
+        let days = (-1...1).map { d in
+            BadgeIDDay(badges: badges, day: BadgeIDDay.day(of: midnight + Double(d) * 86_400), version: 3)
+        }
+        #expect(days.allSatisfy { $0.isWhole })
+        let epochs = days.map(\.epochs).reduce(0, +)
+        #expect(epochs == 253)  // 3 days of 84.375 epochs, each counted once
+        for now in [midnight - 1, midnight, midnight + 600, midnight + 43_210] {
+            let fromKeys = ResolutionTable(badges: badges, now: now)
+            let fromDays = ResolutionTable(days: days, now: now)
+            #expect(fromDays.epochsKnown == 5 && fromDays.count == fromKeys.count, "\(now)")
+            let start = RotatingID.epochStart(now)
+            for b in badges {
+                for step in -3...3 {
+                    let id = RotatingID.id(key: b.key, epochStart: UInt32(Int(start) + step * 1024))
+                    #expect(
+                        fromDays.resolve(major: id.major, minor: id.minor)
+                            == fromKeys.resolve(major: id.major, minor: id.minor)
+                    )
+                }
+            }
+        }
+        // Without the day after, the last epochs of today are known only on this side.
+        let partial = ResolutionTable(days: Array(days.prefix(2)), now: midnight + 86_400 - 1)
+        #expect(partial.epochsKnown == 3)
+        // A day packs to bytes and back.
+        #expect(BadgeIDDay.unpack(days[1].packedIDs) == days[1].ids)
+        #expect(BadgeIDDay.unpack([1, 2, 3]) == nil)
+    }
+
+    @Test func daysAreNamedAsCalendarsNameThem() {
+        #expect(BadgeIDDay.name(1_795_651_200) == "2026-11-26")
+        #expect(BadgeIDDay.name(0) == "1970-01-01")
+        #expect(BadgeIDDay.name(951_782_400) == "2000-02-29")
+        #expect(BadgeIDDay.day(named: "2026-11-26") == 1_795_651_200)
+        #expect(BadgeIDDay.day(named: "2000-02-29") == 951_782_400)
+        for bad in ["2026-02-30", "2026-13-01", "26-11-26", "2026-11-26T00", "", "1969-12-31"] {
+            #expect(BadgeIDDay.day(named: bad) == nil, "\(bad)")
+        }
+        #expect(BadgeIDDay.etag(version: 4, bits: 10, day: 1_795_651_200) == "\"v4-k10-2026-11-26\"")
+    }
+
+    /// A revoked badge leaves the resolver's tables at the next one built.
+    @Test func newMaterialReplacesTheTables() {
+        let badges = Self.badges(10)
+        let resolver = BadgeResolver(.keys(badges, version: 1))
+        let now = 1_795_700_000.0
+        let id = RotatingID.id(key: badges[3].key, epochStart: RotatingID.epochStart(now))
+        #expect(resolver.table(at: now).resolve(major: id.major, minor: id.minor) == .badge(serial: "0003"))
+        let revision = resolver.revision
+        resolver.replace(.keys(badges.filter { $0.serial != "0003" }, version: 2))
+        #expect(resolver.revision != revision)
+        #expect(resolver.table(at: now).resolve(major: id.major, minor: id.minor) == .unknown)
     }
 }

@@ -130,7 +130,41 @@ import Testing
             "separation: possible}", "separation: possible, guidance: {text: a, colour: red}}",
             "t.yaml:8: settings: guidance: unknown field 'colour'"
         ),
+        (
+            "separation: possible}", "separation: possible, badgeUUID: f7826da6-4fa2-4e98-8024-bc5b71e0893e}",
+            "t.yaml:8: settings: badgeUUID f7826da6-4fa2-4e98-8024-bc5b71e0893e is also in deviceUUIDs"
+        ),
+        (
+            "separation: possible}", "separation: possible, badgeUUID: e2c56db5-dffb-48d2-b060-d0f5a71096e0}",
+            "t.yaml:8: settings: badgeUUID e2c56db5-dffb-48d2-b060-d0f5a71096e0 is also fixed beacon b1's"
+        ),
+        (
+            "separation: possible}", "separation: possible, badgeEpochBits: 12}",
+            "t.yaml:8: settings: badgeEpochBits goes with badgeUUID"
+        ),
+        (
+            "separation: possible}",
+            "separation: possible, badgeUUID: 5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71, badgeEpochBits: 30}",
+            "t.yaml:8: settings: badgeEpochBits must be from 6.0 to 16.0, not 30.0"
+        ),
+        (
+            "separation: possible}",
+            "separation: possible, badgeUUID: 5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71, badgeEpochBits: 10.5}",
+            "t.yaml:8: settings: badgeEpochBits takes a whole number"
+        ),
     ]
+
+    @Test func rotatingBadgesAreASetting() throws {
+        let site = try Site.parse(
+            Self.good.replacingOccurrences(
+                of: "separation: possible}",
+                with: "separation: possible, badgeUUID: 5A1E0B5C-7E2D-4C1A-9B8E-3F6D2A9C4E71, badgeEpochBits: 12}"
+            ),
+            file: "t.yaml"
+        )
+        #expect(site.badgeUUID?.description == "5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71" && site.badgeEpochBits == 12)
+        #expect(try Site.parse(Self.good, file: "t.yaml").badgeUUID == nil)
+    }
 
     @Test(arguments: broken)
     func errorsNameTheFileAndLine(_ from: String, _ to: String, _ expected: String) {

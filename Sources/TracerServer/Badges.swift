@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import TracerAPI
+import TracerBadges
+import TracerModel
+import TracerStore
+
+extension API {
+    /// `GET /v1/badges/ids?day=2026-11-26`: the day's ids of every active badge, for a kiosk to
+    /// resolve badges offline without a key. The ETag is the badges' version, K and the day: a
+    /// kiosk polling with `If-None-Match` hears 304 (one document read) until a badge changes.
+    func badgeIDs(_ request: Request) throws -> Response {
+        guard let name = request.uri.queryParameters["day"].map(String.init) else {
+            throw APIError.badRequest("day is missing: ?day=YYYY-MM-DD")
+        }
+        guard let day = BadgeIDDay.day(named: name) else {
+            throw APIError.badRequest("day takes a date like 2026-11-26, not '\(name.prefix(40))'")
+        }
+        let today = BadgeIDDay.day(of: clock().timeIntervalSince1970)
+        guard Int64(day) >= Int64(today) - 14 * 86_400,
+            Int64(day) <= Int64(today) + Int64(BadgeIDDay.horizon - 1) * 86_400
+        else {
+            throw APIError.badRequest(
+                "day \(name) is out of range: from 14 days before today to \(BadgeIDDay.horizon - 1) after"
+            )
+        }
+        let registry = BadgeRegistry(store: store)
+        guard let version = try registry.version() else {
+            throw APIError(.notFound, "no_badges", "no badge is issued at this site (tracer badge issue --count N)")
+        }
+        let bits = site?.badgeEpochBits ?? RotatingID.defaultBits
+        let etag = BadgeIDDay.etag(version: version, bits: bits, day: day)
+        if let presented = request.headers[.ifNoneMatch], presented == etag {
+            return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
+        }
+        let body: Responses.BadgeIDs
+        if let cached = badgeDays.withLock({ $0[etag] }) {
+            body = cached
+        } else {
+            guard let material = try registry.material() else {
+                throw APIError(.notFound, "no_badges", "no badge is issued at this site (tracer badge issue --count N)")
+            }
+            let made = BadgeIDDay(badges: material.badges, day: day, bits: bits, version: material.version)
+            body = Responses.BadgeIDs(
+                day: name,
+                epochBits: bits,
+                version: material.version,
+                serials: made.serials,
+                numbers: made.numbers,
+                firstEpoch: made.firstEpoch,
+                epochs: made.epochs,
+                ids: Data(made.packedIDs).base64EncodedString()
+            )
+            // Kept for the kiosks that ask next (each asks for the same few days); a handful only.
+            badgeDays.withLock { cache in
+                if cache.count >= 8 { cache.removeAll() }
+                if material.version == version { cache[etag] = body }
+            }
+        }
+        var response = JSONBody.response(encoding: body)
+        response.headers[HTTPField.Name.eTag] = etag
+        return response
+    }
+}

@@ -1,0 +1,251 @@
+import ArgumentParser
+import Foundation
+import TracerBadges
+import TracerCards
+import TracerModel
+import TracerServer
+import TracerStore
+
+/// `tracer badge issue|list|revoke|rekey|reprovision`: the site's rotating badges, on the site
+/// server's store (where the site's badge key lives).
+struct BadgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "badge",
+        abstract: "Issue, list, revoke and rekey the site's rotating badges (on the site server's store).",
+        discussion: """
+            A rotating badge advertises the site's badge UUID (settings: badgeUUID in the map) with a \
+            major and minor that change every 2^K seconds (settings: badgeEpochBits, K = 10: about 17 \
+            minutes), so that nobody outside the site can follow it; the site's kiosks resolve it to \
+            badge:SERIAL from days of ids the site server sends them (never a key).
+            """,
+        subcommands: [Issue.self, List.self, Revoke.self, Rekey.self, Reprovision.self]
+    )
+
+    /// The published site, which must have rotating badges: issuing badges no kiosk resolves
+    /// would succeed quietly.
+    static func siteWithBadges(_ store: DocumentStore, _ options: StoreOptions) throws -> PublishedSite {
+        guard let published = try PublishedSite.load(from: store) else {
+            throw ValidationError(
+                "no site is published in \(options.display): badges belong to a site (tracer map publish FILE --store \(options.display))"
+            )
+        }
+        guard published.site.badgeUUID != nil else {
+            throw ValidationError(
+                "the site published in \(options.display) (from \(published.file)) has no rotating badges: add settings: badgeUUID (a UUID of their own) to the map and tracer map publish it"
+            )
+        }
+        return published
+    }
+
+    /// A serial as typed: a one-line error naming it when the site has no such badge.
+    static func unknown(_ serial: String, _ store: DocumentStore) throws -> ValidationError {
+        let serials = try BadgeRegistry(store: store).list().map(\.serial)
+        let near = Closest.to(serial, in: serials)
+        return ValidationError(
+            "no badge '\(serial)' at this site\(near.isEmpty ? "" : ": the closest are \(near.joined(separator: ", "))") (tracer badge list)"
+        )
+    }
+
+    static func line(_ b: BadgeRegistry.Issued) -> String { "\(b.serial)  \(b.keyHex)  \(b.deviceID)" }
+
+    static func json(_ b: BadgeRegistry.Issued, link: String? = nil) -> Value {
+        var m: [String: Value] = [
+            "serial": .string(b.serial), "key": .string(b.keyHex), "deviceId": .string(b.deviceID),
+        ]
+        if let link { m["link"] = .string(link) }
+        return .map(m)
+    }
+
+    struct Issue: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Make badges: each one's serial, its key (32 hex digits, for the badge's firmware) and device id.",
+            discussion: """
+                Prints SERIAL  KEY  badge:SERIAL, one line a badge (--json: an array of {"serial", \
+                "key", "deviceId"}). Program each badge with the site's badge UUID, K and its key. With \
+                --link and --cards, each badge also gets its card: a one-time link to its page on the \
+                person's phone, as a QR code in DIR/SERIAL.png.
+                """
+        )
+        @OptionGroup var options: StoreOptions
+        @Option(help: "How many badges (1 to 100000).") var count: Int
+        @Option(
+            help: ArgumentHelp(
+                "Also make each badge's one-time link to its page: the site server's public address.",
+                valueName: "BASE_URL"
+            )
+        )
+        var link: String?
+        @Option(help: ArgumentHelp("With --link: write each badge's card (its link's QR code) here.", valueName: "DIR"))
+        var cards: String?
+        @Flag(help: "Print JSON: an array of {\"serial\", \"key\", \"deviceId\"} (with --link, \"link\" too).")
+        var json = false
+
+        func validate() throws {
+            guard (1...100_000).contains(count) else {
+                throw ValidationError("--count takes 1 to 100000 badges, not \(count)")
+            }
+            if cards != nil, link == nil { throw ValidationError("--cards DIR goes with --link BASE_URL") }
+            if let link { try TokenCommand.Create.checkBase(link) }
+        }
+
+        func run() throws {
+            if let cards {
+                var isDirectory: ObjCBool = false
+                if !FileManager.default.fileExists(atPath: cards, isDirectory: &isDirectory) {
+                    try? FileManager.default.createDirectory(atPath: cards, withIntermediateDirectories: true)
+                }
+                guard FileManager.default.isWritableFile(atPath: cards),
+                    FileManager.default.fileExists(atPath: cards, isDirectory: &isDirectory), isDirectory.boolValue
+                else { throw ValidationError("--cards \(cards): cannot write there (not a writable folder)") }
+            }
+            let store = try options.open()
+            let site = try BadgeCommand.siteWithBadges(store, options)
+            let issued = try BadgeRegistry(store: store).issue(count: count)
+            var links: [String: String] = [:]
+            if let link {
+                let tokens = TokenStore(store: store)
+                for (i, b) in issued.enumerated() {
+                    let made = try tokens.createLink(deviceID: b.deviceID, name: "badge \(b.serial)")
+                    let address = made.url(base: link)
+                    links[b.serial] = address
+                    if let cards {
+                        let file = (cards as NSString).appendingPathComponent("\(b.serial).png")
+                        try Data(try QRCode(address).png()).write(to: URL(fileURLWithPath: file), options: .atomic)
+                    }
+                    Output.progress("badge issue: cards", i + 1, issued.count)
+                }
+                Output.endProgress()
+            }
+            if json {
+                Output.line(JSON.string(.array(issued.map { BadgeCommand.json($0, link: links[$0.serial]) })))
+            } else {
+                for b in issued {
+                    Output.line(BadgeCommand.line(b) + (links[b.serial].map { "  \($0)" } ?? ""))
+                }
+            }
+            let uuid = site.site.badgeUUID!.description
+            Output.error(
+                "\(issued.count) badge\(issued.count == 1 ? "" : "s") issued: program each with UUID \(uuid), K = \(site.site.badgeEpochBits) and its key; "
+                    + "the keys let whoever holds them follow the badges, keep them as safe as the badges themselves"
+                    + (cards.map { "; cards in \($0)/SERIAL.png" } ?? "")
+            )
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the site's badges (never their keys).")
+        @OptionGroup var options: StoreOptions
+        @Flag(
+            help:
+                "Print JSON: an array of {\"serial\", \"deviceId\", \"number\", \"issuedAt\", \"revokedAt\", \"reprovision\"}."
+        )
+        var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let registry = BadgeRegistry(store: store)
+            let badges = try registry.list()
+            let current = badges.map(\.generation).max() ?? 0
+            let generation = try registry.generation() ?? current
+            if json {
+                Output.line(
+                    JSON.string(
+                        .array(
+                            badges.map { b in
+                                var m: [String: Value] = [
+                                    "serial": .string(b.serial), "deviceId": .string(b.deviceID),
+                                    "number": .integer(Int64(b.number)),
+                                    "reprovision": .bool(b.revokedAt == nil && b.generation < generation),
+                                ]
+                                if let t = b.issuedAt { m["issuedAt"] = .string(t.iso8601Seconds) }
+                                if let t = b.revokedAt { m["revokedAt"] = .string(t.iso8601Seconds) }
+                                return .map(m)
+                            }
+                        )
+                    )
+                )
+                return
+            }
+            if badges.isEmpty { Output.line("no badges (tracer badge issue --count N)") }
+            for b in badges {
+                Output.line(
+                    "\(b.serial)  \(b.deviceID)  issued \(ExposureOutput.second(b.issuedAt.map { .timestamp($0) }))"
+                        + (b.revokedAt.map { "  revoked \(ExposureOutput.second(.timestamp($0)))" } ?? "")
+                        + (b.revokedAt == nil && b.generation < generation
+                            ? "  old key: tracer badge reprovision \(b.serial)" : "")
+                )
+            }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a badge: kiosks resolve its ids to nobody from their next table."
+        )
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The badge's serial.") var serial: String
+
+        func run() throws {
+            let store = try options.open()
+            guard let (record, already) = try BadgeRegistry(store: store).revoke(serial) else {
+                throw try BadgeCommand.unknown(serial, store)
+            }
+            if already {
+                throw ValidationError(
+                    "badge \(serial) was already revoked at \(record.revokedAt.map(\.iso8601Seconds) ?? "?")"
+                )
+            }
+            Output.line(
+                "badge \(serial) revoked: the site server stops sending its ids, and kiosks stop resolving it when they next ask (within a minute)"
+            )
+        }
+    }
+
+    struct Rekey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "A new site badge key, when the old one may have leaked; badges resolve under their old key until reprovisioned."
+        )
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let store = try options.open()
+            _ = try BadgeCommand.siteWithBadges(store, options)
+            let (generation, outstanding) = try BadgeRegistry(store: store).rekey()
+            Output.line("the site's badge key is new (generation \(generation))")
+            Output.line(
+                outstanding.isEmpty
+                    ? "no badge to reprovision"
+                    : "\(outstanding.count) badge\(outstanding.count == 1 ? "" : "s") still use the old key (resolved until each is reprovisioned): tracer badge reprovision SERIAL for each, then program the badge with the key it prints; tracer badge list shows which"
+            )
+        }
+    }
+
+    struct Reprovision: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A badge's new key under the site's current badge key (after a rekey): program the badge with it."
+        )
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The badge's serial.") var serial: String
+        @Flag(help: "Print JSON: {\"serial\", \"key\", \"deviceId\"}.") var json = false
+
+        func run() throws {
+            let store = try options.open()
+            guard let issued = try BadgeRegistry(store: store).reprovision(serial) else {
+                if let b = try BadgeRegistry(store: store).list().first(where: { $0.serial == serial }),
+                    b.revokedAt != nil
+                {
+                    throw ValidationError(
+                        "badge \(serial) is revoked: issue a new badge instead (tracer badge issue --count 1)"
+                    )
+                }
+                throw try BadgeCommand.unknown(serial, store)
+            }
+            Output.line(json ? JSON.string(BadgeCommand.json(issued)) : BadgeCommand.line(issued))
+            Output.error(
+                "badge \(serial): program it with this key; its old ids stop resolving when the kiosks next ask"
+            )
+        }
+    }
+}
