@@ -343,7 +343,7 @@ let package = Package(
                 "TracerAPI",
                 "CTracerSQLite", "CTracerPQ", "TracerStore", "TracerStorePostgres", "TracerModel", "TracerColocation",
                 "TracerRanging", "TracerSite", "TracerDaemon", "TracerExposure", "TracerReplication",
-                "TracerOCR", "TracerVerification", "TracerBadges",
+                "TracerOCR", "TracerVerification", "TracerBadges", "TracerSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -411,7 +411,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerSimulationTests",
-            dependencies: ["TracerSimulation", "TracerSite", "TracerTesting"]
+            dependencies: ["TracerSimulation", "TracerSite", "TracerRanging", "TracerBadges", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerServerTests",

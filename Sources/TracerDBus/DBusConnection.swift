@@ -28,6 +28,8 @@ public final class DBusConnection: @unchecked Sendable {
     let handle: OpaquePointer
     /// Signals the filter took while dispatching, for `receive`.
     let inbox = Inbox()
+    /// The objects it exports (`export`).
+    let exports = Exports()
     private static let threadsReady: Bool = dbus_threads_init_default() != 0
 
     /// Connects to the bus at `address` (`unix:path=…`) and registers on it.
@@ -48,6 +50,7 @@ public final class DBusConnection: @unchecked Sendable {
         // Every incoming message passes the filter when it is dispatched: replies to calls
         // are matched to their callers first, so signals are all that reach it.
         _ = dbus_connection_add_filter(connection, inboxFilter, Unmanaged.passUnretained(inbox).toOpaque(), nil)
+        _ = dbus_connection_add_filter(connection, exportsFilter, Unmanaged.passUnretained(exports).toOpaque(), nil)
     }
 
     /// The system bus (libdbus honours `DBUS_SYSTEM_BUS_ADDRESS`).
@@ -60,6 +63,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     deinit {
         dbus_connection_remove_filter(handle, inboxFilter, Unmanaged.passUnretained(inbox).toOpaque())
+        dbus_connection_remove_filter(handle, exportsFilter, Unmanaged.passUnretained(exports).toOpaque())
         dbus_connection_close(handle)
         dbus_connection_unref(handle)
     }

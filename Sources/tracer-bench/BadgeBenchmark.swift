@@ -1,6 +1,9 @@
 import Crypto
 import Foundation
 import TracerBadges
+import TracerRanging
+import TracerSimulation
+import TracerSite
 
 /// Rotating badge ids at the kiosk: building the table of every badge's ids for five epochs (off
 /// the advert path), its memory, and one advert's resolution, at 10,000 and 100,000 badges.
@@ -58,5 +61,47 @@ struct BadgeBenchmark: Measuring {
                     + verdict(ns <= 1000, "≤ 1 µs")
             )
         }
+    }
+
+    /// A listener without keys at every kiosk's place for a simulated day (seed 11): how often it
+    /// links a badge's id to its next (same place, next epoch, nearest strength), against chance
+    /// and against static ids.
+    func linkability(map: String, people: Int, hours: Double) throws {
+        var site = try Site.load(file: map)
+        site.badgeUUID = UUIDBytes("5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71")!
+        let badges = (0..<people).map {
+            BadgeKey(
+                serial: "B\($0)",
+                number: UInt32($0),
+                key: RotatingID.badgeKey(siteKey: Array(repeating: 2, count: 32), serial: "B\($0)")
+            )
+        }
+        let simulation = try Simulation(
+            site: site,
+            parameters: SimulationParameters(people: people, hours: hours, seed: 11, start: 1_795_420_800),
+            badges: badges
+        )
+        var rotating = Linkability()
+        var fixed = Linkability()
+        let seconds = time {
+            for kiosk in simulation.kiosks {
+                rotating.add(
+                    Linkability.attack(simulation, at: kiosk, bits: site.badgeEpochBits) { person, epoch in
+                        let id = RotatingID.id(key: badges[person].key, epochStart: epoch)
+                        return UInt32(id.major) << 16 | UInt32(id.minor)
+                    }
+                )
+                fixed.add(
+                    Linkability.attack(simulation, at: kiosk, bits: site.badgeEpochBits) { person, _ in UInt32(person) }
+                )
+            }
+        }
+        func percent(_ x: Double) -> String { String(format: "%.1f%%", 100 * x) }
+        report(
+            "a listener at each of \(simulation.kiosks.count) kiosks' places, \(people) people, \(format(hours)) h (seed 11): "
+                + "\(rotating.linkable) changes of id with the badge heard on both sides; linked right "
+                + "\(percent(rotating.rate)) with rotating ids, \(percent(rotating.chanceRate)) by chance, "
+                + "\(percent(fixed.rate)) with static ids (\(format(seconds)) s)"
+        )
     }
 }

@@ -71,9 +71,14 @@ struct TracerBench: AsyncParsableCommand {
         )
         @Option(help: "Badge counts.") var sizes: [Int] = [10_000, 100_000]
         @Option(help: "Adverts resolved per size.") var lookups = 5_000_000
+        @Option(help: "The BeaconMap of the listener's simulated day.") var map = "BeaconMap/example-campus.yaml"
+        @Option(help: "People in the listener's simulated day.") var people = 60
+        @Option(help: "Hours of the listener's simulated day.") var hours = 10.0
 
         func run() throws {
-            BadgeBenchmark(sizes: sizes, lookups: lookups) { Output.line($0) }.run()
+            let bench = BadgeBenchmark(sizes: sizes, lookups: lookups) { Output.line($0) }
+            bench.run()
+            try bench.linkability(map: map, people: people, hours: hours)
         }
     }
 

@@ -14,7 +14,7 @@ struct Tracer: AsyncParsableCommand {
         subcommands: [
             DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, StatusCommand.self, ExposureCommand.self,
             ReportCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self, Calibrate.self, DB.self,
-            ServeCommand.self, TokenCommand.self, BadgeCommand.self, Decode.self, Map.self,
+            ServeCommand.self, TokenCommand.self, BadgeCommand.self, AdvertiseCommand.self, Decode.self, Map.self,
         ]
     )
 

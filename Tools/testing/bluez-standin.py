@@ -18,6 +18,12 @@ aa{qv}; StartDiscovery works before SetDiscoveryFilter) and adds, on org.bluez.M
 - SetPowered(adapter, on): the adapter powered off (discovery ends) or on;
 - Stall(adapter): discovery silently stops delivering while Discovering stays true (bluez#1126),
   until the next StartDiscovery.
+
+and on each adapter org.bluez.LEAdvertisingManager1, as bluetoothd has it: RegisterAdvertisement
+asks the caller's advertisement for its properties (org.freedesktop.DBus.Properties.GetAll of
+org.bluez.LEAdvertisement1) before it replies, as the real one does; while registered, every other
+adapter "hears" it: a device with its ManufacturerData at a new random address (an advertiser
+with privacy on), its RSSI signalled 5 times a second; UnregisterAdvertisement removes it.
 '''
 
 import json
@@ -42,11 +48,15 @@ SYSTEM_BUS = True
 IS_OBJECT_MANAGER = True
 
 PROPERTIES_IFACE = 'org.freedesktop.DBus.Properties'
+ADVERTISING_MANAGER_IFACE = 'org.bluez.LEAdvertisingManager1'
+ADVERTISEMENT_IFACE = 'org.bluez.LEAdvertisement1'
 
 # Streaming state, module-wide: one stand-in per process.
 _emitted = 0
 _stalled = set()   # adapter paths whose discovery is stuck
 _streams = []      # GLib source ids
+_callers = {}      # (path, member) -> the unique name of the last caller (dbusmock does not say)
+_advertised = {}   # (adapter path, owner, object path) -> {'devices': [...], 'source': GLib id}
 
 
 def load(mock, parameters):
@@ -106,7 +116,91 @@ def AddAdapter(self, device_name, system_name):
         ('SetDiscoveryFilter', 'a{sv}', '', _set_discovery_filter),
         ('RemoveDevice', 'o', '', _remove_device),
     ])
+    adapter.AddProperties(ADVERTISING_MANAGER_IFACE, {
+        'ActiveInstances': dbus.Byte(0, variant_level=1),
+        'SupportedInstances': dbus.Byte(5, variant_level=1),
+        'SupportedIncludes': dbus.Array(['tx-power'], signature='s', variant_level=1),
+    })
+    adapter.AddMethods(ADVERTISING_MANAGER_IFACE, [
+        ('RegisterAdvertisement', 'oa{sv}', '', _register_advertisement),
+        ('UnregisterAdvertisement', 'o', '', _unregister_advertisement),
+    ])
+    _watch_callers()
     return path
+
+
+def _watch_callers():
+    '''Notes who calls the advertising manager: dbusmock hands methods their arguments only, and
+    RegisterAdvertisement must call back its caller.'''
+    if _callers.get('watching'):
+        return
+    _callers['watching'] = True
+
+    def note(_connection, message):
+        if message.get_type() == 1 and message.get_interface() == ADVERTISING_MANAGER_IFACE:
+            _callers[(message.get_path(), message.get_member())] = message.get_sender()
+        return dbus.lowlevel.HANDLER_RESULT_NOT_YET_HANDLED
+
+    for location in mockobject.objects['/'].locations:
+        location[0].add_message_filter(note)
+
+
+def _bus():
+    return next(iter(mockobject.objects['/'].locations))[0]
+
+
+def _register_advertisement(adapter, path, _options):
+    owner = _callers.get((adapter.path, 'RegisterAdvertisement'))
+    key = (adapter.path, owner, str(path))
+    if key in _advertised:
+        raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
+    props = adapter.props[ADAPTER_IFACE]
+    if not props['Powered']:
+        raise dbus.exceptions.DBusException('Not Powered', name='org.bluez.Error.NotReady')
+    # As bluetoothd does: the advertisement's properties, from its owner, before the reply.
+    advert = dbus.Interface(_bus().get_object(owner, path, introspect=False), PROPERTIES_IFACE)
+    properties = advert.GetAll(ADVERTISEMENT_IFACE, timeout=5)
+    if str(properties.get('Type', '')) not in ('broadcast', 'peripheral'):
+        raise dbus.exceptions.DBusException('Invalid Type', name='org.bluez.Error.InvalidArguments')
+    data = {int(company): bytes(value) for company, value in properties.get('ManufacturerData', {}).items()}
+    devices = []
+    for other, obj in list(mockobject.objects.items()):
+        if other == adapter.path or not other.startswith('/org/bluez/hci') or other.count('/') != 3:
+            continue
+        address = ':'.join(f'{b:02X}' for b in [0x40 | (uuidlib.uuid4().bytes[0] & 0x3F)] + list(uuidlib.uuid4().bytes[:5]))
+        devices.append(_add_device(mockobject.objects['/'], other, address, data, -60))
+    state = {'tick': 0}
+
+    def tick():
+        global _emitted
+        if key not in _advertised:
+            return False
+        state['tick'] += 1
+        for device_path in devices:
+            device = mockobject.objects.get(device_path)
+            if device is None or not _scanning(device_path.rsplit('/', 1)[0]):
+                continue
+            value = device.rssi + (1 if state['tick'] % 2 else 0)
+            _properties_changed(device_path, DEVICE_IFACE, {'RSSI': dbus.Int16(value, variant_level=1)})
+            _emitted += 1
+        return True
+
+    _advertised[key] = {'devices': devices, 'source': GLib.timeout_add(200, tick)}
+    adapter.props[ADVERTISING_MANAGER_IFACE]['ActiveInstances'] = dbus.Byte(len(
+        [k for k in _advertised if k[0] == adapter.path]), variant_level=1)
+
+
+def _unregister_advertisement(adapter, path):
+    owner = _callers.get((adapter.path, 'UnregisterAdvertisement'))
+    entry = _advertised.pop((adapter.path, owner, str(path)), None)
+    if entry is None:
+        raise dbus.exceptions.DBusException('Does Not Exist', name='org.bluez.Error.DoesNotExist')
+    GLib.source_remove(entry['source'])
+    for device_path in entry['devices']:
+        if device_path in mockobject.objects:
+            _remove_device(mockobject.objects[device_path.rsplit('/', 1)[0]], device_path)
+    adapter.props[ADVERTISING_MANAGER_IFACE]['ActiveInstances'] = dbus.Byte(len(
+        [k for k in _advertised if k[0] == adapter.path]), variant_level=1)
 
 
 def _ibeacon(uuid_text, major, minor, power):

@@ -1,0 +1,247 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import TracerBadges
+import TracerDBus
+import TracerRanging
+
+/// `tracer advertise`: this machine as a badge (rotating ids) or a fixed beacon, through BlueZ's
+/// `org.bluez.LEAdvertisingManager1`. It exports an `org.bluez.LEAdvertisement1` object (a
+/// non-connectable broadcast with the iBeacon in Apple's manufacturer data), registers it on the
+/// adapter, and for a badge registers a new one at each epoch's start with that epoch's id.
+public final class Advertiser: Service, Sendable {
+    /// What to advertise.
+    public enum Identity: Sendable {
+        /// A rotating badge: the site's badge UUID, the badge's key, K.
+        case badge(uuid: UUIDBytes, key: [UInt8], bits: Int)
+        /// A fixed beacon (or a static device).
+        case fixed(uuid: UUIDBytes, major: UInt16, minor: UInt16)
+    }
+
+    public let identity: Identity
+    public let adapter: String
+    public let power: Int8
+    let logger: Logger
+    let clock: @Sendable () -> Double
+    /// Each advert as it starts (for the command's output): major, minor, and when it ends (nil: never).
+    let started: @Sendable (UInt16, UInt16, Double?) -> Void
+    let stopped = Flag()
+
+    public init(
+        identity: Identity,
+        adapter: String,
+        power: Int8 = -59,
+        logger: Logger,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        started: @escaping @Sendable (UInt16, UInt16, Double?) -> Void
+    ) {
+        self.identity = identity
+        self.adapter = adapter
+        self.power = power
+        self.logger = logger
+        self.clock = clock
+        self.started = started
+    }
+
+    static let managerInterface = "org.bluez.LEAdvertisingManager1"
+    static let advertisementInterface = "org.bluez.LEAdvertisement1"
+
+    /// The major and minor to advertise at `time`, and when they change (nil: never).
+    public func id(at time: Double) -> (major: UInt16, minor: UInt16, until: Double?) {
+        switch identity {
+        case .fixed(_, let major, let minor):
+            return (major, minor, nil)
+        case .badge(_, let key, let bits):
+            let start = RotatingID.epochStart(time, bits: bits)
+            let id = RotatingID.id(key: .init(data: key), epochStart: start, bits: bits)
+            return (id.major, id.minor, Double(start) + Double(1 << bits))
+        }
+    }
+
+    var uuid: UUIDBytes {
+        switch identity {
+        case .badge(let uuid, _, _), .fixed(let uuid, _, _): uuid
+        }
+    }
+
+    /// The advertisement's properties, as BlueZ reads them (`GetAll`).
+    func properties(major: UInt16, minor: UInt16) -> DBusValue {
+        var payload: [UInt8] = [0x02, 0x15]
+        withUnsafeBytes(of: uuid.high.bigEndian) { payload += $0 }
+        withUnsafeBytes(of: uuid.low.bigEndian) { payload += $0 }
+        payload += [UInt8(major >> 8), UInt8(major & 0xFF), UInt8(minor >> 8), UInt8(minor & 0xFF)]
+        payload.append(UInt8(bitPattern: power))
+        return .dictionary(
+            key: "s",
+            value: "v",
+            [
+                .init(.string("Type"), .variant(.string("broadcast"))),
+                .init(
+                    .string("ManufacturerData"),
+                    .variant(
+                        .dictionary(
+                            key: "q",
+                            value: "v",
+                            [
+                                .init(
+                                    .uint16(IBeaconParser.apple),
+                                    .variant(.array(element: "y", payload.map { .byte($0) }))
+                                )
+                            ]
+                        )
+                    )
+                ),
+            ]
+        )
+    }
+
+    /// Registers adverts until shut down; the last is unregistered on the way out. A BlueZ that
+    /// refuses (no adapter, powered off, no advertising) ends it with that error.
+    public func run() async throws {
+        let result = AsyncStream<Result<Void, any Error>>.makeStream()
+        let thread = Thread { [self] in
+            result.continuation.yield(Result { try advertise() })
+            result.continuation.finish()
+        }
+        thread.name = "tracer.advertise"
+        thread.start()
+        await withGracefulShutdownHandler {
+            for await outcome in result.stream { if case .failure(let e) = outcome { self.failure.set(e) } }
+        } onGracefulShutdown: {
+            self.stopped.set()
+        }
+        if let error = failure.get() { throw error }
+    }
+
+    final class Failure: @unchecked Sendable {
+        private let lock = NSLock()
+        private var error: (any Error)?
+        func set(_ e: any Error) { lock.withLock { error = e } }
+        func get() -> (any Error)? { lock.withLock { error } }
+    }
+    let failure = Failure()
+
+    /// The advertising loop, on its own thread: D-Bus calls are answered while it waits.
+    func advertise() throws {
+        let bus: DBusConnection
+        do { bus = try DBusConnection.system() } catch let e as DBusError {
+            throw AdvertiseError(e, adapter: adapter)
+        }
+        let adapterPath = "/org/bluez/\(adapter)"
+        var current: String?
+        var serial = 0
+        defer {
+            if let current {
+                _ = try? bus.callDispatching(
+                    destination: "org.bluez",
+                    path: adapterPath,
+                    interface: Self.managerInterface,
+                    method: "UnregisterAdvertisement",
+                    [.objectPath(current)],
+                    timeout: .seconds(2)
+                )
+                bus.unexport(current)
+            }
+        }
+        while !stopped.isSet {
+            let now = clock()
+            let (major, minor, until) = id(at: now)
+            serial += 1
+            let path = "/org/tracer/advertisement\(serial)"
+            let properties = self.properties(major: major, minor: minor)
+            bus.export(path) { call in
+                switch (call.interface, call.member) {
+                case ("org.freedesktop.DBus.Properties", "GetAll"):
+                    return .success([properties])
+                case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+                    return .success([
+                        .dictionary(
+                            key: "o",
+                            value: "a{sa{sv}}",
+                            [
+                                .init(
+                                    .objectPath(path),
+                                    .dictionary(
+                                        key: "s",
+                                        value: "a{sv}",
+                                        [.init(.string(Self.advertisementInterface), properties)]
+                                    )
+                                )
+                            ]
+                        )
+                    ])
+                case (Self.advertisementInterface, "Release"):
+                    return .success([])
+                default:
+                    return .failure(
+                        DBusError(
+                            name: "org.freedesktop.DBus.Error.UnknownMethod",
+                            message: "\(call.interface).\(call.member)"
+                        )
+                    )
+                }
+            }
+            if let old = current {
+                _ = try? bus.callDispatching(
+                    destination: "org.bluez",
+                    path: adapterPath,
+                    interface: Self.managerInterface,
+                    method: "UnregisterAdvertisement",
+                    [.objectPath(old)],
+                    timeout: .seconds(5)
+                )
+                bus.unexport(old)
+                current = nil
+            }
+            do {
+                _ = try bus.callDispatching(
+                    destination: "org.bluez",
+                    path: adapterPath,
+                    interface: Self.managerInterface,
+                    method: "RegisterAdvertisement",
+                    [.objectPath(path), .dictionary(key: "s", value: "v", [])]
+                )
+            } catch let e as DBusError {
+                bus.unexport(path)
+                throw AdvertiseError(e, adapter: adapter)
+            }
+            current = path
+            started(major, minor, until)
+            // Until the next epoch (a badge) or shutdown, answering BlueZ meanwhile.
+            while !stopped.isSet, until.map({ clock() < $0 }) ?? true {
+                guard bus.receive(timeout: .milliseconds(200)) != nil else {
+                    throw AdvertiseError(
+                        DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the system bus went away"),
+                        adapter: adapter
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Why BlueZ would not advertise, in one line a person can act on.
+public struct AdvertiseError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    init(_ e: DBusError, adapter: String) {
+        // One line: a stand-in's Python error carries its traceback.
+        let message = e.message.split(separator: "\n").first.map(String.init) ?? ""
+        switch e.name {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            description = "BlueZ is not running (no org.bluez on the system bus): systemctl start bluetooth"
+        case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
+            "org.freedesktop.DBus.Error.UnknownInterface":
+            description =
+                "no Bluetooth adapter \(adapter) that can advertise (bluetoothctl list shows the adapters; LE advertising needs BlueZ 5.48 or later)"
+        case "org.bluez.Error.NotReady":
+            description = "\(adapter) is powered off: bluetoothctl power on"
+        case "org.bluez.Error.NotPermitted":
+            description = "\(adapter) has no advertising slot left (another program advertises): \(message)"
+        case let name where e.call?.hasPrefix("connect") == true || e.call?.hasPrefix("register") == true:
+            description = "no system bus to reach BlueZ (\(name): \(message))"
+        default:
+            description = "BlueZ would not advertise on \(adapter): \(e.name): \(message)"
+        }
+    }
+}
