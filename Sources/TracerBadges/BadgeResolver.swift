@@ -25,12 +25,22 @@ public final class BadgeResolver: Sendable {
     }
 
     /// New material (a badge issued or revoked, the kiosk's next days): tables are built again
-    /// from it, each at its epoch's next advert.
-    public func replace(_ material: Material) {
+    /// from it. With `around`, the table of that time's epoch is built first, here, and swapped in
+    /// with the material: a live daemon that sees the new revision finds its table ready.
+    public func replace(_ material: Material, around time: Double? = nil) {
+        let ready = time.map { (RotatingID.epochStart($0, bits: bits), Self.build(material, at: $0, bits: bits)) }
         state.withLock {
             $0.material = material
             $0.tables.removeAll()
+            if let (epoch, table) = ready { $0.tables[epoch] = table }
             $0.revision += 1
+        }
+    }
+
+    static func build(_ material: Material, at time: Double, bits: Int) -> ResolutionTable {
+        switch material {
+        case .keys(let badges, _): ResolutionTable(badges: badges, now: time, bits: bits)
+        case .days(let days): ResolutionTable(days: days, now: time, bits: bits)
         }
     }
 
@@ -43,11 +53,7 @@ public final class BadgeResolver: Sendable {
         let epoch = RotatingID.epochStart(time, bits: bits)
         let (material, cached, revision) = state.withLock { ($0.material, $0.tables[epoch], $0.revision) }
         if let cached { return cached }
-        let table: ResolutionTable
-        switch material {
-        case .keys(let badges, _): table = ResolutionTable(badges: badges, now: time, bits: bits)
-        case .days(let days): table = ResolutionTable(days: days, now: time, bits: bits)
-        }
+        let table = Self.build(material, at: time, bits: bits)
         state.withLock { s in
             // Not kept when the material changed while it was built.
             guard s.revision == revision else { return }

@@ -31,6 +31,7 @@ public final class BadgeFollower: Service, Sendable {
         var asked = Set<UInt32>()
     }
     let state = Mutex(State())
+    let reloading = Mutex(())
 
     init(
         resolver: BadgeResolver,
@@ -65,6 +66,8 @@ public final class BadgeFollower: Service, Sendable {
             clock: { Date().timeIntervalSince1970 }
         )
         follower.state.withLock { $0.version = material.version }
+        // This epoch's table now, before the daemon's first advert.
+        _ = follower.resolver.table(at: follower.clock())
         return follower
     }
 
@@ -88,7 +91,10 @@ public final class BadgeFollower: Service, Sendable {
         )
         follower.state.withLock { s in
             for d in days { s.etags[d.day] = BadgeIDDay.etag(version: d.version, bits: d.bits, day: d.day) }
+            // The newest version held: a day from a newer one means every day held is asked again.
+            s.version = days.map(\.version).max()
         }
+        _ = follower.resolver.table(at: clock())
         return follower
     }
 
@@ -145,10 +151,14 @@ public final class BadgeFollower: Service, Sendable {
         reload()
     }
 
-    /// The resolver gets the days the store holds.
+    /// The resolver gets the days the store holds. One reload at a time: the days are read and
+    /// handed over under one lock, so that a reload that read the store earlier (the live loop's,
+    /// beside a replay's) cannot hand over older days after a newer reload did.
     func reload() {
-        do { resolver.replace(.days(try BadgeIDDays.load(from: store))) } catch {
-            logger.error("the badge ids kept here cannot be read: \(error)")
+        reloading.withLock { _ in
+            do { resolver.replace(.days(try BadgeIDDays.load(from: store)), around: clock()) } catch {
+                logger.error("the badge ids kept here cannot be read: \(error)")
+            }
         }
     }
 
@@ -180,7 +190,7 @@ public final class BadgeFollower: Service, Sendable {
             let version = try registry.version()
             guard version != state.withLock({ $0.version }), let material = try registry.material() else { return }
             state.withLock { $0.version = material.version }
-            resolver.replace(.keys(material.badges, version: material.version))
+            resolver.replace(.keys(material.badges, version: material.version), around: clock())
             logger.notice("the site's badges changed: resolving \(material.badges.count) badges")
         } catch {
             logger.error("the site's badges cannot be read: \(error)")

@@ -80,7 +80,12 @@ public struct Linkability: Sendable {
                 }
                 i += 1
             }
-            result.add(before: Array(before.values), after: Array(after.values), boundary: boundary)
+            // In id order: the matching breaks ties the same way every run.
+            result.add(
+                before: before.values.sorted { $0.id < $1.id },
+                after: after.values.sorted { $0.id < $1.id },
+                boundary: boundary
+            )
             boundary += length
         }
         return result
@@ -117,7 +122,7 @@ public struct Linkability: Sendable {
                 pairs.append((abs(t.rssi(atEnd: true) - s.rssi(atEnd: false)), a, b))
             }
         }
-        pairs.sort { $0.0 < $1.0 }
+        pairs.sort { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
         var usedA = Set<Int>()
         var usedB = Set<Int>()
         for (_, a, b) in pairs where !usedA.contains(a) && !usedB.contains(b) {
