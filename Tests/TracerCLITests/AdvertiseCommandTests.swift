@@ -77,7 +77,9 @@ import TracerTesting
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, !status.contains("2 in range"), let l = await daemon.line(timeout: 30) { status = l }
         #expect(status.contains("2 in range"), "\(status) | advertise: \(advertise.stderr) | \(fixed.stderr)")
-        daemon.kill(SIGTERM)
+        // Stopped without leaving its pipes: its last lines are read below.
+        let stopped = await daemon.stop(timeout: 60)
+        #expect(stopped?.status == 0, "\(daemon.stderr)")
         var last = status
         while let l = await daemon.line(timeout: 5) { last = l }
         #expect(last.hasPrefix("stopped after"), "\(last) \(daemon.stderr)")
