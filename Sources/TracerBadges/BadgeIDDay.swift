@@ -121,7 +121,7 @@ public struct BadgeIDDay: Sendable, Equatable {
     public func ids(ofEpoch start: UInt32) -> ArraySlice<UInt32>? {
         guard start >= firstEpoch, (start - firstEpoch) % (UInt32(1) << UInt32(bits)) == 0 else { return nil }
         let row = Int((start - firstEpoch) >> UInt32(bits))
-        guard row < epochs, serials.count > 0 || epochs > 0 else { return nil }
+        guard row < epochs else { return nil }
         return ids[row * serials.count..<(row + 1) * serials.count]
     }
 

@@ -62,7 +62,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
                 .fixed(uuid: uuid, major: major!, minor: minor!)
             }
         let logger = Logger(label: "tracer.advertise")
-        let advertiser = Advertiser(identity: identity, adapter: adapter, power: Int8(power), logger: logger) {
+        let advertiser = Advertiser(identity: identity, adapter: adapter, power: Int8(power)) {
             major,
             minor,
             until in

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ServiceLifecycle
 import TracerBadges
 import TracerDBus
@@ -21,7 +20,8 @@ public final class Advertiser: Service, Sendable {
     public let identity: Identity
     public let adapter: String
     public let power: Int8
-    let logger: Logger
+    /// The bus BlueZ is on (nil: the system bus).
+    let busAddress: String?
     let clock: @Sendable () -> Double
     /// Each advert as it starts (for the command's output): major, minor, and when it ends (nil: never).
     let started: @Sendable (UInt16, UInt16, Double?) -> Void
@@ -31,14 +31,14 @@ public final class Advertiser: Service, Sendable {
         identity: Identity,
         adapter: String,
         power: Int8 = -59,
-        logger: Logger,
+        busAddress: String? = nil,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         started: @escaping @Sendable (UInt16, UInt16, Double?) -> Void
     ) {
         self.identity = identity
         self.adapter = adapter
         self.power = power
-        self.logger = logger
+        self.busAddress = busAddress
         self.clock = clock
         self.started = started
     }
@@ -95,36 +95,31 @@ public final class Advertiser: Service, Sendable {
         )
     }
 
-    /// Registers adverts until shut down; the last is unregistered on the way out. A BlueZ that
-    /// refuses (no adapter, powered off, no advertising) ends it with that error.
+    /// Registers adverts until shut down (or cancelled); the last is unregistered on the way out.
+    /// A BlueZ that refuses (no adapter, powered off, no advertising) ends it with that error.
     public func run() async throws {
-        let result = AsyncStream<Result<Void, any Error>>.makeStream()
-        let thread = Thread { [self] in
-            result.continuation.yield(Result { try advertise() })
-            result.continuation.finish()
+        let outcome: Result<Void, any Error> = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                // The loop's thread ends within one wait (200 ms) of the flag: waited for here,
+                // so that the advert is unregistered before this returns.
+                await withCheckedContinuation { continuation in
+                    let thread = Thread { [self] in continuation.resume(returning: Result { try advertise() }) }
+                    thread.name = "tracer.advertise"
+                    thread.start()
+                }
+            } onGracefulShutdown: {
+                self.stopped.set()
+            }
+        } onCancel: {
+            stopped.set()
         }
-        thread.name = "tracer.advertise"
-        thread.start()
-        await withGracefulShutdownHandler {
-            for await outcome in result.stream { if case .failure(let e) = outcome { self.failure.set(e) } }
-        } onGracefulShutdown: {
-            self.stopped.set()
-        }
-        if let error = failure.get() { throw error }
+        try outcome.get()
     }
-
-    final class Failure: @unchecked Sendable {
-        private let lock = NSLock()
-        private var error: (any Error)?
-        func set(_ e: any Error) { lock.withLock { error = e } }
-        func get() -> (any Error)? { lock.withLock { error } }
-    }
-    let failure = Failure()
 
     /// The advertising loop, on its own thread: D-Bus calls are answered while it waits.
     func advertise() throws {
         let bus: DBusConnection
-        do { bus = try DBusConnection.system() } catch let e as DBusError {
+        do { bus = try busAddress.map { try DBusConnection(address: $0) } ?? DBusConnection.system() } catch let e as DBusError {
             throw AdvertiseError(e, adapter: adapter)
         }
         let adapterPath = "/org/bluez/\(adapter)"
