@@ -430,7 +430,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerReplicationTests",
-            dependencies: ["TracerReplication", "TracerAPI", "TracerStore"]
+            dependencies: ["TracerReplication", "TracerAPI", "TracerStore", "TracerModel", "TracerBadges", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerCardsTests",
