@@ -430,7 +430,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerReplicationTests",
-            dependencies: ["TracerReplication", "TracerAPI", "TracerStore", "TracerModel", "TracerBadges", "TracerTesting"]
+            dependencies: [
+                "TracerReplication", "TracerAPI", "TracerStore", "TracerModel", "TracerBadges", "TracerTesting",
+            ]
         ),
         .testTarget(
             name: "TracerCardsTests",

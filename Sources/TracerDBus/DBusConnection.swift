@@ -85,6 +85,26 @@ public final class DBusConnection: @unchecked Sendable {
         _ arguments: [DBusValue] = [],
         timeout: Duration = .seconds(5)
     ) throws -> [DBusValue] {
+        let (message, what) = try Self.methodCall(destination, path, interface, method, arguments)
+        defer { dbus_message_unref(message) }
+        var error = CTracerDBus.DBusError()
+        dbus_error_init(&error)
+        let milliseconds = Self.milliseconds(timeout)
+        guard let reply = dbus_connection_send_with_reply_and_block(handle, message, milliseconds, &error) else {
+            throw Self.take(&error, call: what)
+        }
+        defer { dbus_message_unref(reply) }
+        return Marshal.values(of: reply)
+    }
+
+    /// A method call's message with its arguments (the caller unrefs it), and how errors name it.
+    static func methodCall(
+        _ destination: String,
+        _ path: String,
+        _ interface: String,
+        _ method: String,
+        _ arguments: [DBusValue]
+    ) throws -> (OpaquePointer, String) {
         let what = "\(destination) \(path) \(interface).\(method)"
         guard dbus_validate_path(path, nil) != 0 else {
             throw DBusError(
@@ -96,19 +116,21 @@ public final class DBusConnection: @unchecked Sendable {
         guard let message = dbus_message_new_method_call(destination, path, interface, method) else {
             throw DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "cannot make the message", call: what)
         }
-        defer { dbus_message_unref(message) }
         var iterator = DBusMessageIter()
         dbus_message_iter_init_append(message, &iterator)
-        for argument in arguments { try Marshal.append(argument, to: &iterator, call: what) }
-        var error = CTracerDBus.DBusError()
-        dbus_error_init(&error)
-        let (seconds, attoseconds) = timeout.components
-        let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        guard let reply = dbus_connection_send_with_reply_and_block(handle, message, milliseconds, &error) else {
-            throw Self.take(&error, call: what)
+        do {
+            for argument in arguments { try Marshal.append(argument, to: &iterator, call: what) }
+        } catch {
+            dbus_message_unref(message)
+            throw error
         }
-        defer { dbus_message_unref(reply) }
-        return Marshal.values(of: reply)
+        return (message, what)
+    }
+
+    /// libdbus's timeouts are milliseconds.
+    static func milliseconds(_ timeout: Duration) -> Int32 {
+        let (seconds, attoseconds) = timeout.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 
     static func take(_ error: inout CTracerDBus.DBusError, call: String) -> DBusError {

@@ -83,16 +83,9 @@ extension DBusConnection {
         _ arguments: [DBusValue] = [],
         timeout: Duration = .seconds(10)
     ) throws -> [DBusValue] {
-        let what = "\(destination) \(path) \(interface).\(method)"
-        guard let message = dbus_message_new_method_call(destination, path, interface, method) else {
-            throw DBusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "cannot make the message", call: what)
-        }
+        let (message, what) = try Self.methodCall(destination, path, interface, method, arguments)
         defer { dbus_message_unref(message) }
-        var iterator = DBusMessageIter()
-        dbus_message_iter_init_append(message, &iterator)
-        for argument in arguments { try Marshal.append(argument, to: &iterator, call: what) }
-        let (seconds, attoseconds) = timeout.components
-        let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Self.milliseconds(timeout)
         var pending: OpaquePointer?
         guard dbus_connection_send_with_reply(handle, message, &pending, milliseconds) != 0, let pending else {
             throw DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected", call: what)

@@ -85,9 +85,7 @@ extension DBusConnection {
         dispatchAll()
         var signals = inbox.take()
         if signals.isEmpty {
-            let (seconds, attoseconds) = timeout.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-            _ = dbus_connection_read_write(handle, milliseconds)
+            _ = dbus_connection_read_write(handle, Self.milliseconds(timeout))
             dispatchAll()
             signals = inbox.take()
         }

@@ -22,12 +22,14 @@ import TracerTesting
         // The advertiser's clock runs 1.5 s before the epoch's start.
         let offset = boundary - 1.5 - now
         let seen = Mutex<[(major: UInt16, minor: UInt16, until: Double?)]>([])
+        let clock: @Sendable () -> Double = { Date().timeIntervalSince1970 + offset }
         let advertiser = Advertiser(
             identity: .badge(uuid: UUIDBytes("5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71")!, key: key, bits: 10),
             adapter: "hci1",
             busAddress: bluez.bus.address,
-            clock: { Date().timeIntervalSince1970 + offset }
-        ) { major, minor, until in seen.withLock { $0.append((major, minor, until)) } }
+            clock: clock,
+            started: { major, minor, until in seen.withLock { $0.append((major, minor, until)) } }
+        )
         let running = Task { try await advertiser.run() }
         #expect(await until(30) { seen.withLock { $0.count } >= 2 })
         running.cancel()

@@ -119,7 +119,9 @@ public final class Advertiser: Service, Sendable {
     /// The advertising loop, on its own thread: D-Bus calls are answered while it waits.
     func advertise() throws {
         let bus: DBusConnection
-        do { bus = try busAddress.map { try DBusConnection(address: $0) } ?? DBusConnection.system() } catch let e as DBusError {
+        do { bus = try busAddress.map { try DBusConnection(address: $0) } ?? DBusConnection.system() } catch let e
+            as DBusError
+        {
             throw AdvertiseError(e, adapter: adapter)
         }
         let adapterPath = "/org/bluez/\(adapter)"
