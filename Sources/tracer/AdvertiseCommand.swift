@@ -14,9 +14,9 @@ struct AdvertiseCommand: AsyncParsableCommand {
         discussion: """
             A badge: --key-file FILE (its key, 32 hex digits, from tracer badge issue) and --uuid the \
             site's badge UUID; the id changes every 2^K seconds (--bits, the site's badgeEpochBits). A \
-            fixed beacon: --uuid, --major and --minor. Each advert registered prints a line. BlueZ \
-            advertises from the adapter's address, or a private one that changes on the kernel's \
-            schedule when privacy is on (docs/badges.md).
+            fixed beacon: --uuid, --major and --minor. Each advert registered prints a line. The \
+            address it goes out from is BlueZ's choice: for this non-connectable advert, a random \
+            private address of the kernel's (docs/badges.md).
             """
     )
 
