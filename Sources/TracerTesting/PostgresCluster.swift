@@ -1,4 +1,5 @@
 import Foundation
+import TracerStorePostgres
 
 /// A PostgreSQL server of a test's own (never the machine's): `initdb` in a temporary
 /// directory as an unprivileged user, on a Unix socket there and on a free loopback port.
@@ -18,6 +19,9 @@ public final class PostgresCluster: @unchecked Sendable {
         .deletingLastPathComponent()
 
     public init() throws {
+        // Stores on it open in this process too: a test that makes a cluster of its own, run
+        // alone, must not depend on another having enabled the backend first.
+        PostgresBackend.enable()
         let base = (NSTemporaryDirectory() as NSString).appendingPathComponent(
             "tracer-pg-\(UUID().uuidString.prefix(8))"
         )
