@@ -104,8 +104,17 @@ public struct Ranger: Sendable {
         counts.adverts += 1
         advert.forEachIBeacon { beacon in
             counts.iBeacons += 1
-            guard let sighting = beacon.uuid == site.badgeUUID ? badge(beacon, advert) : attribute(beacon, advert)
-            else {
+            var resolved: Sighting?
+            if beacon.uuid == site.badgeUUID {
+                switch badge(beacon, advert) {
+                case .sighting(let s): resolved = s
+                case .unknown: counts.badgesUnresolved += 1
+                case .collision: counts.badgeCollisions += 1
+                }
+            } else {
+                resolved = attribute(beacon, advert)
+            }
+            guard let sighting = resolved else {
                 if case .gateway = mode, let reference = site.fixedBeacon(for: beacon) {
                     counts.references += 1
                     let power = Double(reference.measuredPower ?? Int(beacon.measuredPower))
@@ -148,41 +157,48 @@ public struct Ranger: Sendable {
     /// The sightings an advert gives, without ranging them (for calibration).
     public func sightings(_ advert: Advert) -> [Sighting] {
         var out: [Sighting] = []
-        var copy = self
         advert.forEachIBeacon { beacon in
-            if let s = beacon.uuid == site.badgeUUID ? copy.badge(beacon, advert) : attribute(beacon, advert) {
+            if beacon.uuid == site.badgeUUID {
+                if case .sighting(let s) = badge(beacon, advert) { out.append(s) }
+            } else if let s = attribute(beacon, advert) {
                 out.append(s)
             }
         }
         return out
     }
 
+    /// What a rotating badge's advert comes to at a kiosk.
+    enum BadgeOutcome {
+        case sighting(Sighting)
+        /// No badge of the table has the id (or there is no table yet, or this is not a kiosk).
+        case unknown
+        /// Two badges share the id in the table's epochs.
+        case collision
+    }
+
     /// A rotating badge's advert heard by a kiosk, as its badge: the device is `badge:SERIAL`, and
     /// the beacon ranged is the badge's number under the badge UUID (one window across a change
-    /// of id). Nil, counted, when no one badge has the id.
-    private mutating func badge(_ beacon: IBeacon, _ advert: Advert) -> Sighting? {
-        guard case .gateway(let kiosk) = mode else { return nil }
-        guard let index = badges?.index(major: beacon.major, minor: beacon.minor) else {
-            counts.badgesUnresolved += 1
-            return nil
-        }
-        guard index >= 0, let table = badges else {
-            counts.badgeCollisions += 1
-            return nil
-        }
+    /// of id).
+    private func badge(_ beacon: IBeacon, _ advert: Advert) -> BadgeOutcome {
+        guard case .gateway(let kiosk) = mode, let table = badges,
+            let index = table.index(major: beacon.major, minor: beacon.minor)
+        else { return .unknown }
+        guard index >= 0 else { return .collision }
         let number = table.numbers[Int(index)]
-        return Sighting(
-            time: advert.time,
-            deviceName: table.deviceIDs[Int(index)],
-            anchorKey: kiosk,
-            beacon: IBeacon(
-                uuid: beacon.uuid,
-                major: UInt16(truncatingIfNeeded: number >> 16),
-                minor: UInt16(truncatingIfNeeded: number),
-                measuredPower: beacon.measuredPower
-            ),
-            rssi: Double(advert.rssi),
-            measuredPower: Double(beacon.measuredPower)
+        return .sighting(
+            Sighting(
+                time: advert.time,
+                deviceName: table.deviceIDs[Int(index)],
+                anchorKey: kiosk,
+                beacon: IBeacon(
+                    uuid: beacon.uuid,
+                    major: UInt16(truncatingIfNeeded: number >> 16),
+                    minor: UInt16(truncatingIfNeeded: number),
+                    measuredPower: beacon.measuredPower
+                ),
+                rssi: Double(advert.rssi),
+                measuredPower: Double(beacon.measuredPower)
+            )
         )
     }
 

@@ -146,8 +146,7 @@ struct BadgeCommand: ParsableCommand {
             let store = try options.open()
             let registry = BadgeRegistry(store: store)
             let badges = try registry.list()
-            let current = badges.map(\.generation).max() ?? 0
-            let generation = try registry.generation() ?? current
+            let generation = try registry.generation() ?? 0
             if json {
                 Output.line(
                     JSON.string(
