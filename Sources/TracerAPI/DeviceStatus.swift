@@ -49,11 +49,14 @@ extension Responses {
             public var id: String
             public var status: String
             public var note: String?
+            /// `failed`: recorded, but nobody near is told yet (until a flagging succeeds).
+            public var flagging: String?
 
-            public init(id: String, status: String, note: String? = nil) {
+            public init(id: String, status: String, note: String? = nil, flagging: String? = nil) {
                 self.id = id
                 self.status = status
                 self.note = note
+                self.flagging = flagging
             }
         }
 
@@ -158,6 +161,7 @@ extension Responses.DeviceStatus {
         if let report {
             var r: [String: Value] = ["id": .string(report.id), "status": .string(report.status)]
             if let note = report.note { r["note"] = .string(note) }
+            if let flagging = report.flagging { r["flagging"] = .string(flagging) }
             fields["report"] = .map(r)
         }
         return .map(fields)

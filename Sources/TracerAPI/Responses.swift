@@ -237,6 +237,16 @@ public enum Responses {
         public init(revoked: Bool) { self.revoked = revoked }
     }
 
+    /// `POST /v1/watch/ticket?path=…`: what a page's stream puts in its URL instead of its token.
+    public struct WatchTicket: Codable, Sendable, Equatable {
+        public var ticket: String
+        public var expiresInSeconds: Int
+        public init(ticket: String, expiresInSeconds: Int) {
+            self.ticket = ticket
+            self.expiresInSeconds = expiresInSeconds
+        }
+    }
+
     /// `POST` and `DELETE /v1/devices/{id}/push`: whether that browser is told now.
     public struct Subscribed: Codable, Sendable, Equatable {
         public var subscribed: Bool
@@ -317,6 +327,8 @@ public enum Responses {
         public var created: Bool?
         public var status: String?
         public var flagging: String?
+        /// False when the report is recorded but flagging failed: nobody near is told yet.
+        public var flagged: Bool?
         /// True when nothing was recorded on purpose (`dryRun`).
         public var dryRun: Bool?
         /// `accepted`, `pending` (held for the health team's review) or `rejected`.
@@ -333,6 +345,7 @@ public enum Responses {
             created: Bool? = nil,
             status: String? = nil,
             flagging: String? = nil,
+            flagged: Bool? = nil,
             dryRun: Bool? = nil,
             decision: String? = nil,
             doubts: [String]? = nil,
@@ -345,6 +358,7 @@ public enum Responses {
             self.created = created
             self.status = status
             self.flagging = flagging
+            self.flagged = flagged
             self.dryRun = dryRun
             self.decision = decision
             self.doubts = doubts

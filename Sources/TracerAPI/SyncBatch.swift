@@ -284,4 +284,34 @@ public enum SyncScope {
         if s.count == 4, s[0] == Beacon.collectionID, s[1] == anchor, s[2] == Interaction.collectionID { return nil }
         return "outside \(Beacon.collectionID)/\(anchor) and its \(Interaction.collectionID)"
     }
+
+    /// Nil when a replicated document is one the site can use, else why not (one line): an
+    /// interaction (`beacons/{key}/interactions/{id}`) must have a device id by the API's own
+    /// rule (`Identifier`), a start and an end in `Timestamp.range`, in order and at most a day
+    /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
+    /// admin's too: stored data must never be able to stop flagging.
+    public static func problem(with entry: Replica) -> String? {
+        let s = entry.path.segments
+        guard s.count == 4, s[0] == Beacon.collectionID, s[2] == Interaction.collectionID, let data = entry.data else {
+            return nil
+        }
+        guard case .string(let device)? = data["deviceId"] else {
+            return "an interaction's deviceId is a string"
+        }
+        guard Identifier.isValid(device) else {
+            return
+                "an interaction's deviceId takes letters, digits and - _ . : (1 to 128, not . or ..), not '\(device.prefix(40).unicodeScalars.map { $0.properties.isWhitespace || $0.value < 0x20 ? "?" : String($0) }.joined())'"
+        }
+        guard let start = data["start"]?.timestampValue, let end = data["end"]?.timestampValue,
+            start.isInRange, end.isInRange, start <= end, end.seconds - start.seconds <= Presence.longestWindow
+        else {
+            return "an interaction's start and end are times in order, at most a day apart"
+        }
+        if let distance = data["distance"], distance != .null {
+            guard let metres = distance.doubleValue, metres.isFinite, metres >= 0 else {
+                return "an interaction's distance is metres (a number, 0 or more)"
+            }
+        }
+        return nil
+    }
 }

@@ -131,7 +131,15 @@ public struct ExposureEngine: ExposureFlagging {
         }
 
         let changed = try store.runTransaction { t in
-            try Self.write(wanted, for: report, in: t)
+            // Flagged at last after a failure: the page and the health team's view stop saying so
+            // (read first: a transaction reads before it writes).
+            let devicePath = try Collections.device(report.deviceID)
+            let failed = report.flaggingFailed != nil
+            let deviceSaysFailed = try failed && t.get(devicePath)["report"]?["flagging"] != nil
+            let changed = try Self.write(wanted, for: report, in: t)
+            if failed { t.update(try Collections.report(report.id), Report.flaggingDone.report) }
+            if deviceSaysFailed { t.update(devicePath, Report.flaggingDone.device) }
+            return changed
         }
         let flagged = DispatchTime.now().uptimeNanoseconds
         // Then, in a transaction of its own (the exposed are told first): the reporter's
@@ -280,6 +288,36 @@ public struct ExposureEngine: ExposureFlagging {
             if !reporterData.isEmpty { t.set(reporterPath, reporterData, merge: true) }
             for doc in marked { t.update(doc.path, [Interaction.Field.testResult: .bool(false)]) }
             return exposures.count
+        }
+    }
+
+    /// Deletes the exposures that began before `cutoff` (the site's retention) and recomputes
+    /// their devices' status, in transactions of at most `batchSize`: a person exposed 15 days
+    /// ago is clear again, and the site no longer knows they were exposed.
+    @discardableResult
+    public func expire(olderThan cutoff: Timestamp, store: DocumentStore, batchSize: Int = 500) throws -> Int {
+        try Indexes.declare(in: store)
+        var total = 0
+        while true {
+            let n = try store.runTransaction { t -> Int in
+                let old = try t.getDocuments(
+                    Query.exposures.where(Exposure.Field.from, .lessThan, .timestamp(cutoff))
+                        .order(by: Exposure.Field.from).limit(max(1, batchSize))
+                )
+                let deleting = Set(old.map(\.path))
+                var summaries: [String: DocumentData] = [:]
+                for doc in old {
+                    guard let device = Collections.device(ofExposure: doc.path), summaries[device] == nil else {
+                        continue
+                    }
+                    summaries[device] = try Self.summary(device: device, in: t, setting: [:], deleting: deleting)
+                }
+                for doc in old { t.delete(doc.path) }
+                for (device, data) in summaries { t.set(try Collections.device(device), data, merge: true) }
+                return old.count
+            }
+            total += n
+            if n < batchSize { return total }
         }
     }
 

@@ -48,7 +48,7 @@ public enum ExposureJSON {
         // The device's own latest report, while the health team reviews it and once decided.
         let report = doc["report"].flatMap { r -> Responses.DeviceStatus.Report? in
             guard let id = r["id"]?.stringValue, let status = r["status"]?.stringValue else { return nil }
-            return .init(id: id, status: status, note: r["note"]?.stringValue)
+            return .init(id: id, status: status, note: r["note"]?.stringValue, flagging: r["flagging"]?.stringValue)
         }
         return Responses.DeviceStatus(
             deviceId: device,

@@ -7,9 +7,11 @@ import TracerStore
 /// Every change of a device's status, risk or exposure count POSTed to a webhook (or, as a Web
 /// Push saying only `{"type":"status"}`, to each browser subscribed to the device), at least once,
 /// across restarts: the store's change token of the last delivered change is kept (in the store,
-/// or in a file), so a restarted notifier resumes where it stopped. A failed POST is retried with
-/// backoff, and nothing after it is sent first. One notifier per webhook runs per store: a second
-/// one waits, and takes over from the saved token when the first dies.
+/// or in a file), so a restarted notifier resumes where it stopped. A failed webhook POST is
+/// retried with backoff, and nothing after it is sent first; a push is owed in the store and
+/// delivered to each browser on its own (`PushDelivery`), so one failing push service delays
+/// nobody else. One notifier per webhook runs per store: a second one waits, and takes over from
+/// the saved token when the first dies.
 public struct Notifier: Service {
     /// Where the last delivered token is kept.
     public enum Position: Sendable {
@@ -38,6 +40,8 @@ public struct Notifier: Service {
     /// backoff instead of ending it: so inside `tracer serve`, whose other services must not end
     /// with it; `tracer notify`, a service of its own, ends and lets systemd restart it.
     public var startsAgain = false
+    /// The clock push retries and their 24-hour bound are judged by (seconds since 1970).
+    public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
     let logger: Logger
 
     public init(store: DocumentStore, webhook: Webhook, position: Position, role: String, logger: Logger) {
@@ -90,6 +94,18 @@ public struct Notifier: Service {
     }
 
     func deliverChanges() async throws {
+        guard case .push(let sender) = destination else { return try await follow(nil) }
+        // The changes followed and the pushes they owe, side by side: either one's end ends both.
+        let delivery = PushDelivery(store: store, sender: sender, logger: logger, now: clock)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await delivery.run() }
+            group.addTask { try await self.follow(delivery) }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    func follow(_ delivery: PushDelivery?) async throws {
         var last: [String: String] = [:]
         let start: ListenStart = try await store.reading { try self.savedToken() }.map { .after(token: $0) } ?? .now
         for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
@@ -100,65 +116,25 @@ public struct Notifier: Service {
                 let report = doc["report"]
                 let key = "\(d.status)/\(d.risk)/\(d.exposureCount)/\(report.map { JSON.string($0) } ?? "")"
                 if last[doc.id] == key { continue }
-                var fields: [String: Value] = [
-                    "deviceId": .string(doc.id), "status": .string(d.status.rawValue), "risk": .string(d.risk.rawValue),
-                    "exposureCount": .integer(Int64(d.exposureCount)), "updatedAt": ExposureJSON.iso(doc["updatedAt"]),
-                    "token": .integer(snap.token),
-                ]
-                if let report { fields["report"] = report }
                 switch destination {
-                case .webhook(let webhook): try await deliver(ExposureJSON.json(.map(fields)), to: webhook)
-                case .push(let sender): try await push(doc.id, through: sender)
+                case .webhook(let webhook):
+                    var fields: [String: Value] = [
+                        "deviceId": .string(doc.id), "status": .string(d.status.rawValue),
+                        "risk": .string(d.risk.rawValue), "exposureCount": .integer(Int64(d.exposureCount)),
+                        "updatedAt": ExposureJSON.iso(doc["updatedAt"]), "token": .integer(snap.token),
+                    ]
+                    if let report { fields["report"] = report }
+                    try await deliver(ExposureJSON.json(.map(fields)), to: webhook)
+                case .push:
+                    // Owed in the store before the token moves past it: delivered after a restart too.
+                    try await delivery?.owe(doc.id)
                 }
                 last[doc.id] = key
             }
-            // Only once everything up to this token is delivered; on the store's writer thread
-            // (or its reader threads for a file: blocking I/O off the cooperative pool either way).
+            // Only once everything up to this token is delivered (or owed); on the store's writer
+            // thread (or its reader threads for a file: blocking I/O off the cooperative pool either way).
             let token = snap.token
             try await store.writing { try self.save(token) }
-        }
-    }
-
-    /// The push a browser gets: that something changed, nothing more (its push service learns
-    /// nothing); the page then fetches the status with its token.
-    public static let pushPayload = Array(#"{"type":"status"}"#.utf8)
-
-    /// Pushes to each browser subscribed to `device` until each has taken it (or its push
-    /// service says it is gone: 404 or 410, and it is dropped), backing off between rounds; a
-    /// round sends only to those still owed.
-    func push(_ device: String, through sender: PushSender) async throws {
-        let collection = try Collections.pushSubscriptions(of: device)
-        let store = self.store
-        var owed = try await store.reading { try store.getDocuments(Query(collection: collection)) }
-            .compactMap { doc in PushSubscription(doc).map { (doc.path, $0) } }
-        var backoff = self.backoff
-        while !owed.isEmpty {
-            var failed: [(DocumentPath, PushSubscription)] = []
-            var gone: [DocumentPath] = []
-            for (path, subscription) in owed {
-                switch await sender.send(Self.pushPayload, to: subscription) {
-                case .delivered: break
-                case .gone: gone.append(path)
-                case .failed(let why):
-                    failed.append((path, subscription))
-                    logger.warning(
-                        "a push service did not take a push; retrying",
-                        metadata: [
-                            "push.host": "\(URL(string: subscription.endpoint)?.host ?? "?")", "error": "\(why)",
-                        ]
-                    )
-                }
-            }
-            if !gone.isEmpty {
-                let dropped = gone
-                try await store.writing { for path in dropped { try store.delete(path) } }
-                logger.notice(
-                    "dropped subscriptions their push service says are gone",
-                    metadata: ["count": "\(gone.count)"]
-                )
-            }
-            owed = failed
-            if !owed.isEmpty { try await Task.sleep(for: backoff.failed()) }
         }
     }
 

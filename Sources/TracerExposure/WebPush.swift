@@ -26,27 +26,15 @@ public struct PushSubscription: Sendable, Equatable {
     ]
 
     /// A subscription from the browser's JSON (`{"endpoint", "keys": {"p256dh", "auth"}}`),
-    /// checked: an https endpoint (http only for a listed loopback host, a test's) on one of
-    /// `services`, and keys that are a P-256 point and 16 bytes. The server must never become a
-    /// way to reach anything else, the institution's own network least of all.
+    /// checked: its endpoint by `PushEndpoint` (on one of `services`), and keys that are a P-256
+    /// point and 16 bytes.
     public init(json: Value, services: Set<String>) throws(PushError) {
-        guard case .string(let endpoint)? = json["endpoint"], endpoint.utf8.count <= 2048,
-            let url = URLComponents(string: endpoint), let scheme = url.scheme?.lowercased(),
-            let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil
-        else {
+        guard case .string(let endpoint)? = json["endpoint"] else {
             throw PushError(
                 "a subscription is the browser's PushSubscription JSON: {\"endpoint\": \"https://…\", \"keys\": {\"p256dh\", \"auth\"}}"
             )
         }
-        guard services.contains(host) else {
-            throw PushError(
-                "\(host) is not one of this site's push services (\(services.sorted().joined(separator: ", ")): settings: pushServices)"
-            )
-        }
-        let loopback = host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1"
-        guard scheme == "https" || (scheme == "http" && loopback) else {
-            throw PushError("a push endpoint is https://, not \(scheme)://")
-        }
+        try PushEndpoint.check(endpoint, services: services)
         guard case .string(let key)? = json["keys"]?["p256dh"], let p256dh = WebPush.base64url(key), p256dh.count == 65,
             (try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)) != nil
         else { throw PushError("keys.p256dh is not a P-256 public key (65 bytes, base64url)") }
@@ -55,12 +43,26 @@ public struct PushSubscription: Sendable, Equatable {
         self.init(endpoint: endpoint, p256dh: p256dh, auth: auth)
     }
 
-    /// As stored in `devices/{id}/push/{id}`.
-    public var data: DocumentData {
+    /// As stored in `devices/{id}/push/{id}`, by the token that subscribed it (revoking the
+    /// token deletes it).
+    public func data(tokenID: String) -> DocumentData {
         [
             "endpoint": .string(endpoint), "p256dh": .string(WebPush.base64url(p256dh)),
             "auth": .string(WebPush.base64url(auth)), "createdAt": .serverTimestamp,
+            Field.tokenID: .string(tokenID),
         ]
+    }
+
+    /// The stored fields beside the subscription itself.
+    public enum Field {
+        /// The token that subscribed it.
+        public static let tokenID = "tokenId"
+        /// When a push became owed to it (absent: nothing is owed).
+        public static let owedAt = "owedAt"
+        /// When its push service began failing, for as long as it keeps failing.
+        public static let failingSince = "failingSince"
+        /// Failed attempts in a row.
+        public static let failures = "failures"
     }
 
     public init?(_ doc: DocumentSnapshot) {
@@ -76,6 +78,67 @@ public struct PushSubscription: Sendable, Equatable {
 
     /// The document id of the subscription with this endpoint.
     public static func id(endpoint: String) -> String { String(Digest.sha256Hex(endpoint).prefix(32)) }
+}
+
+/// A push endpoint checked, where it is stored and again where it is used: the server must
+/// never become a way to reach anything else (the institution's own network least of all), and
+/// no stored value may make the sender trap (a port above 65535 did, in SwiftNIO's
+/// `SocketAddress`).
+public enum PushEndpoint {
+    /// The longest endpoint taken (the big push services' are under 500 bytes).
+    public static let maxLength = 2048
+
+    /// Throws unless `endpoint` is `https://HOST[:443]/…` with HOST one of `services` (http, on a
+    /// port 1–65535, only for a listed loopback host: a test's stand-in), no user or password,
+    /// no space or control character; and Foundation reads the same host and port from it as
+    /// this check does (what AsyncHTTPClient connects to is what was checked).
+    public static func check(_ endpoint: String, services: Set<String>) throws(PushError) {
+        let shape = PushError(
+            "a subscription is the browser's PushSubscription JSON: {\"endpoint\": \"https://…\", \"keys\": {\"p256dh\", \"auth\"}}"
+        )
+        guard endpoint.utf8.count <= maxLength else {
+            throw PushError("the endpoint is longer than \(maxLength) bytes")
+        }
+        guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw PushError("the endpoint has a space, a control character or a byte outside ASCII")
+        }
+        guard let colon = endpoint.range(of: "://") else { throw shape }
+        let scheme = endpoint[..<colon.lowerBound].lowercased()
+        let rest = endpoint[colon.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.contains("@"), !authority.contains("\\") else {
+            throw PushError("a push endpoint has no user or password")
+        }
+        var host = Substring(authority)
+        var port: Int?
+        if let last = authority.lastIndex(of: ":"), !authority[last...].contains("]") {
+            host = authority[..<last]
+            let digits = authority[authority.index(after: last)...]
+            guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+                let n = Int(digits), (1...65535).contains(n)
+            else { throw PushError("the endpoint's port is not 1–65535: '\(digits.prefix(12))'") }
+            port = n
+        }
+        let name = host.lowercased()
+        guard !name.isEmpty else { throw shape }
+        guard services.contains(name) else {
+            throw PushError(
+                "\(name.prefix(80)) is not one of this site's push services (\(services.sorted().joined(separator: ", ")): settings: pushServices)"
+            )
+        }
+        let loopback = name == "127.0.0.1" || name == "localhost" || name == "[::1]"
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw PushError("a push endpoint is https://, not \(scheme.prefix(20))://")
+        }
+        // The push services listen on https's own port: another port of theirs is no push service.
+        guard scheme == "http" || port == nil || port == 443 else {
+            throw PushError("a push endpoint is on https's port (443), not \(port ?? 0)")
+        }
+        guard let url = URLComponents(string: endpoint),
+            url.host?.lowercased() == name || "[\(url.host ?? "")]" == name,
+            url.port == port, url.user == nil, url.password == nil
+        else { throw PushError("the endpoint is not a URL this server reads as it checked it") }
+    }
 }
 
 public struct PushError: Error, Sendable, CustomStringConvertible {
@@ -210,6 +273,9 @@ public final class PushSender: AsyncShutdown {
     let key: P256.Signing.PrivateKey
     /// Who runs this server, for the push services (`mailto:` or `https:`).
     public let subject: String
+    /// The only hosts it sends to (the site's `pushServices`): every endpoint is checked again
+    /// before it is used, whoever stored it.
+    public let services: Set<String>
     let timeout: TimeAmount
 
     /// What a push service answered.
@@ -219,9 +285,17 @@ public final class PushSender: AsyncShutdown {
         case gone
         /// Nothing, or something else: try again later.
         case failed(String)
+        /// The stored endpoint is not one this site sends to (`PushEndpoint.check`): nothing was
+        /// sent; drop it.
+        case refused(String)
     }
 
-    public init(key: P256.Signing.PrivateKey, subject: String, timeout: Duration = .seconds(10)) {
+    public init(
+        key: P256.Signing.PrivateKey,
+        subject: String,
+        services: Set<String> = PushSubscription.defaultServices,
+        timeout: Duration = .seconds(10)
+    ) {
         var configuration = HTTPClient.Configuration()
         let milliseconds = Int64(timeout / .milliseconds(1))
         configuration.timeout = .init(connect: .milliseconds(milliseconds), read: .milliseconds(milliseconds))
@@ -230,11 +304,17 @@ public final class PushSender: AsyncShutdown {
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.key = key
         self.subject = subject
+        self.services = services
         self.timeout = .milliseconds(milliseconds)
     }
 
     /// Sends `payload` to one browser.
     public func send(_ payload: [UInt8], to subscription: PushSubscription) async -> Outcome {
+        do throws(PushError) {
+            try PushEndpoint.check(subscription.endpoint, services: services)
+        } catch {
+            return .refused(error.description)
+        }
         do {
             var request = HTTPClientRequest(url: subscription.endpoint)
             request.method = .POST

@@ -80,6 +80,11 @@ public enum Collections {
         do { return try config.document("push") } catch { preconditionFailure("\(error)") }
     }
 
+    /// `config/watchKey`: the key the server signs watch tickets with (never leaves the server).
+    public static var watchKey: DocumentPath {
+        do { return try config.document("watchKey") } catch { preconditionFailure("\(error)") }
+    }
+
     /// `tokens/{id}`.
     public static func token(_ id: String) throws(StoreError) -> DocumentPath {
         try tokens.document(id)

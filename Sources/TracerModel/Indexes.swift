@@ -40,6 +40,13 @@ public enum Indexes {
         Exposure.Field.from
     )
 
+    /// Every exposure by when it began (retention).
+    public static let exposuresByStart = IndexDefinition(
+        collectionID: Exposure.collectionID,
+        scope: .collectionGroup,
+        Exposure.Field.from
+    )
+
     /// Every index the product declares.
     public static let all = [
         interactionsByStart,
@@ -50,6 +57,7 @@ public enum Indexes {
         exposuresByReport,
         exposuresByBeacon,
         exposuresByTime,
+        exposuresByStart,
     ]
 
     /// Declares them all (declaring one that exists takes no write lock).
@@ -85,11 +93,13 @@ public struct Presence: Sendable, Equatable {
     /// more than a day was not written by one.
     public static let longestWindow: Double = 86_400
 
-    /// Whether flagging can use this window: its times in `Timestamp.range`, in order and at most
-    /// a day apart, its distance a finite number of metres. Anything else (a document a kiosk or
+    /// Whether flagging can use this window: its device id one tracer takes (`Identifier`), its
+    /// times in `Timestamp.range`, in order and at most a day apart, its distance a finite
+    /// number of metres. Anything else (a document a kiosk or
     /// an old store planted) is skipped and counted, so that stored data can never stop the flagger.
     public var isUsable: Bool {
-        start.isInRange && end.isInRange && start <= end && end.seconds - start.seconds <= Self.longestWindow
+        Identifier.isValid(deviceID) && start.isInRange && end.isInRange && start <= end
+            && end.seconds - start.seconds <= Self.longestWindow
             && distance.isFinite && distance >= 0
     }
 

@@ -42,6 +42,9 @@ public struct Report: Sendable, Equatable {
     public var decidedBy: String?
     public var decidedAt: Timestamp?
     public var note: String?
+    /// Why flagging this accepted report failed, until a flagging succeeds: the reporter is
+    /// positive and nobody near them is told yet (the page and the health team's view say so).
+    public var flaggingFailed: String?
 
     public init(
         id: String,
@@ -83,6 +86,7 @@ public struct Report: Sendable, Equatable {
         decidedBy = r.optionalString("decidedBy")
         decidedAt = r.optionalTime("decidedAt")
         note = r.optionalString("note")
+        flaggingFailed = r.optionalString("flaggingFailed")
     }
 
     /// The document as first written; `createdAt` is the commit time.
@@ -110,6 +114,20 @@ public struct Report: Sendable, Equatable {
         return fields
     }
 
+    /// The fields a failed flagging writes on the report, and on the reporter's device
+    /// (`devices/{id}.report.flagging`): the page and the health team's view read them there.
+    public static func flaggingFailure(_ error: String) -> (report: [FieldPath: Value], device: [FieldPath: Value]) {
+        (
+            ["flaggingFailed": .string(String(error.prefix(300))), "flaggingFailedAt": .serverTimestamp],
+            ["report.flagging": .string("failed")]
+        )
+    }
+
+    /// The fields a successful flagging clears, where a failure had written them.
+    public static let flaggingDone: (report: [FieldPath: Value], device: [FieldPath: Value]) = (
+        ["flaggingFailed": .delete, "flaggingFailedAt": .delete], ["report.flagging": .delete]
+    )
+
     /// The reports with a status (`pending`: those waiting for the health team).
     public static func with(status: Status) -> Query {
         Query(collection: Collections.reports).where(Field.status, .equal, .string(status.rawValue))
@@ -128,6 +146,7 @@ public struct Report: Sendable, Equatable {
         if let decidedBy { fields["decidedBy"] = .string(decidedBy) }
         if let decidedAt { fields["decidedAt"] = .string(decidedAt.iso8601Seconds) }
         if let note { fields["note"] = .string(note) }
+        if let flaggingFailed { fields["flaggingFailed"] = .string(flaggingFailed) }
         return .map(fields)
     }
 

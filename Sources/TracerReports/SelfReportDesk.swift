@@ -18,6 +18,8 @@ public struct SelfReportDesk: Sendable {
     /// The issuers whose signed certificates the site accepts (nil: none; a signed certificate
     /// is then refused as from an unknown issuer).
     public let trustList: TrustList?
+    /// How long a denied report holds the device's next reports (the site's retention).
+    public var retention: Double = Retention.defaultSeconds
 
     public init(
         store: DocumentStore,
@@ -67,7 +69,11 @@ public struct SelfReportDesk: Sendable {
     public func withHistory(_ verification: Verification, device: String) throws -> Verification {
         guard verification.decision != .rejected, !verification.rules.contains(where: { $0.name == "history" })
         else { return verification }
-        let denied = try store.getDocuments(Report.of(device: device)).filter { Report.is($0, .denied) }
+        // For the site's retention: after it, the denial is forgotten like everything else.
+        let since = Date().timeIntervalSince1970 - retention
+        let denied = try store.getDocuments(Report.of(device: device)).filter {
+            Report.is($0, .denied) && ((try? Report($0))?.createdAt.map { $0.seconds >= since } ?? true)
+        }
         guard let report = denied.first else { return verification }
         var held = verification
         held.rules.append(
@@ -179,6 +185,7 @@ public struct SelfReportDesk: Sendable {
         } catch {
             let line =
                 "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)")
             return .recorded(report, verification, flagging: line, flagged: false)
         }
     }
@@ -236,8 +243,9 @@ extension SelfReportDesk {
     }
 
     /// The list the health team reads: `{"reports": [...], "review": MODE}`.
-    public func reviewList(_ status: Report.Status? = .pending) throws -> Value {
-        .map(["reports": .array(try reports(status).map(reviewed)), "review": .string(policy.review.rawValue)])
+    public func reviewList(_ status: Report.Status? = .pending, unflaggedOnly: Bool = false) throws -> Value {
+        let listed = try reports(status).filter { !unflaggedOnly || $0.flaggingFailed != nil }
+        return .map(["reports": .array(listed.map(reviewed)), "review": .string(policy.review.rawValue)])
     }
 
     /// Approves a pending report: it is accepted, the reporter marked positive, and exposures
@@ -301,12 +309,29 @@ extension SelfReportDesk {
         do {
             return Decided(report: report, line: try flagging.reportAccepted(recorded, store: store), flagged: true)
         } catch {
+            recordFlaggingFailure(reportID, device: report.deviceID, "\(error)")
             return Decided(
                 report: report,
                 line:
                     "report \(reportID) is approved, but flagging failed (\(error)): run `tracer report flag \(reportID)`",
                 flagged: false
             )
+        }
+    }
+}
+
+extension SelfReportDesk {
+    /// A failed flagging, written where the reporter's page and the health team look (the
+    /// report's `flaggingFailed`, the device's `report.flagging`) until a flagging succeeds. Best
+    /// effort: the store may be what failed, and the caller says so in any case.
+    func recordFlaggingFailure(_ reportID: String, device: String, _ error: String) {
+        let fields = Report.flaggingFailure(error)
+        _ = try? store.runTransaction { t in
+            let reportPath = try Collections.report(reportID)
+            let devicePath = try Collections.device(device)
+            let (report, reporter) = (try t.get(reportPath), try t.get(devicePath))
+            if report.exists { t.update(reportPath, fields.report) }
+            if reporter["report"]?["id"] == .string(reportID) { t.update(devicePath, fields.device) }
         }
     }
 }

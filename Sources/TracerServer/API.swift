@@ -29,8 +29,12 @@ public final class API: Sendable {
     public let linkLimiter: FailureLimiter
     /// The site's Web Push key (base64url), for the person's page to subscribe with.
     let pushKey: String
+    /// The site's key for watch tickets (`config/watchKey`).
+    let watchKey: [UInt8]
     /// The hosts Web Push goes to (the site's `pushServices`, else the big three browsers').
-    let pushServices: Set<String>
+    public let pushServices: Set<String>
+    /// Seconds the site keeps interactions, exposures and review holds (`retentionDays`).
+    public let retention: Double
     /// Devices seen at an anchor within this many seconds count as there now.
     public let occupancyWindow: Double
     /// The time occupancy is judged at (the wall clock; tests give a fixed one).
@@ -61,6 +65,7 @@ public final class API: Sendable {
         logger: Logger = Logger(label: "tracer.serve")
     ) throws {
         self.clock = clock
+        self.retention = (site?.exposure.retentionDays ?? Retention.defaultDays) * 86_400
         self.linkLimiter = FailureLimiter(clock: { clock().timeIntervalSince1970 })
         self.store = store
         self.site = site
@@ -70,17 +75,20 @@ public final class API: Sendable {
         self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue)
         let trustList = try site.flatMap { try TrustList($0.verification) }
         for line in trustList?.skipped ?? [] { logger.warning("trust list: \(line)") }
-        self.desk = SelfReportDesk(
+        var desk = SelfReportDesk(
             store: store,
             flagging: engine,
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
             trustList: trustList,
             images: reviewImages
         )
+        desk.retention = self.retention
+        self.desk = desk
         self.rotationKey = Array(TokenStore.random(32).utf8)
         let anchors = Set(site?.anchors.map(\.key) ?? [])
-        self.sync = SyncEndpoint(store: store, logger: logger) { anchors.contains($0) }
+        self.sync = SyncEndpoint(store: store, logger: logger, retention: retention) { anchors.contains($0) }
         self.pushKey = try WebPush.sitePublicKey(in: store)
+        self.watchKey = try WatchTicket.key(in: store)
         self.pushServices = site?.pushServices ?? PushSubscription.defaultServices
         try Indexes.declare(in: store)
     }
@@ -158,10 +166,11 @@ public final class API: Sendable {
         router.get("/v1/devices/:id") { [self] request, context in
             let id = try Self.key(context.parameters.require("id"), "device id")
             // The token, the device and its exposures: one statement, one snapshot.
+            // Not a kiosk's: a stolen kiosk token must not tell whose badge is positive or exposed.
             let (_, status) = try await authorize(
                 request,
                 context,
-                [.admin, .kiosk, .device],
+                [.admin, .device],
                 reading: [Collections.device(id)],
                 collections: [Collections.exposures(of: id)]
             ) { who, read in
@@ -258,11 +267,25 @@ public final class API: Sendable {
             return try await store.reading { try self.publishedSite(request) }
         }
         router.get("/v1/badges/ids") { [self] request, context in
-            try await authorize(request, context, [.admin, .kiosk])
-            return try await store.reading { try self.badgeIDs(request) }
+            let who = try await authorize(request, context, [.admin, .kiosk])
+            return try await store.reading { try self.badgeIDs(request, who) }
+        }
+        router.post("/v1/watch/ticket") { [self] request, context in
+            let who = try await authorize(request, context, [.admin, .device])
+            let path = try Watch.checkedPath(request, who)
+            let ticket = WatchTicket.make(
+                tokenID: who.tokenID,
+                path: path,
+                now: clock().timeIntervalSince1970,
+                key: watchKey
+            )
+            return JSONBody.response(
+                encoding: Responses.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
+                status: .created
+            )
         }
         router.get("/v1/watch") { [self] request, context in
-            let who = try await authorize(request, context, [.admin, .device], tokenInQuery: true)
+            let who = try await watcher(request, context)
             return try await store.reading { try Watch.response(self, request, who) }
         }
         return router
@@ -272,17 +295,49 @@ public final class API: Sendable {
 
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
 
-    /// Checks the token (a bearer header; for EventSource, which cannot set headers, also
-    /// `?access_token=`), the client's failures and the role; writes an admin's request to the
-    /// audit collection.
+    /// Who watches: the bearer token, or a watch ticket for this very path (a page's
+    /// EventSource, which cannot send headers; never the token itself in a URL).
+    func watcher(_ request: Request, _ context: TracerContext) async throws -> Principal {
+        guard request.headers[.authorization] == nil, let ticket = request.uri.queryParameters["ticket"] else {
+            return try await authorize(request, context, [.admin, .device])
+        }
+        try limiter.refuseIfLimited(context.client, "token attempts")
+        let path = request.uri.queryParameters["path"].map(String.init) ?? ""
+        guard
+            let id = WatchTicket.tokenID(
+                String(ticket),
+                path: path,
+                now: clock().timeIntervalSince1970,
+                key: watchKey
+            ),
+            let record = try? Collections.token(id)
+        else {
+            limiter.failed(context.client)
+            throw APIError.unauthorized(
+                "the watch ticket is expired, forged or for another path: ask for a new one (POST /v1/watch/ticket?path=…)"
+            )
+        }
+        let store = self.store
+        guard let who = try await store.reading({ TokenStore.principal(id: id, stored: try store.get(record)) }),
+            [.admin, .device].contains(who.role)
+        else {
+            limiter.failed(context.client)
+            throw APIError.unauthorized("the token this ticket was made for is revoked")
+        }
+        if who.role == .admin { try await audit(who, request) }
+        return who
+    }
+
+    /// Checks the token (a bearer header: never a URL's, which logs keep; a page's stream has
+    /// a watch ticket, `watcher`), the client's failures and the role; writes an admin's request
+    /// to the audit collection.
     @discardableResult
     func authorize(
         _ request: Request,
         _ context: TracerContext,
-        _ roles: Set<Role>,
-        tokenInQuery: Bool = false
+        _ roles: Set<Role>
     ) async throws -> Principal {
-        try await authorize(request, context, roles, tokenInQuery: tokenInQuery, reading: []) { _, _ in () }.who
+        try await authorize(request, context, roles, reading: []) { _, _ in () }.who
     }
 
     /// `authorize`, with documents and collections the route answers with read by the same
@@ -295,7 +350,6 @@ public final class API: Sendable {
         _ request: Request,
         _ context: TracerContext,
         _ roles: Set<Role>,
-        tokenInQuery: Bool = false,
         reading paths: [DocumentPath],
         collections: [CollectionPath] = [],
         answer: @escaping @Sendable (Principal, Fetched) throws -> Answer
@@ -308,8 +362,6 @@ public final class API: Sendable {
                 throw APIError.unauthorized("the Authorization header takes 'Bearer tracer_…'")
             }
             presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        } else if tokenInQuery, let q = request.uri.queryParameters["access_token"] {
-            presented = String(q)
         }
         guard let presented else {
             throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
@@ -340,7 +392,7 @@ public final class API: Sendable {
     func audit(_ who: Principal, _ request: Request) async throws {
         var what = request.uri.path
         if let query = request.uri.query, !query.isEmpty {
-            let kept = query.split(separator: "&").filter { !$0.hasPrefix("access_token=") }
+            let kept = query.split(separator: "&").filter { !$0.hasPrefix("ticket=") }
             if !kept.isEmpty { what += "?" + kept.joined(separator: "&") }
         }
         let entry = AuditEntry(
@@ -360,12 +412,7 @@ public final class API: Sendable {
     /// path of its own (`..`, `/`, `%2F`).
     static func key(_ raw: String, _ what: String) throws -> String {
         let value = raw.removingPercentEncoding ?? raw
-        let allowed = value.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
-                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
-                || $0 == UInt8(ascii: ":")
-        }
-        guard !value.isEmpty, value.utf8.count <= 128, allowed, value != ".", value != ".." else {
+        guard Identifier.isValid(value) else {
             throw APIError.badRequest("not a \(what): '\(value.prefix(80))' (letters, digits and - _ . : only)")
         }
         return value

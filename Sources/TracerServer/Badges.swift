@@ -10,7 +10,7 @@ extension API {
     /// `GET /v1/badges/ids?day=2026-11-26`: the day's ids of every active badge, for a kiosk to
     /// resolve badges offline without a key. The ETag is the badges' version, K and the day: a
     /// kiosk polling with `If-None-Match` hears 304 (one document read) until a badge changes.
-    func badgeIDs(_ request: Request) throws -> Response {
+    func badgeIDs(_ request: Request, _ who: Principal) throws -> Response {
         guard let name = request.uri.queryParameters["day"].map(String.init) else {
             throw APIError.badRequest("day is missing: ?day=YYYY-MM-DD")
         }
@@ -18,11 +18,15 @@ extension API {
             throw APIError.badRequest("day takes a date like 2026-11-26, not '\(name.prefix(40))'")
         }
         let today = BadgeIDDay.day(of: clock().timeIntervalSince1970)
-        guard Int64(day) >= Int64(today) - 14 * 86_400,
+        // A kiosk token reads what a live kiosk needs, yesterday (an epoch's table reaches back
+        // across midnight) to the horizon: a stolen kiosk's token gives away five days of ids,
+        // never the fortnight behind that would match old captures to badges.
+        let back = who.role == .kiosk ? 1 : 14
+        guard Int64(day) >= Int64(today) - Int64(back) * 86_400,
             Int64(day) <= Int64(today) + Int64(BadgeIDDay.horizon - 1) * 86_400
         else {
             throw APIError.badRequest(
-                "day \(name) is out of range: from 14 days before today to \(BadgeIDDay.horizon - 1) after"
+                "day \(name) is out of range for a \(who.role.rawValue) token: from \(back == 1 ? "yesterday" : "\(back) days before today") to \(BadgeIDDay.horizon - 1) days after"
             )
         }
         let registry = BadgeRegistry(store: store)

@@ -13,7 +13,7 @@ extension API {
     /// `POST /v1/devices/{id}/push`: the browser's `PushSubscription` JSON as it is, with that
     /// device's token. Only endpoints on the site's push services are taken.
     func subscribe(_ request: Request, _ context: TracerContext, _ device: String) async throws -> Response {
-        let subscription = try await pushBody(request, context, device) { json, services in
+        let (subscription, who) = try await pushBody(request, context, device) { json, services in
             try PushSubscription(json: json, services: services)
         }
         let store = self.store
@@ -30,7 +30,9 @@ extension API {
                 {
                     t.delete(oldest.path)
                 }
-                t.set(try collection.document(subscription.id), subscription.data)
+                // Merged: a browser renewing its subscription (the page does at each visit) keeps
+                // what it is owed; `createdAt` is the renewal's time, which retention goes by.
+                t.set(try collection.document(subscription.id), subscription.data(tokenID: who.tokenID), merge: true)
             }
         }
         return JSONBody.response(encoding: Responses.Subscribed(subscribed: true), status: .created)
@@ -38,7 +40,7 @@ extension API {
 
     /// `DELETE /v1/devices/{id}/push` `{"endpoint": …}`: that browser is told no more.
     func unsubscribe(_ request: Request, _ context: TracerContext, _ device: String) async throws -> Response {
-        let id = try await pushBody(request, context, device) { json, _ in
+        let (id, _) = try await pushBody(request, context, device) { json, _ in
             guard case .string(let endpoint)? = json["endpoint"] else {
                 throw PushError("the body is {\"endpoint\": \"…\"}")
             }
@@ -56,7 +58,7 @@ extension API {
         _ context: TracerContext,
         _ device: String,
         _ parse: (Value, Set<String>) throws -> T
-    ) async throws -> T {
+    ) async throws -> (T, Principal) {
         let who = try await authorize(request, context, [.device])
         guard who.deviceID == device else {
             throw APIError.forbidden("a device token subscribes its own device only")
@@ -68,7 +70,7 @@ extension API {
             )
         }
         do {
-            return try parse(json, pushServices)
+            return (try parse(json, pushServices), who)
         } catch let e as PushError {
             throw APIError.badRequest(e.description)
         }

@@ -322,6 +322,7 @@ extension API {
                 created: recorded.created,
                 status: Report.Status.accepted.rawValue,
                 flagging: flagging,
+                flagged: flagged,
                 decision: Report.Status.accepted.rawValue,
                 rules: verification.rules.map(Responses.Rule.init),
                 collectedAt: Self.iso(verification.collectedAt)
@@ -343,9 +344,11 @@ extension API {
     /// reports with their evidence, newest decisions last.
     func reviewList(_ request: Request) throws -> Response {
         let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
+        // `unflagged`: accepted reports whose flagging failed, nobody near them told yet.
+        if wanted == "unflagged" { return JSONBody.response(try desk.reviewList(.accepted, unflaggedOnly: true)) }
         guard wanted == "all" || Report.Status(rawValue: wanted) != nil else {
             throw APIError.badRequest(
-                "status takes pending, accepted, denied, revoked or all, not '\(wanted.prefix(40))'"
+                "status takes pending, accepted, denied, revoked, unflagged or all, not '\(wanted.prefix(40))'"
             )
         }
         return JSONBody.response(try desk.reviewList(Report.Status(rawValue: wanted)))

@@ -2,10 +2,15 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import Synchronization
 import TracerAPI
 import TracerModel
 import TracerStore
+
+/// glibc's `malloc_trim` (malloc.h, which Swift's Glibc module does not bring): gives the pages
+/// of freed memory back to the system.
+@_silgen_name("malloc_trim") private func mallocTrim(_ pad: Int) -> Int32
 
 /// `POST /v1/sync`: a kiosk's batch, committed in one transaction before the answer, with the
 /// kiosk's sync state (`kiosks/{anchor}`) in the same transaction.
@@ -16,11 +21,19 @@ import TracerStore
 final class SyncEndpoint: Sendable {
     /// The largest batch body taken: a kiosk sends 5,000 documents (about 2.3 MB) at most.
     static let maxBody = 32 << 20
+    /// The thread kiosks' batches are decoded on, for the process's life (started on first use).
+    static let decoder: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        return pool
+    }()
     /// Clock offsets above this are warned about (co-location across kiosks needs their clocks).
     static let offsetWarning = 2.0
 
     let store: DocumentStore
     let logger: Logger
+    /// The site's retention (seconds): interactions that ended longer ago are not stored.
+    let retention: Double
     /// Whether a key is one of the published site's anchors: a batch refused for a kiosk the
     /// site has is counted on that kiosk's document (`/v1/kiosks`); for any other name, only in
     /// the audit log (a token holder cannot make kiosks up).
@@ -28,18 +41,39 @@ final class SyncEndpoint: Sendable {
     /// When each kiosk's clock was last warned about, so a wrong clock is one line per 10 minutes.
     private let warned = Mutex<[String: Double]>([:])
 
-    init(store: DocumentStore, logger: Logger, isAnchor: @escaping @Sendable (String) -> Bool = { _ in false }) {
+    init(
+        store: DocumentStore,
+        logger: Logger,
+        retention: Double = Retention.defaultSeconds,
+        isAnchor: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) {
         self.store = store
         self.logger = logger
+        self.retention = retention
         self.isAnchor = isAnchor
     }
 
     func handle(_ request: Request, _ who: Principal) async throws -> Response {
+        var size = 0
+        defer {
+            // A large batch's documents are freed by now, but glibc keeps freed memory for later
+            // allocations unless told: 366 MiB stayed resident after two 28.6 MiB batches.
+            if size > 1 << 20 { _ = mallocTrim(0) }
+        }
+        return try await apply(request, who, size: &size)
+    }
+
+    private func apply(_ request: Request, _ who: Principal, size: inout Int) async throws -> Response {
         let received = Date().timeIntervalSince1970
         let body = try await request.body.collect(upTo: Self.maxBody)
-        let batch: SyncBatch
-        do { batch = try SyncBatch(json: Array(body.readableBytesView)) } catch {
-            throw APIError.badRequest(error.message)
+        size = body.readableBytes
+        // Decoded on a thread of its own, one batch at a time: a 32 MiB batch is seconds of one
+        // core's work, and two of them on Swift's cooperative threads (two on a small server)
+        // held every other request, `/health` among them, for over 5 s.
+        let batch: SyncBatch = try await Self.decoder.runIfActive {
+            do throws(SyncError) { return try SyncBatch(json: Array(body.readableBytesView)) } catch {
+                throw APIError.badRequest(error.message)
+            }
         }
         if who.role == .kiosk, who.anchor == nil {
             // Nor may it speak for a kiosk: its state would land under whatever name it gave.
@@ -64,12 +98,29 @@ final class SyncEndpoint: Sendable {
         }
         var accepted: [Replica] = []
         var refused: [SyncAnswer.Refusal] = []
+        var expired = 0
+        let cutoff = received - retention
         for entry in batch.documents {
             if who.role == .kiosk, let reason = SyncScope.refusal(of: entry.path, anchor: who.anchor) {
                 refused.append(.init(path: entry.path.description, reason: reason))
+            } else if let reason = SyncScope.problem(with: entry) {
+                refused.append(.init(path: entry.path.description, reason: reason))
+            } else if Self.isInteraction(entry), let end = entry.data?["end"]?.timestampValue, end.seconds < cutoff {
+                // Already past the site's retention (a kiosk back after weeks away): the site
+                // would purge it within the minute, so it is never stored. Acknowledged, not audited.
+                expired += 1
             } else {
                 accepted.append(entry)
             }
+        }
+        let audited = refused
+        if expired > 0 {
+            refused.append(
+                .init(
+                    path: "\(expired) interactions",
+                    reason: "older than the site's retention (\(Self.days(retention)) days): not stored"
+                )
+            )
         }
         // The kiosk's clock as the kiosk measured it over its exchanges (NTP's way, the sample
         // with the shortest round trip), sent with each batch.
@@ -80,12 +131,12 @@ final class SyncEndpoint: Sendable {
             backlogOldest: batch.backlogOldest.map { Timestamp(seconds: $0) },
             clockOffset: offset,
             applied: accepted.count,
-            refused: refused.count,
+            refused: audited.count,
             tokenID: who.tokenID
         )
         var also = WriteBatch()
         also.set(try Collections.kiosk(kiosk), status, merge: true)
-        for r in refused.prefix(100) {
+        for r in audited.prefix(100) {
             let entry = AuditEntry(
                 tokenID: who.tokenID,
                 tokenName: who.name,
@@ -117,10 +168,19 @@ final class SyncEndpoint: Sendable {
                 ]
             )
         }
-        if !refused.isEmpty {
+        if expired > 0 {
+            logger.notice(
+                "kiosk \(kiosk) sent \(expired) interactions older than the site's retention: not stored",
+                metadata: ["kiosk": "\(kiosk)", "expired": "\(expired)"]
+            )
+        }
+        if !audited.isEmpty {
             logger.warning(
-                "refused \(refused.count) replicated documents outside the token's anchor",
-                metadata: ["kiosk": "\(kiosk)", "token.id": "\(who.tokenID)", "first": "\(refused[0].path)"]
+                "refused \(audited.count) replicated documents: outside the token's anchor, or not an interaction the site can use",
+                metadata: [
+                    "kiosk": "\(kiosk)", "token.id": "\(who.tokenID)",
+                    "first": "\(audited[0].path): \(audited[0].reason)",
+                ]
             )
         }
         if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
@@ -135,6 +195,16 @@ final class SyncEndpoint: Sendable {
             clockOffset: offset
         )
         return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
+    }
+
+    static func isInteraction(_ entry: Replica) -> Bool {
+        let s = entry.path.segments
+        return s.count == 4 && s[0] == Beacon.collectionID && s[2] == Interaction.collectionID
+    }
+
+    static func days(_ seconds: Double) -> String {
+        let days = seconds / 86_400
+        return days == days.rounded() ? "\(Int(days))" : String(format: "%.2f", days)
     }
 
     /// A refused batch: in the audit log, on the kiosk's document when the site has that kiosk

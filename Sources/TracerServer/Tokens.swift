@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TracerExposure
 import TracerModel
 import TracerReports
 import TracerStore
@@ -125,13 +126,28 @@ public struct TokenStore: Sendable {
         try store.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))
     }
 
-    /// Revokes a token at once; false when there is none with this id.
+    /// Revokes a token at once, and ends the push subscriptions it made (a phone forgotten is
+    /// told nothing more); false when there is none with this id.
     public func revoke(_ id: String) throws -> Bool {
         guard Self.isID(id) else { return false }
         let path = try Collections.token(id)
         return try store.runTransaction { t in
-            guard try t.get(path).exists else { return false }
+            let doc = try t.get(path)
+            guard doc.exists else { return false }
+            var ended: [DocumentPath] = []
+            if let record = try? TokenRecord(doc), record.role == .device, let device = record.deviceID,
+                let subscriptions = try? Collections.pushSubscriptions(of: device)
+            {
+                ended = try t.getDocuments(Query(collection: subscriptions)).filter {
+                    // One stored before subscriptions named their token: any of the device's tokens ends it.
+                    guard let by = $0[FieldPath(stringLiteral: PushSubscription.Field.tokenID)]?.stringValue else {
+                        return true
+                    }
+                    return by == id
+                }.map(\.path)
+            }
             t.update(path, TokenRecord.revocation)
+            for subscription in ended { t.delete(subscription) }
             return true
         }
     }
@@ -164,6 +180,19 @@ public struct TokenStore: Sendable {
         guard constantTimeEqual(claim.offered, hash), let record, record.revokedAt == nil else { return nil }
         return Principal(
             tokenID: claim.path.id,
+            role: record.role,
+            deviceID: record.deviceID,
+            anchor: record.anchor,
+            name: record.name
+        )
+    }
+
+    /// The principal of a token known by its id alone (a watch ticket's), judged against its
+    /// record: nil when it is unknown or revoked.
+    public static func principal(id: String, stored: DocumentSnapshot) -> Principal? {
+        guard stored.exists, let record = try? TokenRecord(stored), record.revokedAt == nil else { return nil }
+        return Principal(
+            tokenID: id,
             role: record.role,
             deviceID: record.deviceID,
             anchor: record.anchor,

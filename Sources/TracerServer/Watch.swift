@@ -24,6 +24,12 @@ enum Watch {
 
     static let keepalive: Duration = .seconds(15)
 
+    /// The `path` asked for, when this token may watch it (what a ticket is made for).
+    static func checkedPath(_ request: Request, _ who: Principal) throws -> String {
+        _ = try target(request, who)
+        return request.uri.queryParameters["path"].map(String.init) ?? ""
+    }
+
     static func target(_ request: Request, _ who: Principal) throws -> Target {
         guard let raw = request.uri.queryParameters["path"].map(String.init), !raw.isEmpty else {
             throw APIError.badRequest("watch takes ?path= a document, a collection or */GROUP")
@@ -41,13 +47,19 @@ enum Watch {
             guard !group.isEmpty, !group.contains("/") else {
                 throw APIError.badRequest("*/ takes one collection id, not '\(group.prefix(80))'")
             }
+            try refuseSecrets(collection: group)
             query = Query(collectionGroup: group)
         } else {
             let segments = raw.split(separator: "/", omittingEmptySubsequences: false)
             if segments.count % 2 == 0 {
-                return .document(try DocumentPath(raw))
+                let path = try DocumentPath(raw)
+                if secretDocuments.contains(path.description) { throw secret(path.description) }
+                try refuseSecrets(collection: path.segments[path.segments.count - 2])
+                return .document(path)
             }
-            query = Query(collection: try CollectionPath(raw))
+            let collection = try CollectionPath(raw)
+            try refuseSecrets(collection: collection.id)
+            query = Query(collection: collection)
         }
         if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
             let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
@@ -57,6 +69,27 @@ enum Watch {
             throw APIError.badRequest("interactions are many: watch them from a time, with since= (and field=start)")
         }
         return .query(query)
+    }
+
+    /// What never leaves the server, for any token: the badges' keys, the Web Push key, the
+    /// watch tickets' key, token records (hashes), and push subscriptions (capability URLs and
+    /// keys). Nothing outside the server needs them.
+    static let secretDocuments: Set<String> = [
+        Collections.badgeKeys.description, Collections.pushKey.description, Collections.watchKey.description,
+    ]
+    static let secretCollections: Set<String> = [Collections.tokens.id, "push"]
+
+    static func refuseSecrets(collection id: String) throws {
+        if secretCollections.contains(id) { throw secret(id) }
+        if id == Collections.config.id {
+            throw APIError.forbidden(
+                "config holds the site's keys: watch \(Collections.site) (the published map) instead"
+            )
+        }
+    }
+
+    static func secret(_ what: String) -> APIError {
+        APIError.forbidden("\(what.prefix(80)) holds secrets, which never leave the server")
     }
 
     static func response(_ api: API, _ request: Request, _ who: Principal) throws -> Response {

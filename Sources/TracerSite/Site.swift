@@ -20,6 +20,8 @@ public struct ExposureSettings: Sendable, Equatable {
     /// both, and attributes rooms from every kiosk's readings over time (`positions: on`, the
     /// default), or by distances to one kiosk and the closest kiosk (`positions: off`).
     public var positions = true
+    /// Days the site keeps interactions, exposures and review holds (`retentionDays`, 1–60).
+    public var retentionDays = 14.0
 
     public init() {}
 }

@@ -394,13 +394,14 @@ private struct Reader {
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
                 "calibration", "positions", "review", "trustList", "guidance", "pushServices", "badgeUUID",
-                "badgeEpochBits",
+                "badgeEpochBits", "retentionDays",
             ]
         )
         var e = ExposureSettings()
         if let n = f["exposureRadius"] { e.radius = try bounded(n, "exposureRadius", 0.5...50) }
         if let n = f["exposureWindow"] { e.windowMinutes = try bounded(n, "exposureWindow", 0...120) }
         if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
+        if let n = f["retentionDays"] { e.retentionDays = try bounded(n, "retentionDays", 1...60) }
         if let n = f["separation"] {
             let text = try string(n, "settings: separation", parent: node.mark)
             guard ["sum", "possible", "geometric"].contains(text) else {

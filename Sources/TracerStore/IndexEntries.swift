@@ -114,9 +114,19 @@ extension DocumentStore {
                 var values: [Value] = []
                 values.reserveCapacity(fields)
                 for _ in 0..<fields {
-                    guard let (value, next) = IndexKey.decode(key, at: i) else { break }
-                    values.append(value)
-                    i = next
+                    if let (value, next) = IndexKey.decode(key, at: i) {
+                        values.append(value)
+                        i = next
+                    } else if let next = IndexKey.skip(key, at: i, inverted: false) {
+                        // A value a covering read does not decode (a map, an array, bytes: what
+                        // a kiosk or an old store may have planted) reads as null, for the
+                        // caller to skip and count: one such document must not stop every read
+                        // of the range.
+                        values.append(.null)
+                        i = next
+                    } else {
+                        break
+                    }
                 }
                 guard values.count == fields, let entryPath = path(key) else {
                     throw StoreError(.sqlite, "an index entry cannot be read", context: "\(definition)")

@@ -200,6 +200,19 @@ public struct TracerProcess {
         /// Whether the process has not ended.
         public var isRunning: Bool { process.isRunning }
 
+        /// Its process id (for /proc: its memory, its threads).
+        public var pid: Int32 { process.processIdentifier }
+
+        /// Its anonymous resident memory now (its heap, not the files it maps), in MiB from
+        /// /proc, or nil when it has ended.
+        public var residentMiB: Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
+                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            else { return nil }
+            return kib / 1024
+        }
+
         /// Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and resume it).
         public func signal(_ signal: Int32) {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }

@@ -151,17 +151,16 @@ enum ExposureOutput {
         "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s"
 
     static func csv(_ exposures: [Responses.Exposure], _ c: Context) -> [String] {
-        func field(_ s: String) -> String {
-            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
-                ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
-        }
-        return [csvHeader]
+        [csvHeader]
             + exposures.map { e in
-                [
-                    e.deviceId, e.reportId, e.beaconKey, c.rooms[e.beaconKey] ?? "", e.from ?? "", e.to ?? "",
-                    String(format: "%.2f", e.separation.min), String(format: "%.2f", e.separation.max),
-                    "\(e.overlapSeconds)",
-                ].map(field).joined(separator: ",")
+                [e.deviceId, e.reportId, e.beaconKey, c.rooms[e.beaconKey] ?? "", e.from ?? "", e.to ?? ""].map(
+                    CSV.text
+                )
+                .joined(separator: ",") + ","
+                    + [
+                        String(format: "%.2f", e.separation.min), String(format: "%.2f", e.separation.max),
+                        "\(e.overlapSeconds)",
+                    ].joined(separator: ",")
             }
     }
 }

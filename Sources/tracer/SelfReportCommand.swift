@@ -423,9 +423,16 @@ struct SelfReportCommand: AsyncParsableCommand {
             Output.line(VerifyOptions.json(r))
         } else if status == Report.Status.pending.rawValue {
             Self.held(id, device: r.deviceId ?? deviceID, created: created, hint: statusCommand(r.deviceId ?? deviceID))
+        } else if r.flagged == false {
+            // Recorded, and the reporter is positive, but nobody near them is told: never exit 0.
+            throw ValidationError(
+                r.flagging
+                    ?? "report \(id) is recorded, but flagging failed on the server: run `tracer report flag \(id)`"
+            )
         } else {
             Self.recorded(id, device: r.deviceId ?? deviceID, created: created, flagging: r.flagging ?? "")
         }
         if status == Report.Status.pending.rawValue { throw ExitCode(3) }
+        if r.flagged == false { throw ExitCode(1) }
     }
 }

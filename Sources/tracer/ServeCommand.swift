@@ -108,9 +108,13 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger
             )
             push.startsAgain = true
-            try await Services.run([app, ReviewImagePurge(api: api, logger: logger), push], logger: logger)
+            let purge = SitePurge(store: store, engine: engine, retention: api.retention, logger: logger)
+            try await Services.run(
+                [app, ReviewImagePurge(api: api, logger: logger), purge, push],
+                logger: logger
+            )
         }
-        try await withShutdown({ PushSender(key: key, subject: pushContact) }, services)
+        try await withShutdown({ PushSender(key: key, subject: pushContact, services: api.pushServices) }, services)
     }
 }
 
@@ -125,7 +129,7 @@ struct TokenCommand: ParsableCommand {
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Create a token and print it once: admin reads everything, a kiosk posts reports and reads status, a device reads its own device."
+                "Create a token and print it once: admin reads everything, a kiosk replicates its anchor, reads the badge ids it needs and posts reports, a device reads its own device."
         )
         @OptionGroup var options: StoreOptions
         @Option(help: "admin, kiosk or device.") var role: String

@@ -61,7 +61,9 @@ import TracerTesting
     func record(_ count: Int, at anchor: String, into path: String, offset: Int = 0) throws {
         let store = try DocumentStore(path: path)
         var batch = WriteBatch()
-        let t0 = 1_795_341_600.0
+        // Yesterday, 10:00 UTC: within the site's retention, which `/v1/sync` and the server's
+        // purge hold to (a fixed date would be dropped once two weeks old).
+        let t0 = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - 86_400 + 36_000
         for i in offset..<(offset + count) {
             let start = Timestamp(seconds: t0 + Double(i % 480) * 30)
             batch.set(

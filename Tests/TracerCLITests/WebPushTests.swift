@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerExposure
 import TracerModel
 import TracerStore
 import TracerTesting
@@ -44,6 +45,11 @@ import TracerTesting
         }
 
         var refused: String { (try? String(contentsOfFile: state + "/refused.jsonl", encoding: .utf8)) ?? "" }
+
+        /// Pushes NAME's service was sent, answered or not.
+        func attempts(_ name: String) async -> Int {
+            Int(await httpRequest(.GET, "http://127.0.0.1:\(port)/attempts/\(name)")?.body ?? "") ?? -1
+        }
     }
 
     @Test func aChangeIsPushedToEachBrowserAtLeastOnceAcrossARestart() async throws {
@@ -127,5 +133,90 @@ import TracerTesting
         let after = await standIn.deliveries().map(\.name)
         #expect(resumed, "\(after)")
         #expect(await standIn.deliveries().filter { $0.name == "gone" }.isEmpty)
+    }
+
+    /// One push service that keeps failing delays nobody else: 1 subscription answered 500 for
+    /// ever beside 100 good ones, all 100 told within 5 s of the change; stored endpoints that
+    /// trapped the sender (a port above 65535, written by an admin's sync or `db set`) are
+    /// dropped, the server alive; a subscription failing for 24 h is dropped; one deleted is
+    /// pushed no more.
+    @Test func oneFailingPushServiceDelaysNobodyElse() async throws {
+        let dir = TemporaryDirectory("tracer-push-many")
+        let store = dir.file("s.sqlite")
+        let standIn = try await StandIn(in: dir)
+        defer { standIn.process.kill() }
+        let map = dir.file("campus.yaml")
+        try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
+            .replacingOccurrences(of: "settings:", with: "settings:\n  pushServices: [127.0.0.1]")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        #expect(try await TracerProcess.running(["map", "publish", map, "--store", store]).status == 0)
+        let db = try DocumentStore(path: store)
+        func subscribe(_ device: String, _ json: String, _ extra: DocumentData = [:]) throws {
+            let value = try #require(try? JSON.parse(json))
+            var data: DocumentData = ["createdAt": .serverTimestamp]
+            data["endpoint"] = value["endpoint"]
+            data["p256dh"] = value["keys"]?["p256dh"]
+            data["auth"] = value["keys"]?["auth"]
+            for (k, v) in extra { data[k] = v }
+            let endpoint = data["endpoint"]?.stringValue ?? ""
+            try db.set(
+                Collections.pushSubscriptions(of: device).document(PushSubscription.id(endpoint: endpoint)),
+                data
+            )
+        }
+        try subscribe(
+            "failing",
+            try await standIn.subscription(
+                "failing",
+                answers: "[" + Array(repeating: "500", count: 500).joined(separator: ",") + "]"
+            )
+        )
+        for i in 0..<100 { try subscribe("good-\(i)", try await standIn.subscription("good-\(i)")) }
+        // An endpoint that trapped the sender before (port past 65535), and one failing for a day.
+        let trap = try await standIn.subscription("trap")
+            .replacingOccurrences(of: "127.0.0.1:\(standIn.port)", with: "127.0.0.1:99999999999")
+        try subscribe("trap", trap)
+        let day = Date().timeIntervalSince1970 - 86_401
+        try subscribe(
+            "stale",
+            try await standIn.subscription("stale", answers: "[500, 500, 500]"),
+            ["failingSince": .timestamp(Timestamp(seconds: day)), "failures": 40]
+        )
+
+        let server = try await ReplicationTests.SiteServer(store: store)
+        defer { server.process.kill() }
+        // Every device changes at once (as one flagging does).
+        var batch = WriteBatch()
+        for device in ["failing", "trap", "stale"] + (0..<100).map({ "good-\($0)" }) {
+            batch.set(try Collections.device(device), ["status": "exposed", "risk": "high", "exposureCount": 1])
+        }
+        let changed = Date()
+        try db.commit(batch)
+        let told = await until(30) {
+            Set(await standIn.deliveries().map(\.name).filter { $0.hasPrefix("good-") }).count == 100
+        }
+        let seconds = Date().timeIntervalSince(changed)
+        #expect(told && seconds <= 5, "told: \(told), after \(seconds) s")
+        print("push: 100 good subscriptions told in \(String(format: "%.2f", seconds)) s beside one failing")
+        // The trap and the day-long failure are dropped; the failing one is kept, still owed.
+        func left() -> [String] {
+            (try? db.getDocuments(Query(collectionGroup: "push")).compactMap { $0["endpoint"]?.stringValue }) ?? []
+        }
+        let dropped = await until(30) { !left().contains { $0.contains("99999999999") || $0.hasSuffix("/stale") } }
+        #expect(dropped, "\(left().filter { !$0.contains("/good-") }) \(server.process.stderr.suffix(2000))")
+        let failing = try #require(
+            try db.getDocuments(Query(collection: Collections.pushSubscriptions(of: "failing"))).first
+        )
+        #expect(failing["owedAt"] != nil && (failing["failures"]?.doubleValue ?? 0) >= 1, "\(failing.data ?? [:])")
+        #expect(server.process.isRunning, "the server died: \(server.process.stderr)")
+        // Deleted (unsubscribed): pushed no more, though it was failing and owed.
+        try db.delete(failing.path)
+        let before = await standIn.attempts("failing")
+        // Its next attempt is due within its backoff (1 s doubling per failure): past that, polled.
+        let failures = Int(failing["failures"]?.doubleValue ?? 1)
+        let due = Double(min(30, 1 << min(failures + 1, 5)))
+        let pushedAgain = await until(due) { await standIn.attempts("failing") > before }
+        #expect(!pushedAgain, "pushed after it was deleted")
+        #expect(standIn.refused.isEmpty, "\(standIn.refused)")
     }
 }

@@ -288,4 +288,35 @@ import TracerTesting
         try s.report("inTime", by: "R", collected: 14 * 86_400)
         #expect(try ExposureEngine().flag(reportID: "inTime", store: s.store).exposures == 1)
     }
+
+    /// What a kiosk (or an old store) planted cannot stop a report from flagging: windows whose
+    /// device id could never be a document's id, or is not even a string, sit beside the
+    /// reporter; the flagger skips and counts them and flags the real neighbour.
+    @Test func plantedDeviceIdsAreSkippedAndTheRestFlagged() throws {
+        let s = try Site()
+        try s.seen("R", at: "A", 0, 30, 1)
+        try s.seen("neighbour", at: "A", 0, 30, 1)
+        for bad in ["", ".", "..", "a/b", "x\u{1}y", String(repeating: "z", count: 129)] {
+            try s.seen(bad, at: "A", 0, 30, 1)
+        }
+        s.n += 1
+        try s.store.set(
+            DocumentPath("beacons/A/interactions/i\(s.n)"),
+            [
+                "deviceId": .map(["x": .integer(1)]), "anchor": "A",
+                "start": .timestamp(Timestamp(seconds: Self.t0)), "end": .timestamp(Timestamp(seconds: Self.t0 + 30)),
+                "distance": .double(1), "testResult": false,
+            ]
+        )
+        try s.report("r1", by: "R")
+        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        #expect(r.exposedDevices == ["neighbour"])
+        #expect(r.skipped == 7, "\(r)")
+        #expect(try s.device("neighbour")["status"] == "exposed")
+        // A report far from them flags too (before, every flagging near them failed).
+        try s.seen("R2", at: "B", 0, 30, 1)
+        try s.seen("other", at: "B", 10, 40, 2)
+        try s.report("r2", by: "R2")
+        #expect(try ExposureEngine().flag(reportID: "r2", store: s.store).exposedDevices == ["other"])
+    }
 }

@@ -301,4 +301,45 @@ import TracerTesting
         // A report id is never a path.
         #expect(throws: ReviewError.self) { try images.keep(Self.image, for: "../escape") }
     }
+
+    /// Flagging that fails (the store gone for a moment: a stand-in here, as no store a test
+    /// can hold fails on cue) leaves the report recorded and says so where the reporter and the
+    /// health team look, until a flagging succeeds.
+    struct FailingFlagger: ExposureFlagging {
+        func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
+            throw StoreError(.sqlite, "database is locked")
+        }
+    }
+
+    @Test func aFailedFlaggingShowsWhereTheReporterAndTheHealthTeamLookUntilItSucceeds() throws {
+        let site = try Site()
+        let desk = SelfReportDesk(store: site.store, flagging: FailingFlagger(), policy: VerificationPolicy())
+        let outcome = try desk.submit(
+            Self.verification(confidence: 95),
+            imageSHA256: "bb",
+            image: Self.image,
+            device: "reporter"
+        )
+        guard case .recorded(let report, _, let line, let flagged) = outcome else {
+            Issue.record("not recorded: \(outcome)")
+            return
+        }
+        #expect(!flagged && line.contains("flagging failed"), "\(line)")
+        #expect(try site.report(report.id)["flaggingFailed"]?.stringValue?.contains("database is locked") == true)
+        #expect(try site.status("reporter")["report.flagging"] == "failed")
+        let shown = ExposureJSON.status("reporter", document: try site.status("reporter"), exposures: [])
+        #expect(shown.report?.flagging == "failed" && shown.status == "positive")
+        let listed = try desk.reviewList(.accepted, unflaggedOnly: true)
+        #expect(listed["reports"]?.arrayValue?.count == 1, "\(listed)")
+
+        // Flagged at last: the near one is told, and neither place says it failed any more.
+        var exposure = ExposurePolicy()
+        exposure.separation = .sum
+        let r = try ExposureEngine(policy: exposure).flag(reportID: report.id, store: site.store)
+        #expect(r.exposedDevices == ["near"])
+        #expect(try site.report(report.id)["flaggingFailed"] == nil)
+        #expect(try site.status("reporter")["report.flagging"] == nil)
+        #expect(try site.status("reporter")["report.status"] == "accepted")
+        #expect(try desk.reviewList(.accepted, unflaggedOnly: true)["reports"]?.arrayValue?.isEmpty == true)
+    }
 }

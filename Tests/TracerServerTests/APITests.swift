@@ -233,7 +233,10 @@ extension Value {
     @Test func syncIsScopedToTheTokensAnchor() async throws {
         let f = try ServerFixture()
         let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
-        let stored = Array(#"{"deviceId":"d1","n":1}"#.utf8)
+        let start = Timestamp(seconds: Date().timeIntervalSince1970 - 60).iso8601Milliseconds
+        let stored = Array(
+            #"{"deviceId":"d1","n":1,"start":{"__time__":"\#(start)"},"end":{"__time__":"\#(start)"}}"#.utf8
+        )
         let body = SyncBatch.body(
             kiosk: "kiosk-lab",
             through: 9,
@@ -288,7 +291,7 @@ extension Value {
             try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(wrong)) { r in
                 #expect(r.status == .unauthorized)
             }
-            // A device reads its own device only; a kiosk reads status but not the site.
+            // A device reads its own device only; a kiosk reads nobody's status, nor the site.
             try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .ok)
                 #expect(decoded(Responses.DeviceStatus.self, $0)?.status == "clear")
@@ -298,7 +301,7 @@ extension Value {
                 #expect(errorCode($0) == "forbidden")
             }
             try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
-                #expect($0.status == .ok)
+                #expect($0.status == .forbidden)
             }
             try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
                 #expect($0.status == .forbidden)
@@ -313,11 +316,11 @@ extension Value {
         let f = try ServerFixture()
         let id = String(f.kiosk.split(separator: "_")[1])
         try await f.app().test(.router) { client in
-            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+            try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
                 #expect($0.status == .ok)
             }
             #expect(try TokenStore(store: f.store).revoke(id))
-            try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
+            try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
                 #expect($0.status == .unauthorized)
             }
         }

@@ -60,7 +60,11 @@ import TracerTesting
             #expect(status?.contains(#""deviceId":"dev-1""#) == true, "\(status ?? "no answer")")
             #expect(seconds < 1, "a device's status took \(seconds) s while the store was busy writing")
             // A device's stream opens and sends its first event.
-            let sse = try SSEClient(port: Int(port), path: "/v1/watch?path=devices/dev-1&access_token=\(f.device)")
+            let sse = try SSEClient(
+                port: Int(port),
+                path: "/v1/watch?path=devices/dev-1",
+                headers: LiveTests.auth(f.device)
+            )
             defer { sse.stop() }
             #expect(await sse.wait(timeout: 5) { !$0.isEmpty }, "no first event: \(sse.responseHead)")
             #expect(waiting.count == 0, "an admin request answered while its audit entry could not be written")

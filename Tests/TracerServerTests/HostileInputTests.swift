@@ -176,10 +176,12 @@ import TracerTesting
         let f = try ServerFixture()
         let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
         let path = "beacons/kiosk-lab/interactions/w"
+        let start = Timestamp(seconds: Date().timeIntervalSince1970 - 60).iso8601Milliseconds
+        let times = #""start": {"__time__": "\#(start)"}, "end": {"__time__": "\#(start)"}"#
         @Sendable func batch(_ through: Int64, _ distance: Double) -> ByteBuffer {
             Self.sync(
                 through: through,
-                documents: #"[{"path": "\#(path)", "data": {"deviceId": "d", "distance": \#(distance)}}]"#
+                documents: #"[{"path": "\#(path)", "data": {"deviceId": "d", "distance": \#(distance), \#(times)}}]"#
             )
         }
         let kiosk = ServerFixture.bearer(lab.token)

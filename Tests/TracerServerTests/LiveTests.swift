@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import TracerAPI
 import TracerModel
 import TracerReports
 import TracerStore
@@ -32,16 +33,42 @@ import TracerTesting
         }
     }
 
-    @Test func aDeviceWatchesItsOwnDeviceOnlyWithATokenInTheQuery() async throws {
+    /// A page's EventSource cannot send headers: it asks for a ticket for its path and puts the
+    /// ticket in the URL, never its token (URLs end up in logs). A ticket opens its own path only,
+    /// a device gets tickets for its own device only, and a revoked token's ticket opens nothing.
+    @Test func aDeviceWatchesItsOwnDeviceWithATicketNeverItsTokenInTheURL() async throws {
         let f = try ServerFixture()
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
-            let own = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&access_token=\(f.device)")
+            func ticket(_ path: String, _ token: String) async -> (Int, String) {
+                let r = await httpRequest(
+                    .POST,
+                    "http://127.0.0.1:\(port)/v1/watch/ticket?path=\(path)",
+                    headers: Self.auth(token)
+                )
+                return (r?.status ?? 0, r?.body ?? "")
+            }
+            let (status, body) = await ticket("devices/dev-1", f.device)
+            #expect(status == 201, "\(body)")
+            let t = try #require(try? JSONDecoder().decode(Responses.WatchTicket.self, from: Data(body.utf8))).ticket
+            #expect(!t.contains(f.device.split(separator: "_").last ?? "x"), "the ticket holds the token's secret")
+            let own = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&ticket=\(t)")
             defer { own.stop() }
-            #expect(await own.wait { !$0.isEmpty })
-            let other = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-2&access_token=\(f.device)")
-            defer { other.stop() }
-            #expect(await other.wait { _ in other.responseHead.contains("403") }, "\(other.responseHead)")
+            #expect(await own.wait { !$0.isEmpty }, "\(own.responseHead)")
+            // Another path with this ticket; the token itself in the URL; another device's ticket.
+            for path in [
+                "/v1/watch?path=devices/dev-2&ticket=\(t)", "/v1/watch?path=devices/dev-1&access_token=\(f.device)",
+            ] {
+                let other = try SSEClient(port: port, path: path)
+                defer { other.stop() }
+                #expect(await other.wait { _ in other.responseHead.contains("401") }, "\(path): \(other.responseHead)")
+            }
+            #expect(await ticket("devices/dev-2", f.device).0 == 403)
+            // Revoked: its ticket opens nothing more.
+            #expect(try TokenStore(store: f.store).revoke(String(f.device.split(separator: "_")[1])))
+            let after = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&ticket=\(t)")
+            defer { after.stop() }
+            #expect(await after.wait { _ in after.responseHead.contains("401") }, "\(after.responseHead)")
         }
     }
 

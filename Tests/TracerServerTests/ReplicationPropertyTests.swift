@@ -35,6 +35,9 @@ import TracerTesting
             store = try DocumentStore(path: dir.file("\(anchor).sqlite"))
         }
 
+        /// An hour ago: within the site's retention.
+        static let recent = Timestamp(seconds: Date().timeIntervalSince1970 - 3600)
+
         /// A random change: a new window, a changed one, or one deleted.
         func change(_ g: inout SplitMix64) throws {
             let existing = try store.getDocuments(Query(collection: CollectionPath("beacons/\(anchor)/interactions")))
@@ -46,7 +49,11 @@ import TracerTesting
             next += 1
             try store.set(
                 DocumentPath("beacons/\(anchor)/interactions/\(id)"),
-                ["deviceId": .string("d\(Int.random(in: 0..<5, using: &g))"), "distance": .double(Double(next) / 4)]
+                [
+                    "deviceId": .string("d\(Int.random(in: 0..<5, using: &g))"), "distance": .double(Double(next) / 4),
+                    // A window the site takes (`/v1/sync` refuses one without times in order).
+                    "start": .timestamp(Self.recent), "end": .timestamp(Self.recent),
+                ]
             )
         }
 

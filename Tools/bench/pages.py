@@ -92,8 +92,8 @@ try:
         global connected, extra
         # Half the pages on each server (PostgreSQL): whichever a balancer sent them to.
         reader, writer = await asyncio.open_connection('127.0.0.1', ports[int(device[4:]) % len(ports)])
-        writer.write((f'GET /v1/watch?path=devices%2F{device}&access_token={tokens[device]} HTTP/1.1\r\nHost: x\r\n'
-                      'Accept: text/event-stream\r\n\r\n').encode())
+        writer.write((f'GET /v1/watch?path=devices%2F{device} HTTP/1.1\r\nHost: x\r\n'
+                      f'Authorization: Bearer {tokens[device]}\r\nAccept: text/event-stream\r\n\r\n').encode())
         await writer.drain()
         first, buffer = True, b''
         try:

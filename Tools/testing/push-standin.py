@@ -16,6 +16,7 @@ POST /push/NAME          a push: the VAPID header (RFC 8292) is verified (ES256 
                          STATE_DIR/deliveries.jsonl: {"name", "payload", "ttl", "at"}; one that
                          fails a check is answered 400 and written to STATE_DIR/refused.jsonl.
 GET  /deliveries         every delivery so far, as a JSON list.
+GET  /attempts/NAME      how many pushes NAME's endpoint was sent, answered or not.
 """
 import base64
 import json
@@ -43,6 +44,7 @@ STATE = sys.argv[1]
 LOCK = threading.Lock()
 SUBSCRIPTIONS = {}  # name -> (private key, auth secret)
 SCRIPTS = {}  # name -> [answers]
+ATTEMPTS = {}  # name -> pushes received
 
 
 def record(file, entry):
@@ -110,6 +112,10 @@ class Handler(BaseHTTPRequestHandler):
                 "keys": {"p256dh": b64url(public), "auth": b64url(auth)},
             }
             return self.answer(200, json.dumps(body).encode())
+        if self.path.startswith("/attempts/"):
+            with LOCK:
+                n = ATTEMPTS.get(self.path.split("/")[2], 0)
+            return self.answer(200, str(n).encode())
         if self.path == "/deliveries":
             path = os.path.join(STATE, "deliveries.jsonl")
             lines = open(path).read().splitlines() if os.path.exists(path) else []
@@ -128,6 +134,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(404)
         name = self.path.split("/")[2]
         with LOCK:
+            ATTEMPTS[name] = ATTEMPTS.get(name, 0) + 1
             script = SCRIPTS.get(name) or []
             scripted = script.pop(0) if script else 201
         if scripted == "drop":

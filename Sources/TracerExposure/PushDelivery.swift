@@ -1,0 +1,282 @@
+import Foundation
+import Logging
+import Synchronization
+import TracerModel
+import TracerStore
+
+/// Web Push to every browser owed a push, each on its own: a push service that keeps failing
+/// delays its own subscription only, never another's (before, one endpoint answering 500 held
+/// every push of the site behind it, for ever).
+///
+/// What is owed is in the store (`owedAt` on `devices/{id}/push/{id}`), so a restart still owes
+/// it; a subscription whose service fails is retried with its own backoff (1 s doubling to 30
+/// minutes: `failures` and `failingSince` stored with it) and dropped once it has failed for
+/// `giveUpAfter` (24 h). One that is gone (404, 410), deleted meanwhile (unsubscribed, its token
+/// revoked) or whose stored endpoint is not one the site sends to is dropped at its next attempt.
+/// At most `concurrency` pushes are in flight at once.
+public final class PushDelivery: Sendable {
+    /// How long a subscription may keep failing before it is dropped.
+    public static let giveUpAfter: Double = 24 * 3600
+    /// Pushes in flight at once.
+    public static let concurrency = 64
+    /// The push a browser gets: that something changed, nothing more (its push service learns
+    /// nothing); the page then fetches the status with its token.
+    public static let payload = Array(#"{"type":"status"}"#.utf8)
+
+    let store: DocumentStore
+    let sender: PushSender
+    let logger: Logger
+    let backoff: Backoff
+    /// Seconds since 1970 (a test's clock, or the wall clock).
+    let now: @Sendable () -> Double
+    /// How often due retries are looked for when nothing else wakes the loop.
+    let tick: Duration
+
+    struct Owed: Sendable {
+        var failures = 0
+        var failingSince: Double?
+        /// When it may be tried next.
+        var due: Double
+        /// Bumped by each new change owed, so that a push sent before a change does not settle it.
+        var generation = 0
+    }
+
+    private let owed = Mutex<[DocumentPath: Owed]>([:])
+
+    public init(
+        store: DocumentStore,
+        sender: PushSender,
+        logger: Logger,
+        backoff: Backoff = Backoff(first: .seconds(1), longest: .seconds(1800)),
+        tick: Duration = .milliseconds(200),
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
+        self.store = store
+        self.sender = sender
+        self.logger = logger
+        self.backoff = backoff
+        self.tick = tick
+        self.now = now
+    }
+
+    static let owedAt = FieldPath(stringLiteral: PushSubscription.Field.owedAt)
+    static let failures = FieldPath(stringLiteral: PushSubscription.Field.failures)
+    static let failingSince = FieldPath(stringLiteral: PushSubscription.Field.failingSince)
+
+    /// Marks every subscription of `device` owed a push, in the store, and queues each.
+    public func owe(_ device: String) async throws {
+        let collection = try Collections.pushSubscriptions(of: device)
+        let store = self.store
+        let docs = try await store.writing {
+            try store.runTransaction { t in
+                let docs = try t.getDocuments(Query(collection: collection))
+                for doc in docs { t.update(doc.path, [Self.owedAt: .serverTimestamp]) }
+                return docs
+            }
+        }
+        let now = self.now()
+        owed.withLock { owed in
+            for doc in docs {
+                if owed[doc.path] == nil {
+                    owed[doc.path] = Self.owed(doc, due: now)
+                } else {
+                    owed[doc.path]!.generation += 1
+                }
+            }
+        }
+    }
+
+    /// What is owed to a stored subscription: its failures so far (a restart keeps the 24 h bound).
+    static func owed(_ doc: DocumentSnapshot, due: Double) -> Owed {
+        Owed(
+            failures: Int(doc[Self.failures]?.doubleValue ?? 0),
+            failingSince: doc[Self.failingSince]?.timestampValue?.seconds,
+            due: due
+        )
+    }
+
+    /// Subscriptions owed a push now (a test's look inside).
+    public var owedCount: Int { owed.withLock { $0.count } }
+
+    /// Delivers until cancelled: first what the store says is owed (from before a restart).
+    public func run() async throws {
+        let store = self.store
+        let stored = try await store.reading {
+            try store.getDocuments(
+                Query(collectionGroup: "push").where(Self.owedAt, .greaterThan, .timestamp(Timestamp(seconds: 0)))
+            )
+        }
+        let now = self.now()
+        owed.withLock { owed in
+            for doc in stored where owed[doc.path] == nil { owed[doc.path] = Self.owed(doc, due: now) }
+        }
+        try await withThrowingTaskGroup(of: Attempt?.self) { group in
+            var inFlight = Set<DocumentPath>()
+            var ticking = false
+            while true {
+                let now = self.now()
+                let due = owed.withLock { owed in
+                    owed.filter { !inFlight.contains($0.key) && $0.value.due <= now }
+                        .sorted { $0.value.due < $1.value.due }
+                        .prefix(max(0, Self.concurrency - inFlight.count))
+                        .map { ($0.key, $0.value.generation) }
+                }
+                for (path, generation) in due {
+                    inFlight.insert(path)
+                    group.addTask { await self.attempt(path, generation: generation) }
+                }
+                if !ticking {
+                    ticking = true
+                    let tick = self.tick
+                    group.addTask {
+                        try await Task.sleep(for: tick)
+                        return nil
+                    }
+                }
+                guard let next = try await group.next() else { continue }
+                if let attempt = next {
+                    inFlight.remove(attempt.path)
+                    do { try await settle(attempt) } catch {
+                        // The store refused for now: the push stays owed and is tried again.
+                        logger.warning(
+                            "could not record a push's outcome; it is tried again",
+                            metadata: ["error": "\(error)"]
+                        )
+                        owed.withLock { $0[attempt.path]?.due = self.now() + 1 }
+                    }
+                } else {
+                    ticking = false
+                }
+            }
+        }
+    }
+
+    struct Attempt: Sendable {
+        enum Outcome: Sendable {
+            case sent(PushSender.Outcome)
+            /// The subscription was deleted meanwhile.
+            case vanished
+        }
+        let path: DocumentPath
+        let generation: Int
+        /// The stored `owedAt` when the attempt began: a later change keeps it owed.
+        let owedAt: Value?
+        let outcome: Outcome
+    }
+
+    func attempt(_ path: DocumentPath, generation: Int) async -> Attempt {
+        let store = self.store
+        let doc = try? await store.reading { try store.get(path) }
+        guard let doc, doc.exists else {
+            return Attempt(path: path, generation: generation, owedAt: nil, outcome: .vanished)
+        }
+        guard let subscription = PushSubscription(doc) else {
+            return Attempt(
+                path: path,
+                generation: generation,
+                owedAt: doc[Self.owedAt],
+                outcome: .sent(.refused("the stored subscription cannot be read"))
+            )
+        }
+        let outcome = await sender.send(Self.payload, to: subscription)
+        return Attempt(path: path, generation: generation, owedAt: doc[Self.owedAt], outcome: .sent(outcome))
+    }
+
+    func settle(_ attempt: Attempt) async throws {
+        let path = attempt.path
+        let store = self.store
+        let host = { (doc: DocumentSnapshot?) in
+            URLComponents(string: doc?["endpoint"]?.stringValue ?? "")?.host ?? "?"
+        }
+        switch attempt.outcome {
+        case .vanished:
+            owed.withLock { _ = $0.removeValue(forKey: path) }
+        case .sent(.delivered):
+            let again = owed.withLock { owed -> Bool in
+                guard let entry = owed[path] else { return false }
+                if entry.generation != attempt.generation {
+                    // A change came while this push was on its way: one more is owed.
+                    owed[path] = Owed(due: self.now(), generation: entry.generation)
+                    return true
+                }
+                owed[path] = nil
+                return false
+            }
+            let owedAt = attempt.owedAt
+            try await store.writing {
+                try store.runTransaction { t in
+                    let doc = try t.get(path)
+                    guard doc.exists else { return }
+                    var fields: [FieldPath: Value] = [Self.failures: .delete, Self.failingSince: .delete]
+                    // Settled unless a change was owed after the attempt read it.
+                    if !again, doc[Self.owedAt] == owedAt { fields[Self.owedAt] = .delete }
+                    t.update(path, fields)
+                }
+            }
+        case .sent(.gone), .sent(.refused):
+            owed.withLock { _ = $0.removeValue(forKey: path) }
+            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
+                let doc = try store.get(path)
+                if doc.exists { try store.delete(path) }
+                return doc
+            }
+            if case .sent(.refused(let why)) = attempt.outcome {
+                logger.warning(
+                    "dropped a push subscription this site does not send to",
+                    metadata: ["subscription": "\(path)", "reason": "\(why)"]
+                )
+            } else {
+                logger.notice(
+                    "dropped a subscription its push service says is gone",
+                    metadata: ["push.host": "\(host(doc))"]
+                )
+            }
+        case .sent(.failed(let why)):
+            let now = self.now()
+            let (state, dropped) = owed.withLock { owed -> (Owed?, Bool) in
+                guard var entry = owed[path] else { return (nil, false) }
+                entry.failures += 1
+                entry.failingSince = entry.failingSince ?? now
+                if now - entry.failingSince! >= Self.giveUpAfter {
+                    owed[path] = nil
+                    return (entry, true)
+                }
+                entry.due = now + backoff.delay(after: entry.failures) / .seconds(1)
+                owed[path] = entry
+                return (entry, false)
+            }
+            guard let state else { return }
+            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
+                let doc = try store.get(path)
+                guard doc.exists else { return nil }
+                if dropped {
+                    try store.delete(path)
+                } else {
+                    try store.update(
+                        path,
+                        [
+                            Self.failures: .integer(Int64(state.failures)),
+                            Self.failingSince: .timestamp(Timestamp(seconds: state.failingSince ?? now)),
+                        ]
+                    )
+                }
+                return doc
+            }
+            if doc == nil { owed.withLock { _ = $0.removeValue(forKey: path) } }
+            if dropped {
+                logger.warning(
+                    "dropped a push subscription whose push service failed for 24 hours",
+                    metadata: ["push.host": "\(host(doc))", "error": "\(why)", "failures": "\(state.failures)"]
+                )
+            } else {
+                logger.warning(
+                    "a push service did not take a push; retrying that browser later",
+                    metadata: [
+                        "push.host": "\(host(doc))", "error": "\(why)",
+                        "retry.seconds": "\(Int((state.due - now).rounded()))",
+                    ]
+                )
+            }
+        }
+    }
+}
