@@ -95,6 +95,21 @@ public struct SyncBatch: Sendable, Equatable {
     }
 
     /// Parses a request body; every problem is a `SyncError.badRequest` naming the document.
+    /// An integer, written as one or as a number with no fraction (`66.0`: JSON's integers).
+    static func count(_ value: Value) -> Int64? {
+        switch value {
+        case .integer(let n): return n
+        case .double(let d) where d == d.rounded() && abs(d) < 9e15: return Int64(d)
+        default: return nil
+        }
+    }
+
+    /// Unix seconds within years 0001–9999, the document's bounds exactly (a Double's rounding
+    /// near 9999 would let 10000-01-01 through `Timestamp(checkedSeconds:)`).
+    static func isTime(_ seconds: Double) -> Bool {
+        seconds >= -62_135_596_800 && seconds < 253_402_300_800 && Timestamp(checkedSeconds: seconds) != nil
+    }
+
     public init(json bytes: [UInt8]) throws(SyncError) {
         var bytes = bytes
         let value: Value
@@ -105,11 +120,13 @@ public struct SyncBatch: Sendable, Equatable {
             throw SyncError(.badRequest, "the body is not a sync batch: \(error.description)")
         }
         guard case .map(let top) = value else { throw SyncError(.badRequest, "the body is not a JSON object") }
-        guard case .string(let kiosk)? = top["kiosk"] else { throw SyncError(.badRequest, "kiosk: a string is needed") }
-        guard case .integer(let through)? = top["through"], through >= 0 else {
+        guard case .string(let kiosk)? = top["kiosk"], !kiosk.isEmpty else {
+            throw SyncError(.badRequest, "kiosk: the kiosk's anchor key is needed")
+        }
+        guard let through = top["through"].flatMap(Self.count), through >= 0 else {
             throw SyncError(.badRequest, "through: a change token (0 or more) is needed")
         }
-        guard let sentAt = top["sentAt"]?.doubleValue, Timestamp(checkedSeconds: sentAt) != nil else {
+        guard let sentAt = top["sentAt"]?.doubleValue, Self.isTime(sentAt) else {
             throw SyncError(.badRequest, "sentAt: Unix seconds are needed")
         }
         guard case .array(let docs)? = top["documents"] else {
@@ -125,6 +142,13 @@ public struct SyncBatch: Sendable, Equatable {
             do { path = try DocumentPath(raw) } catch {
                 throw SyncError(.badRequest, "documents[\(i)]: \(error.description)")
             }
+            // Ids as the API writes them (the document's DocumentPath): what the product makes.
+            guard path.segments.allSatisfy(Identifier.isPathID) else {
+                throw SyncError(
+                    .badRequest,
+                    "documents[\(i)]: each id of the path is a letter, digit, - or : then letters, digits and - _ . : (at most 128), not \(raw.prefix(120).debugDescription)"
+                )
+            }
             switch (fields["data"], fields["deleted"]) {
             case (.map(let data)?, nil): entries.append(.init(path: path, data: data))
             case (nil, .bool(true)?): entries.append(.init(path: path, data: nil))
@@ -134,10 +158,28 @@ public struct SyncBatch: Sendable, Equatable {
         }
         var backlog: Int64 = 0
         var oldest: Double?
+        if let b = top["backlog"], b.mapValue == nil {
+            throw SyncError(.badRequest, "backlog: {\"changes\", \"oldest\"} is needed")
+        }
+        var clock: ClockSample?
+        if let c = top["clock"], c != .null {
+            guard case .map(let fields) = c, let o = fields["offset"]?.doubleValue,
+                let d = fields["delay"]?.doubleValue,
+                abs(o) <= 1e9, d >= 0, d <= 1e9
+            else {
+                throw SyncError(.badRequest, "clock: {\"offset\", \"delay\"} in seconds (delay 0 or more) is needed")
+            }
+            clock = ClockSample(offset: o, delay: d)
+        }
         if case .map(let b)? = top["backlog"] {
-            if case .integer(let n)? = b["changes"] { backlog = max(0, n) }
+            if let changes = b["changes"] {
+                guard let n = Self.count(changes), n >= 0 else {
+                    throw SyncError(.badRequest, "backlog.changes: a count of changes, 0 or more")
+                }
+                backlog = n
+            }
             if let o = b["oldest"], o != .null {
-                guard let seconds = o.doubleValue, Timestamp(checkedSeconds: seconds) != nil else {
+                guard let seconds = o.doubleValue, Self.isTime(seconds) else {
                     throw SyncError(.badRequest, "backlog.oldest: Unix seconds between years 0001 and 9999 are needed")
                 }
                 oldest = seconds
@@ -147,11 +189,7 @@ public struct SyncBatch: Sendable, Equatable {
             kiosk: kiosk,
             through: through,
             sentAt: sentAt,
-            clock: top["clock"]?.mapValue.flatMap { c in
-                guard let o = c["offset"]?.doubleValue, let d = c["delay"]?.doubleValue, o.isFinite, d.isFinite, d >= 0
-                else { return nil }
-                return ClockSample(offset: o, delay: d)
-            },
+            clock: clock,
             backlog: backlog,
             backlogOldest: oldest,
             documents: entries

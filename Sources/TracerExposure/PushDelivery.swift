@@ -13,7 +13,8 @@ import TracerStore
 /// minutes: `failures` and `failingSince` stored with it) and dropped once it has failed for
 /// `giveUpAfter` (24 h). One that is gone (404, 410), deleted meanwhile (unsubscribed, its token
 /// revoked) or whose stored endpoint is not one the site sends to is dropped at its next attempt.
-/// At most `concurrency` pushes are in flight at once.
+/// At most `concurrency` pushes are in flight at once. The loop sleeps until a push is owed or
+/// the next retry is due: it never polls (a server with nothing to push uses no CPU for it).
 public final class PushDelivery: Sendable {
     /// How long a subscription may keep failing before it is dropped.
     public static let giveUpAfter: Double = 24 * 3600
@@ -29,8 +30,8 @@ public final class PushDelivery: Sendable {
     let backoff: Backoff
     /// Seconds since 1970 (a test's clock, or the wall clock).
     let now: @Sendable () -> Double
-    /// How often due retries are looked for when nothing else wakes the loop.
-    let tick: Duration
+    /// The longest the loop sleeps with nothing owed (it wakes at once when a push is owed).
+    let idle: Duration
 
     struct Owed: Sendable {
         var failures = 0
@@ -42,21 +43,60 @@ public final class PushDelivery: Sendable {
     }
 
     private let owed = Mutex<[DocumentPath: Owed]>([:])
+    /// The loop's wake-up: a waiting loop's continuation, or a signal given while it was busy.
+    private let wake = Mutex<(waiter: CheckedContinuation<Void, Never>?, pending: Bool)>((nil, false))
 
     public init(
         store: DocumentStore,
         sender: PushSender,
         logger: Logger,
         backoff: Backoff = Backoff(first: .seconds(1), longest: .seconds(1800)),
-        tick: Duration = .milliseconds(200),
+        idle: Duration = .seconds(60),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
         self.store = store
         self.sender = sender
         self.logger = logger
         self.backoff = backoff
-        self.tick = tick
+        self.idle = idle
         self.now = now
+    }
+
+    /// Wakes the loop (a push is owed).
+    func signal() {
+        let waiter = wake.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.pending = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns at the next signal (at once for one given meanwhile), or when cancelled.
+    func signalled() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = wake.withLock { state -> Bool in
+                    // Cancelled before the waiter was kept: the handler found nothing to resume.
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = wake.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
     }
 
     static let owedAt = FieldPath(stringLiteral: PushSubscription.Field.owedAt)
@@ -84,6 +124,7 @@ public final class PushDelivery: Sendable {
                 }
             }
         }
+        if !docs.isEmpty { signal() }
     }
 
     /// What is owed to a stored subscription: its failures so far (a restart keeps the 24 h bound).
@@ -112,30 +153,40 @@ public final class PushDelivery: Sendable {
         }
         try await withThrowingTaskGroup(of: Attempt?.self) { group in
             var inFlight = Set<DocumentPath>()
-            var ticking = false
+            var waiting = false
             while true {
+                try Task.checkCancellation()
                 let now = self.now()
-                let due = owed.withLock { owed in
-                    owed.filter { !inFlight.contains($0.key) && $0.value.due <= now }
-                        .sorted { $0.value.due < $1.value.due }
-                        .prefix(max(0, Self.concurrency - inFlight.count))
-                        .map { ($0.key, $0.value.generation) }
+                let (due, next) = owed.withLock { owed in
+                    let waiting = owed.filter { !inFlight.contains($0.key) }
+                    let due = waiting.filter { $0.value.due <= now }.sorted { $0.value.due < $1.value.due }
+                        .prefix(max(0, Self.concurrency - inFlight.count)).map { ($0.key, $0.value.generation) }
+                    return (due, waiting.values.map(\.due).filter { $0 > now }.min())
                 }
                 for (path, generation) in due {
                     inFlight.insert(path)
                     group.addTask { await self.attempt(path, generation: generation) }
                 }
-                if !ticking {
-                    ticking = true
-                    let tick = self.tick
+                if !waiting {
+                    // Asleep until a push is owed or the next retry is due: no polling.
+                    waiting = true
+                    let seconds = min(self.idle / .seconds(1), max(0.001, (next ?? .infinity) - now))
+                    let sleep = Duration.milliseconds(Int64((seconds * 1000).rounded(.up)))
                     group.addTask {
-                        try await Task.sleep(for: tick)
+                        await withTaskGroup(of: Void.self) { inner in
+                            inner.addTask { await self.signalled() }
+                            inner.addTask { try? await Task.sleep(for: sleep) }
+                            await inner.next()
+                            inner.cancelAll()
+                        }
                         return nil
                     }
                 }
                 guard let next = try await group.next() else { continue }
                 if let attempt = next {
                     inFlight.remove(attempt.path)
+                    // Its next attempt may be due before the loop's wait ends: wait anew after it.
+                    defer { signal() }
                     do { try await settle(attempt) } catch {
                         // The store refused for now: the push stays owed and is tried again.
                         logger.warning(
@@ -145,7 +196,7 @@ public final class PushDelivery: Sendable {
                         owed.withLock { $0[attempt.path]?.due = self.now() + 1 }
                     }
                 } else {
-                    ticking = false
+                    waiting = false
                 }
             }
         }

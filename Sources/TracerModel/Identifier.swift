@@ -6,6 +6,13 @@
 public enum Identifier {
     public static let maxLength = 128
 
+    /// An id of a path taken over HTTP (`/v1/sync`, `/v1/watch`): `isValid`, and a letter, digit,
+    /// `-` or `:` first (the OpenAPI document's `DocumentPath`), as every id the product makes is.
+    public static func isPathID(_ id: String) -> Bool {
+        guard let first = id.utf8.first, first != UInt8(ascii: "."), first != UInt8(ascii: "_") else { return false }
+        return isValid(id)
+    }
+
     public static func isValid(_ id: String) -> Bool {
         let utf8 = id.utf8
         guard !utf8.isEmpty, utf8.count <= maxLength, id != ".", id != ".." else { return false }

@@ -96,6 +96,8 @@ public final class API: Sendable {
     public func router() -> Router<TracerContext> {
         let router = Router(context: TracerContext.self)
         router.add(middleware: ErrorMiddleware())
+        let table = MethodTable.Box()
+        router.add(middleware: MethodNotAllowedMiddleware { table.table.withLock { $0 } })
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
@@ -288,6 +290,8 @@ public final class API: Sendable {
             let who = try await watcher(request, context)
             return try await store.reading { try Watch.response(self, request, who) }
         }
+        let routes = MethodTable(router.routes)
+        table.table.withLock { $0 = routes }
         return router
     }
 
@@ -354,6 +358,10 @@ public final class API: Sendable {
         collections: [CollectionPath] = [],
         answer: @escaping @Sendable (Principal, Fetched) throws -> Answer
     ) async throws -> (who: Principal, answer: Answer) {
+        // No token at all is no guess at one: 401 at once, whatever the client tried before.
+        guard request.headers[.authorization] != nil else {
+            throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
+        }
         try limiter.refuseIfLimited(context.client, "token attempts")
         var presented: String?
         if let header = request.headers[.authorization] {
@@ -420,8 +428,10 @@ public final class API: Sendable {
 
     /// `since=2026-11-20` or `since=2026-11-20T10:00:00Z`, as the store parses times.
     static func since(_ raw: String?) throws -> Timestamp? {
-        guard let raw, !raw.isEmpty else { return nil }
-        guard let t = Timestamp(parsing: raw) else {
+        guard let raw else { return nil }
+        // A day or an RFC 3339 time, as the document says (not Unix seconds, which the store's
+        // parser also reads).
+        guard Double(raw) == nil, let t = Timestamp(parsing: raw) else {
             throw APIError.badRequest(
                 "since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(raw.prefix(80))'"
             )

@@ -15,18 +15,30 @@ extension API {
             throw APIError.badRequest("day is missing: ?day=YYYY-MM-DD")
         }
         guard let day = BadgeIDDay.day(named: name) else {
+            if Timestamp(parsing: name) != nil, Double(name) == nil {
+                throw APIError(
+                    .notFound,
+                    "no_day",
+                    "no ids for \(name): days from 14 before today to 3 after are served"
+                )
+            }
             throw APIError.badRequest("day takes a date like 2026-11-26, not '\(name.prefix(40))'")
         }
         let today = BadgeIDDay.day(of: clock().timeIntervalSince1970)
         // A kiosk token reads what a live kiosk needs, yesterday (an epoch's table reaches back
         // across midnight) to the horizon: a stolen kiosk's token gives away five days of ids,
         // never the fortnight behind that would match old captures to badges.
-        let back = who.role == .kiosk ? 1 : 14
-        guard Int64(day) >= Int64(today) - Int64(back) * 86_400,
-            Int64(day) <= Int64(today) + Int64(BadgeIDDay.horizon - 1) * 86_400
-        else {
-            throw APIError.badRequest(
-                "day \(name) is out of range for a \(who.role.rawValue) token: from \(back == 1 ? "yesterday" : "\(back) days before today") to \(BadgeIDDay.horizon - 1) days after"
+        let ahead = Int64(today) + Int64(BadgeIDDay.horizon - 1) * 86_400
+        guard Int64(day) >= Int64(today) - 14 * 86_400, Int64(day) <= ahead else {
+            throw APIError(
+                .notFound,
+                "no_day",
+                "no ids for \(name): days from 14 before today to \(BadgeIDDay.horizon - 1) after are served"
+            )
+        }
+        if who.role == .kiosk, Int64(day) < Int64(today) - 86_400 {
+            throw APIError.forbidden(
+                "a kiosk token reads the days a kiosk needs, from yesterday to \(BadgeIDDay.horizon - 1) days ahead, not \(name)"
             )
         }
         let registry = BadgeRegistry(store: store)

@@ -42,7 +42,7 @@ extension API {
     func unsubscribe(_ request: Request, _ context: TracerContext, _ device: String) async throws -> Response {
         let (id, _) = try await pushBody(request, context, device) { json, _ in
             guard case .string(let endpoint)? = json["endpoint"] else {
-                throw PushError("the body is {\"endpoint\": \"…\"}")
+                throw APIError.badRequest("the body is {\"endpoint\": \"…\"}")
             }
             return PushSubscription.id(endpoint: endpoint)
         }
@@ -72,7 +72,8 @@ extension API {
         do {
             return (try parse(json, pushServices), who)
         } catch let e as PushError {
-            throw APIError.badRequest(e.description)
+            // Well-formed JSON, refused on what it says (a host, a port, a key): 422.
+            throw APIError(.unprocessableContent, "refused", e.description)
         }
     }
 }

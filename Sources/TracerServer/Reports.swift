@@ -211,7 +211,14 @@ extension API {
         }
         let anchor = try form.text("anchor").map { try Self.key($0, "anchor key") }
         guard device != nil || anchor != nil else {
-            throw APIError.badRequest("give a 'deviceId' part, or an 'anchor' part on a kiosk")
+            // A well-formed form that names nobody (the document cannot say that an admin's
+            // needs a device and a device token's does not): refused as a report, like one
+            // from a kiosk where nobody stood.
+            throw APIError(
+                .unprocessableContent,
+                "no_reporter",
+                "give a 'deviceId' part, or an 'anchor' part on a kiosk"
+            )
         }
         let desk = self.desk
         do {

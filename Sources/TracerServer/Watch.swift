@@ -34,6 +34,14 @@ enum Watch {
         guard let raw = request.uri.queryParameters["path"].map(String.init), !raw.isEmpty else {
             throw APIError.badRequest("watch takes ?path= a document, a collection or */GROUP")
         }
+        let ids =
+            raw.hasPrefix("*/")
+            ? [String(raw.dropFirst(2))] : raw.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard ids.allSatisfy(Identifier.isPathID) else {
+            throw APIError.badRequest(
+                "watch takes ?path= ids of letters, digits and - _ . : (a letter, digit, - or : first), not '\(raw.prefix(80))'"
+            )
+        }
         if who.role == .device {
             let own = try Collections.device(who.deviceID ?? "")
             let exposures = try Collections.exposures(of: who.deviceID ?? "")
@@ -53,8 +61,10 @@ enum Watch {
             let segments = raw.split(separator: "/", omittingEmptySubsequences: false)
             if segments.count % 2 == 0 {
                 let path = try DocumentPath(raw)
+                // A document of `config` but the keys (the published map, config/site) may be watched.
                 if secretDocuments.contains(path.description) { throw secret(path.description) }
-                try refuseSecrets(collection: path.segments[path.segments.count - 2])
+                let collection = path.segments[path.segments.count - 2]
+                if secretCollections.contains(collection) { throw secret(collection) }
                 return .document(path)
             }
             let collection = try CollectionPath(raw)
@@ -63,6 +73,16 @@ enum Watch {
         }
         if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
             let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
+            guard let first = field.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII,
+                field.count <= 64,
+                field.unicodeScalars.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+                })
+            else {
+                throw APIError.badRequest(
+                    "field takes a field's name (letters, digits and _), not '\(field.prefix(40))'"
+                )
+            }
             query = query.where(try FieldPath(parsing: field), .greaterThanOrEqual, .timestamp(since))
         } else if raw.split(separator: "/").last.map(String.init) == Interaction.collectionID {
             // Millions of windows: a watch holds what it matches, so it must start somewhere.

@@ -343,7 +343,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         let data = try Data(contentsOf: URL(fileURLWithPath: options.image))
         let filename = (options.image as NSString).lastPathComponent
         let (device, anchor) = (device, anchor)
-        let answers = answers.isEmpty ? nil : JSON.string(.map(answers.mapValues(Value.bool)))
+        let answers = answers.isEmpty ? nil : answers
         /// What `POST /v1/reports` answered: an outcome (200 checked or recorded before, 201
         /// recorded, 202 held), or 422 (rejected, with the rules; or decided before, without).
         enum Posted {
@@ -355,7 +355,10 @@ struct SelfReportCommand: AsyncParsableCommand {
             var parts: [Part] = [.image(.init(payload: .init(body: HTTPBody(data)), filename: filename))]
             if let device { parts.append(.deviceId(.init(payload: .init(body: HTTPBody(device))))) }
             if let anchor { parts.append(.anchor(.init(payload: .init(body: HTTPBody(anchor))))) }
-            if let answers { parts.append(.answers(.init(payload: .init(body: HTTPBody(answers))))) }
+            if let answers {
+                let given = Part.AnswersPayload.BodyPayload(symptoms: answers["symptoms"], tested: answers["tested"])
+                parts.append(.answers(.init(payload: .init(body: given))))
+            }
             if dryRun { parts.append(.dryRun(.init(payload: .init(body: HTTPBody("true"))))) }
             let output = try await site.run { try await $0.submitReport(body: .multipartForm(MultipartBody(parts))) }
             func outcome(_ o: Components.Schemas.ReportOutcome) throws -> Responses.ReportOutcome {

@@ -40,6 +40,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Connections open at once from one client address; more are closed as they arrive.")
     var maxConnectionsPerClient = 128
     @Option(
+        help:
+            "Failed token attempts a client address may make in a minute before it is answered 429 for the rest of it."
+    )
+    var failedTokenLimit = 10
+    @Option(
         help: ArgumentHelp(
             "Who runs this server, for the browsers' push services (Web Push's VAPID subject): mailto:… or https://….",
             valueName: "URI"
@@ -52,6 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...64).contains(ocrThreads), (0...10_000).contains(ocrQueue) else {
             throw ValidationError("--ocr-threads takes 1 to 64, --ocr-queue 0 or more")
         }
+        guard failedTokenLimit > 0 else { throw ValidationError("--failed-token-limit takes 1 or more") }
         guard idleTimeout > 0, idleTimeout <= 86_400, maxConnections > 0, maxConnectionsPerClient > 0 else {
             throw ValidationError(
                 "--idle-timeout takes seconds above 0 up to 86400, --max-connections and --max-connections-per-client 1 or more"
@@ -78,6 +84,7 @@ struct ServeCommand: AsyncParsableCommand {
             store: store,
             site: site,
             engine: engine,
+            limiter: FailureLimiter(limit: failedTokenLimit),
             occupancyWindow: occupancyWindow,
             ocrSlots: ocrThreads,
             ocrQueue: ocrQueue,

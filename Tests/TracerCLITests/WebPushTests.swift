@@ -98,11 +98,11 @@ import TracerTesting
         ] {
             let json = good.replacingOccurrences(of: "http://127.0.0.1:\(standIn.port)/push/spare", with: endpoint)
             let (status, body) = await subscribe(json)
-            #expect(status == 400 && body.contains(words), "\(endpoint): \(status) \(body)")
+            #expect(status == 422 && body.contains(words), "\(endpoint): \(status) \(body)")
         }
         let badKey = try #require(good.range(of: #""p256dh": "[^"]*""#, options: .regularExpression))
         let (status, body) = await subscribe(good.replacingCharacters(in: badKey, with: #""p256dh": "AAAA""#))
-        #expect(status == 400 && body.contains("keys.p256dh"), "\(body)")
+        #expect(status == 422 && body.contains("keys.p256dh"), "\(body)")
 
         // The device is flagged (as the flagger of any server of the site writes it).
         _ = try await tracer([
