@@ -151,6 +151,8 @@ import TracerTesting
             .write(toFile: map, atomically: true, encoding: .utf8)
         #expect(try await TracerProcess.running(["map", "publish", map, "--store", store]).status == 0)
         let db = try DocumentStore(path: store)
+        // Every subscription in one commit (one fsync, not 103 on the test's shared threads).
+        var subscriptions = WriteBatch()
         func subscribe(_ device: String, _ json: String, _ extra: DocumentData = [:]) throws {
             let value = try #require(try? JSON.parse(json))
             var data: DocumentData = ["createdAt": .serverTimestamp]
@@ -159,8 +161,8 @@ import TracerTesting
             data["auth"] = value["keys"]?["auth"]
             for (k, v) in extra { data[k] = v }
             let endpoint = data["endpoint"]?.stringValue ?? ""
-            try db.set(
-                Collections.pushSubscriptions(of: device).document(PushSubscription.id(endpoint: endpoint)),
+            subscriptions.set(
+                try Collections.pushSubscriptions(of: device).document(PushSubscription.id(endpoint: endpoint)),
                 data
             )
         }
@@ -183,6 +185,8 @@ import TracerTesting
             ["failingSince": .timestamp(Timestamp(seconds: day)), "failures": 40]
         )
 
+        let written = subscriptions
+        try await onThread { Result { try db.commit(written) } }.get()
         let server = try await ReplicationTests.SiteServer(store: store)
         defer { server.process.kill() }
         // Every device changes at once (as one flagging does).
@@ -191,7 +195,8 @@ import TracerTesting
             batch.set(try Collections.device(device), ["status": "exposed", "risk": "high", "exposureCount": 1])
         }
         let changed = Date()
-        try db.commit(batch)
+        let changes = batch
+        try await onThread { Result { try db.commit(changes) } }.get()
         let told = await until(30) {
             Set(await standIn.deliveries().map(\.name).filter { $0.hasPrefix("good-") }).count == 100
         }
