@@ -328,11 +328,13 @@ public enum SyncScope {
     /// rule (`Identifier`), a start and an end in `Timestamp.range`, in order and at most a day
     /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
     /// admin's too: stored data must never be able to stop flagging.
+    /// Whether a path is an interaction's: `beacons/{key}/interactions/{id}`.
+    public static func isInteraction(_ path: DocumentPath) -> Bool {
+        Collections.anchor(ofInteraction: path) != nil
+    }
+
     public static func problem(with entry: Replica) -> String? {
-        let s = entry.path.segments
-        guard s.count == 4, s[0] == Beacon.collectionID, s[2] == Interaction.collectionID, let data = entry.data else {
-            return nil
-        }
+        guard isInteraction(entry.path), let data = entry.data else { return nil }
         guard case .string(let device)? = data["deviceId"] else {
             return "an interaction's deviceId is a string"
         }

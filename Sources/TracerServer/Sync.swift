@@ -106,7 +106,9 @@ final class SyncEndpoint: Sendable {
                 refused.append(.init(path: entry.path.description, reason: reason))
             } else if let reason = SyncScope.problem(with: entry) {
                 refused.append(.init(path: entry.path.description, reason: reason))
-            } else if Self.isInteraction(entry), let end = entry.data?["end"]?.timestampValue, end.seconds < cutoff {
+            } else if SyncScope.isInteraction(entry.path), let end = entry.data?["end"]?.timestampValue,
+                end.seconds < cutoff
+            {
                 // Already past the site's retention (a kiosk back after weeks away): the site
                 // would purge it within the minute, so it is never stored. Acknowledged, not audited.
                 expired += 1
@@ -196,11 +198,6 @@ final class SyncEndpoint: Sendable {
             clockOffset: offset
         )
         return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
-    }
-
-    static func isInteraction(_ entry: Replica) -> Bool {
-        let s = entry.path.segments
-        return s.count == 4 && s[0] == Beacon.collectionID && s[2] == Interaction.collectionID
     }
 
     static func days(_ seconds: Double) -> String {

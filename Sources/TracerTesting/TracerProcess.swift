@@ -205,7 +205,7 @@ public struct TracerProcess {
 
         /// Its anonymous resident memory now (its heap, not the files it maps), in MiB from
         /// /proc, or nil when it has ended.
-        public var residentMiB: Int? {
+        public var heapMiB: Int? {
             guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
                 let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
                 let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")

@@ -123,7 +123,7 @@ import TracerTesting
                 + entries.joined(separator: ",") + "]}"
         }
         let bodies = [batch("kiosk-lab"), batch("kiosk-cafe")]
-        let before = server.process.residentMiB ?? 0
+        let before = server.process.heapMiB ?? 0
         let sent = Collector<Int>()
         for body in bodies {
             Task {
@@ -144,7 +144,7 @@ import TracerTesting
             let started = Date()
             let answer = await httpGet(port: UInt16(server.port), path: "/health", timeout: 10)
             slowest = max(slowest, Date().timeIntervalSince(started))
-            peak = max(peak, server.process.residentMiB ?? 0)
+            peak = max(peak, server.process.heapMiB ?? 0)
             #expect(answer?.contains(#""status":"ok""#) == true, "\(answer ?? "no answer")")
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -154,10 +154,10 @@ import TracerTesting
         // Given back, but for what the store keeps by design: SQLite's page caches (64 MiB for
         // the writer, 16 for each reader that read), full after 130,000 documents. Before, nine
         // tenths of the peak stayed (366 of 406 MiB); now at most six tenths of what was taken.
-        var after = server.process.residentMiB ?? 0
+        var after = server.process.heapMiB ?? 0
         let bound = Double(peak - before) * 0.6
         _ = await until(10) {
-            after = server.process.residentMiB ?? 0
+            after = server.process.heapMiB ?? 0
             return Double(after - before) < bound
         }
         #expect(Double(after - before) < bound, "resident \(before) MiB before, \(peak) at most, \(after) after")
