@@ -42,9 +42,10 @@ public final class OCREngine: @unchecked Sendable {
     /// Each page must be read within this long: a bound on a pathological image, not a speed
     /// target (a normal page takes 1-3 s; a 2-core machine under a full test run has taken 20).
     public let deadline: Duration
+    public static let defaultDeadline = Duration.seconds(60)
 
     /// Starts Tesseract with the English model (from `TESSDATA_PREFIX`, else Debian's place).
-    public init(limits: ImageLimits = ImageLimits(), deadline: Duration = .seconds(60)) throws {
+    public init(limits: ImageLimits = ImageLimits(), deadline: Duration = OCREngine.defaultDeadline) throws {
         Self.quietOnce
         guard let api = TessBaseAPICreate() else { throw OCRError("cannot create a Tesseract engine", code: .engine) }
         // Tesseract's own chatter ("Estimating resolution as …") goes nowhere.

@@ -13,16 +13,24 @@ public final class OCRPool: Sendable {
     public let threads: Int
     public let queueLimit: Int
     public let limits: ImageLimits
+    /// Each page must be read within this long (`OCREngine.deadline`).
+    public let deadline: Duration
     let pool: NIOThreadPool
     /// Engines not in use. Made lazily, at most one per thread: a job takes one and gives it back.
     let idle = Mutex<[OCREngine]>([])
     /// Pages running or waiting.
     let admitted = Atomic<Int>(0)
 
-    public init(threads: Int, queueLimit: Int, limits: ImageLimits = ImageLimits()) {
+    public init(
+        threads: Int,
+        queueLimit: Int,
+        limits: ImageLimits = ImageLimits(),
+        deadline: Duration = OCREngine.defaultDeadline
+    ) {
         self.threads = max(1, threads)
         self.queueLimit = max(0, queueLimit)
         self.limits = limits
+        self.deadline = deadline
         pool = NIOThreadPool(numberOfThreads: self.threads)
         pool.start()
     }
@@ -42,7 +50,7 @@ public final class OCRPool: Sendable {
             throw OCRError("\(threads) pages are being read and \(queueLimit) wait: try again shortly", code: .busy)
         }
         return try await pool.runIfActive { [self] in
-            let engine = try idle.withLock { $0.popLast() } ?? OCREngine(limits: limits)
+            let engine = try idle.withLock { $0.popLast() } ?? OCREngine(limits: limits, deadline: deadline)
             defer { idle.withLock { $0.append(engine) } }
             return try engine.read(data: data, name: name)
         }

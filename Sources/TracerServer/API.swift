@@ -60,6 +60,7 @@ public final class API: Sendable {
         occupancyWindow: Double = 120,
         ocrSlots: Int = 2,
         ocrQueue: Int = 8,
+        ocrDeadline: Duration = OCREngine.defaultDeadline,
         reviewImages: ReviewImages? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "tracer.serve")
@@ -72,7 +73,7 @@ public final class API: Sendable {
         self.engine = engine
         self.limiter = limiter
         self.occupancyWindow = occupancyWindow
-        self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue)
+        self.ocr = OCRPool(threads: ocrSlots, queueLimit: ocrQueue, deadline: ocrDeadline)
         let trustList = try site.flatMap { try TrustList($0.verification) }
         for line in trustList?.skipped ?? [] { logger.warning("trust list: \(line)") }
         var desk = SelfReportDesk(
