@@ -402,6 +402,15 @@ private struct Reader {
         if let n = f["exposureWindow"] { e.windowMinutes = try bounded(n, "exposureWindow", 0...120) }
         if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
         if let n = f["retentionDays"] { e.retentionDays = try bounded(n, "retentionDays", 1...60) }
+        // Looking back further than the site keeps would find nothing there, quietly.
+        if e.lookbackDays > e.retentionDays {
+            let given = f["lookbackDays"] == nil ? " (the default)" : ""
+            func days(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+            throw fail(
+                f["lookbackDays"] ?? f["retentionDays"] ?? node,
+                "settings: lookbackDays \(days(e.lookbackDays))\(given) looks back further than retentionDays \(days(e.retentionDays)) keeps: lower lookbackDays or raise retentionDays"
+            )
+        }
         if let n = f["separation"] {
             let text = try string(n, "settings: separation", parent: node.mark)
             guard ["sum", "possible", "geometric"].contains(text) else {

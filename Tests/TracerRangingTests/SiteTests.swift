@@ -152,6 +152,14 @@ import Testing
             "separation: possible, badgeUUID: 5a1e0b5c-7e2d-4c1a-9b8e-3f6d2a9c4e71, badgeEpochBits: 10.5}",
             "t.yaml:8: settings: badgeEpochBits takes a whole number"
         ),
+        (
+            "separation: possible}", "separation: possible, lookbackDays: 21}",
+            "t.yaml:8: settings: lookbackDays 21 looks back further than retentionDays 14 keeps: lower lookbackDays or raise retentionDays"
+        ),
+        (
+            "separation: possible}", "separation: possible, retentionDays: 7}",
+            "t.yaml:8: settings: lookbackDays 14 (the default) looks back further than retentionDays 7 keeps: lower lookbackDays or raise retentionDays"
+        ),
     ]
 
     @Test func rotatingBadgesAreASetting() throws {
