@@ -40,8 +40,10 @@ public final class OCREngine: @unchecked Sendable {
     private let lock = NSLock()
     public let limits: ImageLimits
     /// Each page must be read within this long: a bound on a pathological image, not a speed
-    /// target (a normal page takes 1-3 s; a 2-core machine under a full test run has taken 20).
+    /// target (a normal page takes 1-3 s; on 2 cores beside all of the tests started at once,
+    /// more than 60).
     public let deadline: Duration
+    /// The product's deadline, `tracer serve`'s and `tracer self-report`'s.
     public static let defaultDeadline = Duration.seconds(60)
 
     /// Starts Tesseract with the English model (from `TESSDATA_PREFIX`, else Debian's place).
