@@ -94,7 +94,6 @@ public struct SyncBatch: Sendable, Equatable {
         return out
     }
 
-    /// Parses a request body; every problem is a `SyncError.badRequest` naming the document.
     /// An integer, written as one or as a number with no fraction (`66.0`: JSON's integers).
     static func count(_ value: Value) -> Int64? {
         switch value {
@@ -110,6 +109,7 @@ public struct SyncBatch: Sendable, Equatable {
         seconds >= -62_135_596_800 && seconds < 253_402_300_800 && Timestamp(checkedSeconds: seconds) != nil
     }
 
+    /// Parses a request body; every problem is a `SyncError.badRequest` naming the document.
     public init(json bytes: [UInt8]) throws(SyncError) {
         var bytes = bytes
         let value: Value
@@ -323,16 +323,16 @@ public enum SyncScope {
         return "outside \(Beacon.collectionID)/\(anchor) and its \(Interaction.collectionID)"
     }
 
-    /// Nil when a replicated document is one the site can use, else why not (one line): an
-    /// interaction (`beacons/{key}/interactions/{id}`) must have a device id by the API's own
-    /// rule (`Identifier`), a start and an end in `Timestamp.range`, in order and at most a day
-    /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
-    /// admin's too: stored data must never be able to stop flagging.
     /// Whether a path is an interaction's: `beacons/{key}/interactions/{id}`.
     public static func isInteraction(_ path: DocumentPath) -> Bool {
         Collections.anchor(ofInteraction: path) != nil
     }
 
+    /// Nil when a replicated document is one the site can use, else why not (one line): an
+    /// interaction (`beacons/{key}/interactions/{id}`) must have a device id by the API's own
+    /// rule (`Identifier`), a start and an end in `Timestamp.range`, in order and at most a day
+    /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
+    /// admin's too: stored data must never be able to stop flagging.
     public static func problem(with entry: Replica) -> String? {
         guard isInteraction(entry.path), let data = entry.data else { return nil }
         guard case .string(let device)? = data["deviceId"] else {
