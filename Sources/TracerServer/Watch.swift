@@ -49,6 +49,10 @@ enum Watch {
                 throw APIError.forbidden("a device token watches \(own) and \(exposures) only")
             }
         }
+        // Checked for every path, a document's too, as the document says (a document's watch
+        // does not use them).
+        let since = try API.since(request.uri.queryParameters["since"].map(String.init))
+        let field = try Self.field(request.uri.queryParameters["field"].map(String.init) ?? "start")
         var query: Query
         if raw.hasPrefix("*/") {
             let group = String(raw.dropFirst(2))
@@ -71,24 +75,24 @@ enum Watch {
             try refuseSecrets(collection: collection.id)
             query = Query(collection: collection)
         }
-        if let since = try API.since(request.uri.queryParameters["since"].map(String.init)) {
-            let field = request.uri.queryParameters["field"].map(String.init) ?? "start"
-            guard let first = field.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII,
-                field.count <= 64,
-                field.unicodeScalars.allSatisfy({
-                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
-                })
-            else {
-                throw APIError.badRequest(
-                    "field takes a field's name (letters, digits and _), not '\(field.prefix(40))'"
-                )
-            }
-            query = query.where(try FieldPath(parsing: field), .greaterThanOrEqual, .timestamp(since))
+        if let since {
+            query = query.where(field, .greaterThanOrEqual, .timestamp(since))
         } else if raw.split(separator: "/").last.map(String.init) == Interaction.collectionID {
             // Millions of windows: a watch holds what it matches, so it must start somewhere.
             throw APIError.badRequest("interactions are many: watch them from a time, with since= (and field=start)")
         }
         return .query(query)
+    }
+
+    /// `field=`: one plain name by the store's own parser (ASCII letters, digits and _), a letter
+    /// first, as the document's pattern has it.
+    static func field(_ text: String) throws -> FieldPath {
+        guard text.utf8.count <= 64, text.first?.isLetter == true,
+            let name = try? FieldPath(parsing: text), name.segments == [text]
+        else {
+            throw APIError.badRequest("field takes a field's name (letters, digits and _), not '\(text.prefix(40))'")
+        }
+        return name
     }
 
     /// What never leaves the server, for any token: the badges' keys, the Web Push key, the

@@ -400,6 +400,9 @@ extension Value {
             ("/v1/watch?path=*/interactions", .get, .badRequest),
             ("/v1/watch?path=beacons/kiosk-lab/interactions", .get, .badRequest),
             ("/v1/watch?path=devices&field=a..b&since=2026-01-01", .get, .badRequest),
+            // A document's watch takes no since= or field=, but they are checked as the document says.
+            ("/v1/watch/ticket?path=devices/dev-1&since=soon", .post, .badRequest),
+            ("/v1/watch?path=devices/dev-1&field=a..b", .get, .badRequest),
         ]
         try await f.app().test(.router) { client in
             for (uri, method, status) in cases {
