@@ -79,6 +79,12 @@ public struct Evaluation: Sendable {
     public var overall = Counts()
     /// (reporter, exposed device) pairs by room.
     public var byRoom: [String: Counts] = [:]
+    /// The same pairs under the nearest-kiosk room rule (`nearestKioskRoom`), on the same windows.
+    public var roomRule: Counts?
+    /// Devices flagged that were never within the radius, by where they were (`sortFalseFlags`).
+    public var falseFlags: [String: Int] = [:]
+    /// Each reporter's true neighbours.
+    var truthPartners: [String: [String]] = [:]
     /// Stays in a kiosk's room (of a minute or more) in which that kiosk saw the badge.
     public var stays = 0
     public var staysDetected = 0
@@ -194,6 +200,7 @@ public struct Evaluation: Sendable {
                     Unit(device: $0.device, room: roomOf[$0.anchor] ?? $0.anchor)
                 }
             )
+            truthPartners[r] = Array(Set(trueUnits.map(\.device)))
             overall.add(truth: Set(trueUnits.map(\.device)), flagged: Set(flaggedUnits.map(\.device)))
             for room in Set(trueUnits.map(\.room)).union(flaggedUnits.map(\.room)) {
                 byRoom[room, default: Counts()].add(

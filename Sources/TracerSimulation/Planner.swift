@@ -277,8 +277,9 @@ struct Planner {
         )
     }
 
-    /// A stay in a room: a seat for its length; in work rooms, now and then a few minutes
-    /// elsewhere in the room (a shelf, a bench, a colleague's desk).
+    /// A stay in a room: a seat for its length; in work rooms (in every room with
+    /// `movement`), now and then a few minutes elsewhere in the room (a shelf, a bench, a
+    /// colleague's desk, the board).
     mutating func stay(_ person: Int, _ a: Activity) -> [Segment] {
         let room = site.rooms[a.room]
         switch room.use {
@@ -289,7 +290,7 @@ struct Planner {
         }
         let seat = layouts[a.room].take(from: a.from, to: a.to, rng: &rng)
         let facing = rng.uniform(0, 2 * .pi)
-        guard room.use == .work, a.to - a.from > 1200 else {
+        guard room.use == .work || parameters.movement, a.to - a.from > 1200 else {
             return [Segment(person: person, room: a.room, from: a.from, to: a.to, position: seat, facing: facing)]
         }
         var out: [Segment] = []

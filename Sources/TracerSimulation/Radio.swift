@@ -45,3 +45,39 @@ struct Radio {
         return rssi
     }
 }
+
+/// A kiosk's noise on one emitter's adverts: a slow part that drifts (people and furniture moving
+/// between the two, correlated over seconds: an Ornstein–Uhlenbeck process sampled at each
+/// advert) and a fast part drawn afresh for each advert, their variances adding up to σ².
+struct Noise {
+    /// σ of the fast part, dB.
+    let fast: Double
+    /// σ of the slow part, dB.
+    let drifting: Double
+    let seconds: Double
+    private var value = 0.0
+    private var last = -Double.infinity
+
+    init(sigma: Double, drift: Double, seconds: Double) {
+        let share = min(1, max(0, drift))
+        fast = sigma * (1 - share).squareRoot()
+        drifting = sigma * share.squareRoot()
+        self.seconds = max(0.001, seconds)
+    }
+
+    /// A new emitter: the slow part starts afresh.
+    mutating func restart() {
+        value = 0
+        last = -.infinity
+    }
+
+    /// The slow part at `t` (times in order); draws nothing when there is none, so a simulation
+    /// without drift draws what it always did.
+    mutating func slow(at t: Double, _ rng: inout SeededGenerator) -> Double {
+        guard drifting > 0 else { return 0 }
+        let rho = last.isFinite ? exp(-max(0, t - last) / seconds) : 0
+        value = rho * value + (1 - rho * rho).squareRoot() * rng.gaussian(drifting)
+        last = t
+        return value
+    }
+}

@@ -16,10 +16,25 @@ public struct SimulationParameters: Sendable, Equatable {
     public var noise = 4.0
     /// Share of adverts a kiosk misses.
     public var loss = 0.2
+    /// Kiosks that miss another share of adverts, by key (a busy or badly placed receiver).
+    public var kioskLoss: [String: Double] = [:]
+    /// The share of the noise's variance that drifts slowly (shadowing by people and furniture
+    /// moving, correlated over `driftSeconds`) rather than changing advert by advert; 0: none.
+    public var drift = 0.0
+    /// How long the slow part of the noise stays correlated, seconds (an exponential decay).
+    public var driftSeconds = 10.0
     /// Body shadowing: dB lost when the wearer's back is turned to the kiosk (half that side-on).
     public var shadow = 6.0
     /// σ of each badge's transmit-power offset from what it advertises, dB.
     public var badgeSpread = 2.0
+    /// When set, each badge's offset is drawn evenly from ±this many dB instead (`badgeSpread`
+    /// unused): transmitters as published measurements find them, off by up to a few dB.
+    public var badgeOffsetBound: Double?
+    /// Seconds between a badge's adverts, drawn evenly from this range for each badge.
+    public var badgeIntervals: ClosedRange<Double> = 0.1...1.0
+    /// Whether people move within every stay of 20 minutes or more (stand up, go to a board or a
+    /// colleague, come back), not only in work rooms.
+    public var movement = false
     /// dB lost through each wall between a badge and a kiosk.
     public var wallLoss = 10.0
     /// A kiosk hears nothing weaker than this, dBm.

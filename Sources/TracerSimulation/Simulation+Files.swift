@@ -167,10 +167,14 @@ extension Simulation {
             "hours": parameters.hours, "start": parameters.start, "end": parameters.end, "noise": parameters.noise,
             "loss": parameters.loss, "shadow": parameters.shadow, "wallLoss": parameters.wallLoss,
             "exponent": radio.exponent, "radius": radius, "window": window, "truePairs": pairs.count,
+            "drift": parameters.drift, "driftSeconds": parameters.driftSeconds,
+            "badgeIntervals": [parameters.badgeIntervals.lowerBound, parameters.badgeIntervals.upperBound],
+            "movement": parameters.movement,
             "kiosks": kiosks.enumerated().map { i, k in
                 [
                     "anchor": k.key, "room": k.room, "replay": "replays/\(k.key).jsonl", "adverts": counts[i],
                     "receiverError": parameters.receiverErrors[k.key] ?? 0,
+                    "loss": parameters.kioskLoss[k.key] ?? parameters.loss,
                 ]
             },
         ]

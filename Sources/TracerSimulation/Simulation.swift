@@ -76,7 +76,9 @@ public struct Simulation: Sendable {
             let role: Person.Role = r < 0.1 ? .visitor : r < 0.4 ? .staff : .student
             let uuid = role == .visitor && uuids.count > 1 ? uuids[1] : uuids[0]
             let major: UInt16 = role == .student ? 1 : role == .staff ? 2 : 3
-            let interval = (rng.uniform(0.1, 1.0) * 100).rounded() / 100
+            let interval =
+                (rng.uniform(parameters.badgeIntervals.lowerBound, parameters.badgeIntervals.upperBound) * 100)
+                .rounded() / 100
             var bytes = (0..<6).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             bytes[0] |= 0xC0  // a static random address, as badges use
             people.append(
@@ -88,7 +90,8 @@ public struct Simulation: Sendable {
                     minor: UInt16(i + 1),
                     interval: interval,
                     phase: rng.uniform(0, interval),
-                    offset: rng.gaussian(parameters.badgeSpread),
+                    offset: parameters.badgeOffsetBound.map { rng.uniform(-$0, $0) }
+                        ?? rng.gaussian(parameters.badgeSpread),
                     address: bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
                 )
             )
@@ -120,14 +123,18 @@ public struct Simulation: Sendable {
         let kioskRoom = roomIndex(kiosk.room)
         let building = site.rooms[kioskRoom].building
         let sigma = parameters.noise
+        let loss = parameters.kioskLoss[kiosk.key] ?? parameters.loss
+        var noise = Noise(sigma: sigma, drift: parameters.drift, seconds: parameters.driftSeconds)
         var out: [Heard] = []
         func hear(_ t: Double, _ emitter: Int32, _ mean: Double) {
-            if parameters.loss > 0, rng.chance(parameters.loss) { return }
-            let rssi = (mean + rng.gaussian(sigma)).rounded()
+            let slow = noise.slow(at: t, &rng)
+            if loss > 0, rng.chance(loss) { return }
+            let rssi = (mean + slow + rng.gaussian(noise.fast)).rounded()
             guard rssi >= parameters.sensitivity, rssi < 0 else { return }
             out.append(Heard(time: t, emitter: emitter, rssi: Int16(rssi)))
         }
         for person in people {
+            noise.restart()
             let power = Double(person.measuredPower) + person.offset
             for s in segments[person.index] {
                 guard let room = s.room, site.rooms[room].building == building else { continue }
@@ -165,6 +172,7 @@ public struct Simulation: Sendable {
                     kioskRoom: kioskRoom
                 )
                 guard mean + 3 * sigma >= parameters.sensitivity else { continue }
+                noise.restart()
                 var t = parameters.start + rng.uniform(0, parameters.beaconInterval)
                 while t < parameters.end {
                     hear(t, Int32(-1 - i), mean)

@@ -148,6 +148,8 @@ struct EvaluateCommand: ParsableCommand {
         )
         e.position(positions, truth: truth)
         e.rooms(rooms, truth: truth)
+        e.nearestKioskRoom(observed, site: site, slot: policy.slot, window: policy.window)
+        e.sortFalseFlags(exposures, truth: truth)
 
         let dir = pictures ?? (sim as NSString).appendingPathComponent("eval")
         let drawn = try Drawing.write(
@@ -251,6 +253,18 @@ struct EvaluateCommand: ParsableCommand {
         }
         for room in e.byRoom.keys.sorted() { lines.append("  " + row(room, e.byRoom[room]!)) }
         lines.append("  " + row("all (per device)", e.overall))
+        if let r = e.roomRule { lines.append("  " + row("nearest-kiosk room", r)) }
+        if !e.falseFlags.isEmpty {
+            let names = [
+                "sameRoomFarther": "in the room, farther", "otherRoom": "in another room",
+                "unmonitored": "where no kiosk is", "away": "gone",
+            ]
+            lines.append(
+                "  false flags: "
+                    + e.falseFlags.sorted { $0.key < $1.key }.map { "\($0.value) \(names[$0.key] ?? $0.key)" }
+                    .joined(separator: ", ")
+            )
+        }
         lines.append(
             "ranging: detection \(percent(e.detectionRate)) of \(e.stays) stays; continuity \(percent(e.continuity)) of \(e.windows) 30 s windows; "
                 + "\(e.throughWalls) windows heard through a wall"
@@ -299,6 +313,7 @@ struct EvaluateCommand: ParsableCommand {
                 "wrongRoom": e.positionError.wrongRoom,
             ],
             "roomAttribution": e.roomAttribution ?? NSNull(), "roomSeconds": e.roomSeconds,
+            "roomRule": e.roomRule.map { counts($0) as Any } ?? NSNull(), "falseFlags": e.falseFlags,
             "distanceError": e.distanceErrors.map {
                 [
                     "nominal": $0.nominal, "count": $0.count, "medianAbsolute": $0.medianAbsolute,

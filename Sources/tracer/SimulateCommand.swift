@@ -16,23 +16,36 @@ struct SimulateCommand: ParsableCommand {
             replay:FILE`), OUT/truth/positions.jsonl (where everyone was, when), OUT/truth/pairs.jsonl \
             (who was within the exposure radius of whom, in which room, within the window), \
             OUT/truth/people.jsonl and OUT/manifest.json. The same seed and start give the same files.
+
+            With --random-site SEED it draws a site nobody tuned for (rooms 4–30 m wide along a \
+            corridor, 1–3 kiosks a room, 60–120 people for 2–3 hours) and its radio (each kiosk's \
+            receiver off by up to ±5 dB and losing 10–40%, badges off by up to ±6 dB every 1–3 s, \
+            noise σ 4–6 dB half drifting over 10 s, walls 3–8 dB, the body 3–10 dB), writes its map \
+            to OUT/map.yaml and simulates it; the radio's truth is in OUT/manifest.json.
             """
     )
 
-    @Option(help: "The site's BeaconMap file.") var map: String
-    @Option(help: "People wearing badges.") var people: Int
-    @Option(help: "Hours to simulate.") var hours: Double
-    @Option(help: "The random seed.") var seed: UInt64 = 1
+    @Option(help: "The site's BeaconMap file (or --random-site).") var map: String?
+    @Option(
+        help: ArgumentHelp(
+            "Draw a site nobody tuned for (rooms along a corridor, 1–3 kiosks a room, the radio as published measurements find it): SEED picks it. Its map is written to OUT/map.yaml; the options below replace what it drew.",
+            valueName: "SEED"
+        )
+    )
+    var randomSite: UInt64?
+    @Option(help: "People wearing badges (with --random-site, default: as drawn, 60–120).") var people: Int?
+    @Option(help: "Hours to simulate (with --random-site, default: as drawn, 2–3).") var hours: Double?
+    @Option(help: "The random seed (default: 1; with --random-site, the site's).") var seed: UInt64?
     @Option(help: "The directory to write into (created if missing).") var out: String
     @Option(
         help:
             "When the simulation starts: 2026-11-23 (08:00 UTC that day) or 2026-11-23T08:00:00Z (default: yesterday, 08:00 UTC: recent enough for the 14-day rules)."
     )
     var start: String?
-    @Option(help: "RSSI noise σ in dB.") var noise = 4.0
-    @Option(help: "Share of adverts lost (0 to below 1).") var loss = 0.2
-    @Option(help: "Body shadowing, dB lost with the wearer's back to the kiosk.") var shadow = 6.0
-    @Option(help: "dB lost through each wall.") var wallLoss = 10.0
+    @Option(help: "RSSI noise σ in dB (default: 4).") var noise: Double?
+    @Option(help: "Share of adverts lost, 0 to below 1 (default: 0.2).") var loss: Double?
+    @Option(help: "Body shadowing, dB lost with the wearer's back to the kiosk (default: 6).") var shadow: Double?
+    @Option(help: "dB lost through each wall (default: 10).") var wallLoss: Double?
     @Option(help: "The path-loss exponent of the simulated radio (default: the map's).") var exponent: Double?
     @Option(
         help: ArgumentHelp(
@@ -59,17 +72,44 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "The window of the true pairs, minutes (default: the map's exposureWindow).") var window: Double?
 
     func run() throws {
-        let site = try Site.load(file: map)
         let start = self.start ?? Self.yesterday()
         guard let t0 = Self.parseStart(start) else {
             throw ValidationError("--start takes a date (2026-11-23) or a time (2026-11-23T08:00:00Z), not '\(start)'")
         }
-        var p = SimulationParameters(people: people, hours: hours, seed: seed, start: t0)
-        p.noise = noise
-        p.loss = loss
-        p.shadow = shadow
-        p.wallLoss = wallLoss
-        p.exponent = exponent
+        let site: Site
+        let mapPath: String
+        var p: SimulationParameters
+        if let randomSite {
+            guard map == nil else {
+                throw ValidationError("--map and --random-site: give one (a random site writes its own map)")
+            }
+            let file = (out as NSString).appendingPathComponent("map.yaml")
+            let drawn = try RandomSite(seed: randomSite, start: t0, file: file)
+            do {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try drawn.yaml.write(toFile: file, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("--out \(out): cannot write map.yaml there (\(error.localizedDescription))")
+            }
+            site = drawn.site
+            mapPath = file
+            p = drawn.parameters
+            if let people { p.people = people }
+            if let hours { p.hours = hours }
+            if let seed { p.seed = seed }
+        } else {
+            guard let map else { throw ValidationError("give --map FILE, or --random-site SEED") }
+            guard let people else { throw ValidationError("--people is needed with --map") }
+            guard let hours else { throw ValidationError("--hours is needed with --map") }
+            site = try Site.load(file: map)
+            mapPath = map
+            p = SimulationParameters(people: people, hours: hours, seed: seed ?? 1, start: t0)
+        }
+        if let noise { p.noise = noise }
+        if let loss { p.loss = loss }
+        if let shadow { p.shadow = shadow }
+        if let wallLoss { p.wallLoss = wallLoss }
+        if let exponent { p.exponent = exponent }
         p.phones = phones
         for text in receiverError {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
@@ -86,14 +126,14 @@ struct SimulateCommand: ParsableCommand {
         var badges: [BadgeKey]?
         if let badgesFrom {
             guard site.badgeUUID != nil else {
-                throw ValidationError("--badges-from: \(map) has no rotating badges (settings: badgeUUID)")
+                throw ValidationError("--badges-from: \(mapPath) has no rotating badges (settings: badgeUUID)")
             }
             guard DocumentStore.isPostgres(badgesFrom) || FileManager.default.fileExists(atPath: badgesFrom) else {
                 throw ValidationError("--badges-from \(badgesFrom): no store there")
             }
             guard let material = try BadgeRegistry(store: DocumentStore(path: badgesFrom)).material() else {
                 throw ValidationError(
-                    "--badges-from \(badgesFrom): no badges issued there (tracer badge issue --count \(people))"
+                    "--badges-from \(badgesFrom): no badges issued there (tracer badge issue --count \(p.people))"
                 )
             }
             badges = material.badges
@@ -104,7 +144,7 @@ struct SimulateCommand: ParsableCommand {
         let window = (window ?? site.exposure.windowMinutes) * 60
         let written = try simulation.write(
             to: out,
-            mapPath: URL(fileURLWithPath: map).standardizedFileURL.path,
+            mapPath: URL(fileURLWithPath: mapPath).standardizedFileURL.path,
             radius: radius,
             window: window
         ) { done, total, adverts in
@@ -116,8 +156,8 @@ struct SimulateCommand: ParsableCommand {
         Output.endProgress()
         let seconds = Date().timeIntervalSince(began)
         Output.line(
-            "simulated \(people) people for \(Self.number(hours)) h at \(site.name) (seed \(seed), σ \(Self.number(noise)) dB, "
-                + "\(Int((loss * 100).rounded()))% lost) in \(String(format: "%.1f", seconds)) s"
+            "simulated \(p.people) people for \(Self.number(p.hours)) h at \(site.name) (seed \(p.seed), σ \(Self.number(p.noise)) dB, "
+                + Self.lossText(p) + ") in \(String(format: "%.1f", seconds)) s"
         )
         Output.line(
             written.phones > 0
@@ -129,6 +169,13 @@ struct SimulateCommand: ParsableCommand {
             "  truth: \(written.segments) position segments, "
                 + "\(written.pairs) co-location episodes (≤ \(Self.number(radius)) m within \(Self.number(window / 60)) min): \(out)/truth/"
         )
+    }
+
+    /// "20% lost", or the range of the kiosks' own shares.
+    static func lossText(_ p: SimulationParameters) -> String {
+        let shares = p.kioskLoss.values
+        guard let lo = shares.min(), let hi = shares.max() else { return "\(Int((p.loss * 100).rounded()))% lost" }
+        return "\(Int((lo * 100).rounded()))–\(Int((hi * 100).rounded()))% lost by kiosk"
     }
 
     static func number(_ x: Double) -> String {

@@ -104,6 +104,56 @@ import TracerTesting
         #expect(table.stdout.contains("flagging: 3 reports, median "), "\(table.stdout)")
     }
 
+    /// A random site: its map written beside the replays, ranged under that map by every kiosk's
+    /// daemon, and evaluated with the nearest-kiosk room rule beside the map's.
+    @Test func aRandomSiteIsSimulatedRangedAndEvaluatedOnItsOwnMap() async throws {
+        let out = dir.file("random")
+        let r = try await TracerProcess.running([
+            "simulate", "--random-site", "4", "--people", "10", "--hours", "0.5", "--start", "2026-11-23T09:00:00Z",
+            "--out", out,
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("simulated 10 people for 0.5 h at Random Site 4 (seed 4"), "\(r.stdout)")
+        #expect(r.stdout.contains("% lost by kiosk"), "\(r.stdout)")
+        let manifest =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/manifest.json")))
+            as! [String: Any]
+        #expect((manifest["map"] as? String)?.hasSuffix("random/map.yaml") == true)
+        let kiosks = manifest["kiosks"] as! [[String: Any]]
+        #expect(kiosks.count >= 4)
+        #expect(kiosks.allSatisfy { (($0["loss"] as? NSNumber)?.doubleValue ?? 0) >= 0.1 })
+        let store = dir.file("random.sqlite")
+        for k in kiosks {
+            let key = k["anchor"] as! String
+            let d = try await TracerProcess.running([
+                "daemon", "--map", "\(out)/map.yaml", "--anchor", key, "--source", "replay:\(out)/replays/\(key).jsonl",
+                "--store", store,
+            ])
+            #expect(d.status == 0, "\(key): \(d.stderr)")
+        }
+        let e = try await TracerProcess.running([
+            "evaluate", "--sim", out, "--store", store, "--reporters", "all", "--json", "--pictures", dir.file("rp"),
+        ])
+        #expect(e.status == 0, "\(e.stderr)")
+        let o = try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as! [String: Any]
+        let room = try #require(o["roomRule"] as? [String: Any])
+        let counted = ["truePositives", "falsePositives", "falseNegatives"].map { (room[$0] as! NSNumber).intValue }
+        #expect(counted[0] + counted[2] > 0, "the truth has pairs to find")
+        #expect(o["falseFlags"] is [String: Any])
+        let table = try await TracerProcess.running(["evaluate", "--sim", out, "--store", store, "--reporters", "3"])
+        #expect(table.status == 0 && table.stdout.contains("nearest-kiosk room"), "\(table.stdout)")
+        // The same seed, the same site and the same adverts.
+        let again = try await TracerProcess.running([
+            "simulate", "--random-site", "4", "--people", "10", "--hours", "0.5", "--start", "2026-11-23T09:00:00Z",
+            "--out", dir.file("again"),
+        ])
+        #expect(again.status == 0)
+        let fm = FileManager.default
+        for name in ["map.yaml", "replays/\(kiosks[0]["anchor"] as! String).jsonl", "truth/pairs.jsonl"] {
+            #expect(fm.contents(atPath: "\(out)/\(name)") == fm.contents(atPath: dir.file("again/\(name)")), "\(name)")
+        }
+    }
+
     /// Phones as scanners: `--phones` writes what each person's phone heard of the fixed beacons,
     /// and `tracer daemon --device` ranges it into windows at the beacons, under the phone's id.
     @Test func phonesHearTheFixedBeaconsAndAreRangedInScannerMode() async throws {
@@ -155,6 +205,24 @@ import TracerTesting
             "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--out", dir.file("x"), "--start", "monday",
         ])
         #expect(start.status == 1 && start.stderr.contains("--start takes a date"))
+        let both = try await TracerProcess.running([
+            "simulate", "--map", Self.map, "--random-site", "3", "--out", dir.file("x"),
+        ])
+        #expect(
+            both.status == 1
+                && both.stderr == "Error: --map and --random-site: give one (a random site writes its own map)\n"
+        )
+        let neither = try await TracerProcess.running(["simulate", "--out", dir.file("x")])
+        #expect(neither.status == 1 && neither.stderr == "Error: give --map FILE, or --random-site SEED\n")
+        let count = try await TracerProcess.running([
+            "simulate", "--map", Self.map, "--hours", "1", "--out", dir.file("x"),
+        ])
+        #expect(count.status == 1 && count.stderr == "Error: --people is needed with --map\n")
+        // A random site's people are checked as any other's.
+        let many = try await TracerProcess.running([
+            "simulate", "--random-site", "3", "--people", "0", "--out", dir.file("x"),
+        ])
+        #expect(many.status == 1 && many.stderr == "Error: --people must be from 1 to 100000, not 0\n")
         // Without --start: yesterday, 08:00 UTC (it was a fixed date, which the 14-day rules
         // soon put out of reach).
         let recent = try await TracerProcess.running([

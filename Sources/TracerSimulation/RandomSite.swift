@@ -1,0 +1,169 @@
+import Foundation
+import TracerSite
+
+/// A site nobody tuned tracer for, drawn at random, with a radio as published measurements find
+/// it: what efficacy is measured on (`tracer simulate --random-site`, `Tools/bench/efficacy
+/// --sites`), so that no setting is chosen on one campus or one seed.
+///
+/// The building is one corridor 2–3 m wide with rooms 4–30 m wide along both sides, sharing
+/// walls with their neighbours and with the corridor; each room has 1–3 kiosks on its walls (more
+/// in larger rooms), and the corridor usually none. 60–120 people spend 2–3 hours moving between
+/// classes, meetings, desks and a café, and within their stays. The radio (values from Strzoda et
+/// al. 2022, the exposure-notification calibration table, ESPresense's optimiser and
+/// body-shadowing studies): each kiosk's receiver off by up to ±5 dB and missing 10–40% of
+/// adverts; each badge's transmitter off by up to ±6 dB, advertising every 1–3 s; noise σ 4–6 dB,
+/// half of it drifting over about 10 s; walls of 3–8 dB; the wearer's body 3–10 dB with their
+/// back to a kiosk; a path-loss exponent of 1.8–2.4 the map does not state.
+public struct RandomSite: Sendable {
+    public let seed: UInt64
+    /// The map as a site would write it: rooms and kiosks, nothing about the radio.
+    public let yaml: String
+    public let site: Site
+    /// The people, hours and the radio's truth (what the map does not know).
+    public let parameters: SimulationParameters
+
+    /// Draws site `seed`; its map is parsed as if read from `file`.
+    public init(seed: UInt64, start: Double, file: String = "map.yaml") throws {
+        var rng = SeededGenerator(seed: seed, stream: "random-site")
+        self.seed = seed
+        let corridorWidth = (rng.uniform(2, 3) * 10).rounded() / 10
+        // Rooms along the two sides: widths 4–30 m (most of them modest), depths 5–12 m.
+        struct Drawn {
+            var key: String
+            var name: String
+            var use: Room.Use
+            var outline: [Point]
+        }
+        var rooms: [Drawn] = []
+        let count = 4 + rng.index(6)  // 4–9 rooms
+        let south = (count + 1) / 2
+        var x = [0.0, 0.0]
+        let depth = [rng.uniform(5, 12).rounded(), rng.uniform(5, 12).rounded()]
+        var uses: [Room.Use] = []
+        for i in 0..<count {
+            // Widths: a few large rooms among small ones.
+            let width = rng.chance(0.3) ? rng.uniform(14, 30).rounded() : rng.uniform(4, 12).rounded()
+            let side = i < south ? 0 : 1
+            let x0 = x[side]
+            x[side] += width
+            let outline =
+                side == 0
+                ? [Point(x0, -depth[0]), Point(x0 + width, -depth[0]), Point(x0 + width, 0), Point(x0, 0)]
+                : [
+                    Point(x0, corridorWidth), Point(x0 + width, corridorWidth),
+                    Point(x0 + width, corridorWidth + depth[1]), Point(x0, corridorWidth + depth[1]),
+                ]
+            let area = width * depth[side]
+            let choices: [Room.Use] =
+                area >= 120
+                ? [.teaching, .teaching, .dining, .work]
+                : area >= 50 ? [.teaching, .meeting, .work, .work] : [.meeting, .work]
+            let use = rng.pick(choices)
+            uses.append(use)
+            rooms.append(Drawn(key: "room-\(i + 1)", name: "Room \(i + 1)", use: use, outline: outline))
+        }
+        // Somewhere to study, to have lunch and to be taught.
+        for (need, index) in [(Room.Use.work, 0), (.dining, count - 1), (.teaching, count / 2)]
+        where !uses.contains(need) {
+            rooms[index].use = need
+            uses[index] = need
+        }
+        let length = max(x[0], x[1])
+        rooms.append(
+            Drawn(
+                key: "corridor",
+                name: "Corridor",
+                use: .circulation,
+                outline: [Point(0, 0), Point(length, 0), Point(length, corridorWidth), Point(0, corridorWidth)]
+            )
+        )
+
+        // Kiosks on the walls, 0.3 m in, each on a wall no other kiosk of the room is on.
+        struct Kiosk {
+            var key: String
+            var room: String
+            var position: Point
+        }
+        var kiosks: [Kiosk] = []
+        for (i, r) in rooms.enumerated() {
+            let lo = Point(r.outline.map(\.x).min()!, r.outline.map(\.y).min()!)
+            let hi = Point(r.outline.map(\.x).max()!, r.outline.map(\.y).max()!)
+            let area = (hi.x - lo.x) * (hi.y - lo.y)
+            var n: Int
+            if r.use == .circulation {
+                n = rng.chance(0.3) ? 1 : 0
+            } else {
+                n = area >= 150 ? 2 + rng.index(2) : area >= 60 ? 1 + rng.index(2) : 1
+            }
+            var walls = [0, 1, 2, 3]
+            for k in 0..<n {
+                let wall = walls.remove(at: rng.index(walls.count))
+                let inset = 0.3
+                let p: Point
+                switch wall {
+                case 0: p = Point(rng.uniform(lo.x + inset, hi.x - inset), lo.y + inset)
+                case 1: p = Point(hi.x - inset, rng.uniform(lo.y + inset, hi.y - inset))
+                case 2: p = Point(rng.uniform(lo.x + inset, hi.x - inset), hi.y - inset)
+                default: p = Point(lo.x + inset, rng.uniform(lo.y + inset, hi.y - inset))
+                }
+                let key = r.use == .circulation ? "kiosk-corridor" : "kiosk-\(i + 1)" + (k == 0 ? "" : "-\(k + 1)")
+                kiosks.append(Kiosk(key: key, room: r.key, position: Point(Self.round(p.x), Self.round(p.y))))
+            }
+        }
+
+        var yaml = """
+            # A random site (tracer simulate --random-site \(seed)): rooms along a corridor, kiosks on
+            # their walls. Nothing here says how the radio behaves: that is the simulation's truth.
+            site: Random Site \(seed)
+            deviceUUIDs:
+              - f7826da6-4fa2-4e98-8024-bc5b71e0893e
+              - 2f234454-cf6d-4a0f-adf2-f4911ba9ffa6
+            rooms:
+
+            """
+        for r in rooms {
+            let outline = r.outline.map { "[\(Self.text($0.x)), \(Self.text($0.y))]" }.joined(separator: ", ")
+            yaml +=
+                "  - {key: \(r.key), name: \(r.name), building: A, floor: 0, outline: [\(outline)], use: \(r.use.rawValue)}\n"
+        }
+        yaml += "anchors:\n"
+        for k in kiosks {
+            yaml +=
+                "  - {key: \(k.key), kind: kiosk, room: \(k.room), position: [\(Self.text(k.position.x)), \(Self.text(k.position.y))]}\n"
+        }
+        // What the README advises for worn badges: the body costs about 3 dB on average.
+        yaml += "settings:\n  receiverOffset: 3\n"
+        self.yaml = yaml
+        site = try Site.parse(yaml, file: file)
+
+        var p = SimulationParameters(
+            people: 60 + rng.index(61),
+            hours: [2, 2.5, 3][rng.index(3)],
+            seed: seed,
+            start: start
+        )
+        p.noise = (rng.uniform(4, 6) * 10).rounded() / 10
+        p.drift = 0.5
+        p.driftSeconds = 10
+        p.shadow = rng.uniform(3, 10).rounded()
+        p.wallLoss = rng.uniform(3, 8).rounded()
+        p.exponent = (rng.uniform(1.8, 2.4) * 100).rounded() / 100
+        p.badgeOffsetBound = 6
+        p.badgeIntervals = 1...3
+        p.movement = true
+        p.beaconInterval = 0
+        for k in kiosks {
+            p.receiverErrors[k.key] = (rng.uniform(-5, 5) * 10).rounded() / 10
+            p.kioskLoss[k.key] = (rng.uniform(0.1, 0.4) * 100).rounded() / 100
+        }
+        // Every kiosk loses its own share; `loss` says their mean (what the truth reports).
+        p.loss = (p.kioskLoss.values.reduce(0, +) / Double(kiosks.count) * 100).rounded() / 100
+        parameters = p
+    }
+
+    static func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
+
+    static func text(_ x: Double) -> String {
+        x == x.rounded() ? String(Int(x)) : String(x)
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+import TracerSite
+
+@testable import TracerSimulation
+
+/// Random sites: drawn the same for a seed, within the ranges they promise, and simulated with
+/// the radio they draw; the nearest-kiosk room rule judged on the same windows.
+@Suite struct RandomSiteTests {
+    /// 2026-11-23 08:00 UTC.
+    static let start = 1_795_420_800.0
+
+    @Test func aSeedGivesOneSiteAndAnotherSeedAnother() throws {
+        let a = try RandomSite(seed: 7, start: Self.start)
+        let b = try RandomSite(seed: 7, start: Self.start)
+        let c = try RandomSite(seed: 8, start: Self.start)
+        #expect(a.yaml == b.yaml && a.parameters == b.parameters)
+        #expect(a.yaml != c.yaml)
+    }
+
+    @Test func everySiteIsWithinTheRangesItPromises() throws {
+        var corridorsWithAKiosk = 0
+        for seed in UInt64(1)...40 {
+            let r = try RandomSite(seed: seed, start: Self.start)
+            let site = r.site
+            let p = r.parameters
+            #expect((60...120).contains(p.people) && (2...3).contains(p.hours))
+            #expect((4...6).contains(p.noise) && p.drift == 0.5 && (3...10).contains(p.shadow))
+            #expect((3...8).contains(p.wallLoss) && (1.8...2.4).contains(p.exponent ?? 0))
+            #expect(p.badgeOffsetBound == 6 && p.badgeIntervals == 1...3 && p.movement)
+            let rooms = site.rooms.filter { $0.use != .circulation }
+            #expect((4...9).contains(rooms.count), "seed \(seed)")
+            for room in site.rooms {
+                let (lo, hi) = room.bounds
+                let kiosks = site.anchors.filter { $0.room == room.key }
+                if room.use == .circulation {
+                    #expect(kiosks.count <= 1)
+                    corridorsWithAKiosk += kiosks.count
+                    continue
+                }
+                #expect((4...30).contains(hi.x - lo.x) && (5...12).contains(hi.y - lo.y), "\(room.key)")
+                #expect((1...3).contains(kiosks.count), "seed \(seed) \(room.key)")
+                // On the room's walls, 0.3 m in.
+                for k in kiosks {
+                    let inside =
+                        k.position.x > lo.x && k.position.x < hi.x && k.position.y > lo.y && k.position.y < hi.y
+                    let edge = min(k.position.x - lo.x, hi.x - k.position.x, k.position.y - lo.y, hi.y - k.position.y)
+                    #expect(inside && abs(edge - 0.3) < 0.051, "\(k.key) at \(k.position)")
+                    #expect(abs(p.receiverErrors[k.key] ?? 99) <= 5 && (0.1...0.4).contains(p.kioskLoss[k.key] ?? 0))
+                }
+            }
+            // Rooms share walls and never overlap.
+            for (i, a) in site.rooms.enumerated() {
+                for b in site.rooms[(i + 1)...] {
+                    let (alo, ahi) = a.bounds
+                    let (blo, bhi) = b.bounds
+                    let w = min(ahi.x, bhi.x) - max(alo.x, blo.x)
+                    let h = min(ahi.y, bhi.y) - max(alo.y, blo.y)
+                    #expect(w <= 1e-9 || h <= 1e-9, "seed \(seed): \(a.key) overlaps \(b.key)")
+                }
+                let touching = site.rooms.contains { b in
+                    guard b.key != a.key else { return false }
+                    let (alo, ahi) = a.bounds
+                    let (blo, bhi) = b.bounds
+                    return min(ahi.x, bhi.x) - max(alo.x, blo.x) >= 0 && min(ahi.y, bhi.y) - max(alo.y, blo.y) >= 0
+                }
+                #expect(touching, "seed \(seed): \(a.key) shares no wall")
+            }
+        }
+        // The corridor usually has no kiosk, sometimes one.
+        #expect((1...30).contains(corridorsWithAKiosk))
+    }
+
+    @Test func theSimulatedRadioIsTheOneDrawn() throws {
+        let r = try RandomSite(seed: 3, start: Self.start)
+        var p = r.parameters
+        p.people = 20
+        p.hours = 1
+        // Nothing too faint to hear, so that what is missing is what was lost.
+        p.sensitivity = -300
+        let sim = try Simulation(site: r.site, parameters: p)
+        // Badges advertise every 1–3 s, their offsets within ±6 dB.
+        #expect(sim.people.allSatisfy { (1...3).contains($0.interval) && abs($0.offset) <= 6 })
+        #expect(Set(sim.people.map(\.offset)).count > 10)
+        // Each kiosk misses about its own share of what it could hear.
+        let kiosk = sim.kiosks[0]
+        var clean = p
+        clean.kioskLoss = [:]
+        clean.loss = 0
+        let all = try Simulation(site: r.site, parameters: clean).heard(by: kiosk).count
+        let heard = sim.heard(by: kiosk).count
+        let share = p.kioskLoss[kiosk.key]!
+        #expect(abs(1 - Double(heard) / Double(all) - share) < 0.01, "\(heard) of \(all), \(share) lost")
+    }
+
+    @Test func theNoiseDriftsOverSecondsAndKeepsItsSpread() {
+        var rng = SeededGenerator(seed: 1, stream: "noise")
+        var noise = Noise(sigma: 5, drift: 0.5, seconds: 10)
+        var samples: [Double] = []
+        for i in 0..<200_000 {
+            let t = Double(i)
+            samples.append(noise.slow(at: t, &rng) + rng.gaussian(noise.fast))
+        }
+        func correlation(_ lag: Int) -> Double {
+            let n = samples.count - lag
+            var sxy = 0.0
+            var sxx = 0.0
+            for i in 0..<n {
+                sxy += samples[i] * samples[i + lag]
+                sxx += samples[i] * samples[i]
+            }
+            return sxy / sxx
+        }
+        let variance = samples.reduce(0) { $0 + $1 * $1 } / Double(samples.count)
+        #expect(abs(variance.squareRoot() - 5) < 0.1)
+        // Half the variance is correlated with e^(−lag/10 s); none of it after a minute.
+        #expect(abs(correlation(1) - 0.5 * exp(-0.1)) < 0.02)
+        #expect(abs(correlation(10) - 0.5 * exp(-1)) < 0.03)
+        #expect(abs(correlation(60)) < 0.03)
+        // Without drift, nothing is drawn for it.
+        var plain = Noise(sigma: 5, drift: 0, seconds: 10)
+        var a = SeededGenerator(seed: 2, stream: "x")
+        let before = a
+        #expect(plain.slow(at: 1, &a) == 0)
+        var b = before
+        #expect(a.next() == b.next())
+    }
+
+    @Test func peopleMoveWithinLongStays() throws {
+        let r = try RandomSite(seed: 5, start: Self.start)
+        var still = r.parameters
+        still.movement = false
+        let moving = try Simulation(site: r.site, parameters: r.parameters)
+        let sitting = try Simulation(site: r.site, parameters: still)
+        // Teaching rooms: one segment a stay without movement, several with it.
+        func teachingSegments(_ s: Simulation) -> Int {
+            s.segments.joined().filter { $0.room.map { s.site.rooms[$0].use == .teaching } ?? false }.count
+        }
+        #expect(teachingSegments(moving) > teachingSegments(sitting) * 3 / 2)
+    }
+
+    @Test func theNearestKioskRoomRuleFlagsEveryoneInTheRoomOfTheLoudestKiosk() throws {
+        let r = try RandomSite(seed: 2, start: Self.start)
+        let site = r.site
+        let kiosks = site.anchors.filter { $0.kind == .kiosk && $0.room != "corridor" }
+        let here = kiosks[0]
+        let there = kiosks.first { $0.room != here.room }!
+        let t = Self.start
+        func seg(_ d: String, _ room: String, _ x: Double) -> TruthSegment {
+            TruthSegment(deviceID: d, room: room, from: t, to: t + 600, position: Point(x, 0))
+        }
+        // A and B in one room 1 m apart; C next door, heard louder by A's kiosk than by its own.
+        let segments = [seg("a", here.room, 0), seg("b", here.room, 1), seg("c", there.room, 2)]
+        let truth = GroundTruth(
+            map: "",
+            seed: 1,
+            start: t,
+            end: t + 600,
+            noise: 0,
+            loss: 0,
+            radius: 6,
+            window: 300,
+            kiosks: kiosks.map { .init(anchor: $0.key, room: $0.room, replay: "", adverts: 0) },
+            roles: [:],
+            segments: Dictionary(grouping: segments, by: \.deviceID),
+            pairs: GroundTruth.pairs(segments, rooms: Set(kiosks.map(\.room)), radius: 6, window: 300)
+        )
+        let observed = [
+            ObservedWindow(device: "a", anchor: here.key, start: t, end: t + 30, distance: 2),
+            ObservedWindow(device: "b", anchor: here.key, start: t + 240, end: t + 270, distance: 3),
+            ObservedWindow(device: "c", anchor: here.key, start: t + 30, end: t + 60, distance: 4),
+            ObservedWindow(device: "c", anchor: there.key, start: t + 30, end: t + 60, distance: 6),
+        ]
+        var e = Evaluation(truth: truth, site: site, reporters: ["a"], exposures: [], observed: observed)
+        e.nearestKioskRoom(observed, site: site, slot: 30, window: 300)
+        #expect(
+            e.roomRule
+                == {
+                    var c = Counts()
+                    c.truePositives = 1
+                    c.falsePositives = 1
+                    return c
+                }()
+        )
+        // Flagged by the engine: C, in another room, half-way through its exposure.
+        e.sortFalseFlags(
+            [FlaggedExposure(reporter: "a", device: "c", anchor: here.key, from: t + 30, to: t + 60)],
+            truth: truth
+        )
+        #expect(e.falseFlags == ["otherRoom": 1])
+    }
+}
