@@ -45,8 +45,9 @@ extension Evaluation {
 
     /// Sorts the devices flagged that were never within the radius (false flags) by where they
     /// were, half-way through their first flagged exposure: in the reporter's room but farther
-    /// than the radius, in another room with a kiosk, in a place no kiosk covers (a corridor,
-    /// outdoors), or gone.
+    /// than the radius (`sameRoomFarther`), in another room with a kiosk (`otherRoom`), in a
+    /// room no kiosk covers, such as a corridor without one (`unmonitored`), or not in any room:
+    /// gone, or outdoors (`away`).
     public mutating func sortFalseFlags(_ exposures: [FlaggedExposure], truth: GroundTruth) {
         let kioskRooms = Set(truth.kiosks.map(\.room))
         var out: [String: Int] = [:]

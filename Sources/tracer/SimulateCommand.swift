@@ -79,18 +79,15 @@ struct SimulateCommand: ParsableCommand {
         let site: Site
         let mapPath: String
         var p: SimulationParameters
+        // A random site's map, written once the request is known to be good.
+        var drawnMap: String?
         if let randomSite {
             guard map == nil else {
                 throw ValidationError("--map and --random-site: give one (a random site writes its own map)")
             }
             let file = (out as NSString).appendingPathComponent("map.yaml")
             let drawn = try RandomSite(seed: randomSite, start: t0, file: file)
-            do {
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-                try drawn.yaml.write(toFile: file, atomically: true, encoding: .utf8)
-            } catch {
-                throw ValidationError("--out \(out): cannot write map.yaml there (\(error.localizedDescription))")
-            }
+            drawnMap = drawn.yaml
             site = drawn.site
             mapPath = file
             p = drawn.parameters
@@ -106,7 +103,11 @@ struct SimulateCommand: ParsableCommand {
             p = SimulationParameters(people: people, hours: hours, seed: seed ?? 1, start: t0)
         }
         if let noise { p.noise = noise }
-        if let loss { p.loss = loss }
+        if let loss {
+            // Every kiosk the same, then: a random site's own shares go.
+            p.loss = loss
+            p.kioskLoss = [:]
+        }
         if let shadow { p.shadow = shadow }
         if let wallLoss { p.wallLoss = wallLoss }
         if let exponent { p.exponent = exponent }
@@ -140,6 +141,14 @@ struct SimulateCommand: ParsableCommand {
         }
         let began = Date()
         let simulation = try Simulation(site: site, parameters: p, badges: badges)
+        if let drawnMap {
+            do {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try drawnMap.write(toFile: mapPath, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("--out \(out): cannot write map.yaml there (\(error.localizedDescription))")
+            }
+        }
         let radius = radius ?? site.exposure.radius
         let window = (window ?? site.exposure.windowMinutes) * 60
         let written = try simulation.write(

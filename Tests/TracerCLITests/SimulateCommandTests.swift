@@ -223,6 +223,18 @@ import TracerTesting
             "simulate", "--random-site", "3", "--people", "0", "--out", dir.file("x"),
         ])
         #expect(many.status == 1 && many.stderr == "Error: --people must be from 1 to 100000, not 0\n")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("x/map.yaml")), "nothing written for a bad request")
+        // --loss replaces every kiosk's own share.
+        let even = try await TracerProcess.running([
+            "simulate", "--random-site", "3", "--people", "4", "--hours", "0.1", "--loss", "0.5", "--out",
+            dir.file("even"),
+        ])
+        #expect(even.status == 0 && even.stdout.contains(", 50% lost)"), "\(even.stdout)\(even.stderr)")
+        let evenManifest = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: dir.file("even/manifest.json")))
+        )
+        let kiosks = (evenManifest as? [String: Any])?["kiosks"] as? [[String: Any]] ?? []
+        #expect(!kiosks.isEmpty && kiosks.allSatisfy { ($0["loss"] as? NSNumber)?.doubleValue == 0.5 })
         // Without --start: yesterday, 08:00 UTC (it was a fixed date, which the 14-day rules
         // soon put out of reach).
         let recent = try await TracerProcess.running([
