@@ -16,7 +16,8 @@ public struct SimulationParameters: Sendable, Equatable {
     public var noise = 4.0
     /// Share of adverts a kiosk misses.
     public var loss = 0.2
-    /// Kiosks that miss another share of adverts, by key (a busy or badly placed receiver).
+    /// Kiosks that miss their own share of adverts instead of `loss`, by key (a busy or badly
+    /// placed receiver).
     public var kioskLoss: [String: Double] = [:]
     /// The share of the noise's variance that drifts slowly (shadowing by people and furniture
     /// moving, correlated over `driftSeconds`) rather than changing advert by advert; 0: none.
