@@ -84,7 +84,7 @@ public struct Evaluation: Sendable {
     /// Devices flagged that were never within the radius, by where they were (`sortFalseFlags`).
     public var falseFlags: [String: Int] = [:]
     /// Each reporter's true neighbours.
-    var truthPartners: [String: [String]] = [:]
+    var truthPartners: [String: Set<String>] = [:]
     /// Stays in a kiosk's room (of a minute or more) in which that kiosk saw the badge.
     public var stays = 0
     public var staysDetected = 0
@@ -200,8 +200,9 @@ public struct Evaluation: Sendable {
                     Unit(device: $0.device, room: roomOf[$0.anchor] ?? $0.anchor)
                 }
             )
-            truthPartners[r] = Array(Set(trueUnits.map(\.device)))
-            overall.add(truth: Set(trueUnits.map(\.device)), flagged: Set(flaggedUnits.map(\.device)))
+            let partners = Set(trueUnits.map(\.device))
+            truthPartners[r] = partners
+            overall.add(truth: partners, flagged: Set(flaggedUnits.map(\.device)))
             for room in Set(trueUnits.map(\.room)).union(flaggedUnits.map(\.room)) {
                 byRoom[room, default: Counts()].add(
                     truth: Set(trueUnits.filter { $0.room == room }.map(\.device)),

@@ -7,18 +7,17 @@ extension Evaluation {
     /// presence from fixed receivers does: ESPresense, Bermuda), and a reporter's neighbours are
     /// everyone in the same room in a slot within `window` of one of the reporter's.
     public mutating func nearestKioskRoom(_ observed: [ObservedWindow], site: Site, slot: Double, window: Double) {
-        let roomOf = Dictionary(site.anchors.map { ($0.key, $0.room) }, uniquingKeysWith: { a, _ in a })
-        // Each device's nearest kiosk in each slot.
+        // Each device's nearest kiosk in each slot, by its room.
         struct Nearest {
-            var anchor: String
+            var room: String
             var distance: Double
         }
         var nearest: [String: [Int: Nearest]] = [:]
         for o in observed {
-            guard let d = o.distance, roomOf[o.anchor] != nil else { continue }
+            guard let d = o.distance, let room = site.anchor(o.anchor)?.room else { continue }
             let s = Int((o.start / slot).rounded(.down))
             if let n = nearest[o.device]?[s], n.distance <= d { continue }
-            nearest[o.device, default: [:]][s] = Nearest(anchor: o.anchor, distance: d)
+            nearest[o.device, default: [:]][s] = Nearest(room: room, distance: d)
         }
         struct Place: Hashable {
             var room: String
@@ -26,19 +25,18 @@ extension Evaluation {
         }
         var present: [Place: [String]] = [:]
         for (device, slots) in nearest {
-            for (s, n) in slots { present[Place(room: roomOf[n.anchor]!, slot: s), default: []].append(device) }
+            for (s, n) in slots { present[Place(room: n.room, slot: s), default: []].append(device) }
         }
         let reach = Int((window / slot).rounded(.up))
         var counts = Counts()
         for r in reporters {
             var flagged = Set<String>()
             for (s, n) in nearest[r] ?? [:] {
-                let room = roomOf[n.anchor]!
                 for t in (s - reach)...(s + reach) {
-                    for d in present[Place(room: room, slot: t)] ?? [] where d != r { flagged.insert(d) }
+                    for d in present[Place(room: n.room, slot: t)] ?? [] where d != r { flagged.insert(d) }
                 }
             }
-            counts.add(truth: Set(truth(of: r)), flagged: flagged)
+            counts.add(truth: truth(of: r), flagged: flagged)
         }
         roomRule = counts
     }
@@ -52,7 +50,7 @@ extension Evaluation {
         let kioskRooms = Set(truth.kiosks.map(\.room))
         var out: [String: Int] = [:]
         for r in reporters {
-            let real = Set(self.truth(of: r))
+            let real = self.truth(of: r)
             var first: [String: FlaggedExposure] = [:]
             for e in exposures where e.reporter == r && !real.contains(e.device) {
                 if let f = first[e.device], f.from <= e.from { continue }
@@ -79,7 +77,7 @@ extension Evaluation {
     }
 
     /// The devices truly near a reporter.
-    func truth(of reporter: String) -> [String] {
+    func truth(of reporter: String) -> Set<String> {
         truthPartners[reporter] ?? []
     }
 }
