@@ -241,9 +241,9 @@ public struct Colocation: Sendable {
             tracks[key] = t
             return t
         }
-        // A device whose whereabouts were all heard by one room's kiosks was in that room: its
-        // room chain would give that room a chance of 1 at every step, so it is not run. On
-        // Tools/bench/exposure that is most hit devices.
+        // A device whose whereabouts were all heard by the kiosks of one room with no room next
+        // to it was in that room: its room chain would give that room a chance of 1 at every
+        // step, so it is not run. On Tools/bench/exposure that is most hit devices.
         var onlyRooms: [String: String?] = [:]
         func onlyRoom(_ device: String) -> String? {
             if let known = onlyRooms[device] { return known }
@@ -251,7 +251,8 @@ public struct Colocation: Sendable {
             for w in elsewhere[device] ?? [] {
                 if let r = positioning.plan.receiver(w.anchor) { heardIn.insert(r.room) }
             }
-            let only = heardIn.count == 1 ? heardIn.first : nil
+            let plan = positioning.plan
+            let only = heardIn.count == 1 ? heardIn.first.flatMap { plan.isolated($0) ? $0 : nil } : nil
             onlyRooms[device] = .some(only)
             return only
         }

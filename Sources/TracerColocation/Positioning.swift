@@ -42,16 +42,22 @@ public struct Plan: Sendable, Equatable {
         func loss(at distance: Double) -> Double { 10 * exponent * log10(max(distance, 0.1)) }
     }
 
-    public var rooms: [Room]
+    public var rooms: [Room] { didSet { adjacent = Self.adjacency(rooms) } }
     public var receivers: [Receiver] { didSet { index = Self.index(receivers) } }
+    /// dB lost through each wall between a badge and a receiver (the map's `wallLoss`).
+    public var wallLoss: Double
     /// Each receiver's place in `receivers` by key (the first of a key): `receiver(_:)` is asked
     /// once per window the engine reads.
     private var index: [String: Int]
+    /// By room index, the rooms next door (`adjacency(_:)`).
+    private(set) var adjacent: [[Int]]
 
-    public init(rooms: [Room], receivers: [Receiver]) {
+    public init(rooms: [Room], receivers: [Receiver], wallLoss: Double = ExposureSettings().wallLoss) {
         self.rooms = rooms
         self.receivers = receivers
+        self.wallLoss = wallLoss
         index = Self.index(receivers)
+        adjacent = Self.adjacency(rooms)
     }
 
     static func index(_ receivers: [Receiver]) -> [String: Int] {
@@ -75,12 +81,42 @@ public struct Plan: Sendable, Equatable {
                 floor: power + ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin
             )
         }
-        self.init(rooms: site.rooms, receivers: receivers)
+        self.init(rooms: site.rooms, receivers: receivers, wallLoss: site.exposure.wallLoss)
+    }
+
+    /// By room index, the rooms that share a stretch of wall with it (0.5 m or more, edges
+    /// within 0.3 m of each other: maps draw walls as lines or as thin gaps) in the same building
+    /// and on the same floor: where a badge can walk to next. A map draws no doors, so every
+    /// shared wall counts as one.
+    static func adjacency(_ rooms: [Room]) -> [[Int]] {
+        func edges(_ r: Room) -> [(Point, Point)] {
+            r.outline.indices.map { (r.outline[$0], r.outline[($0 + 1) % r.outline.count]) }
+        }
+        func touching(_ a: Room, _ b: Room) -> Bool {
+            guard a.building == b.building, a.floor == b.floor else { return false }
+            for (p, q) in edges(a) {
+                let length = p.distance(to: q)
+                guard length > 0 else { continue }
+                let (ux, uy) = ((q.x - p.x) / length, (q.y - p.y) / length)
+                for (c, d) in edges(b) {
+                    let offC = abs(ux * (c.y - p.y) - uy * (c.x - p.x))
+                    let offD = abs(ux * (d.y - p.y) - uy * (d.x - p.x))
+                    guard offC <= 0.3, offD <= 0.3 else { continue }
+                    let tc = ux * (c.x - p.x) + uy * (c.y - p.y)
+                    let td = ux * (d.x - p.x) + uy * (d.y - p.y)
+                    if min(length, max(tc, td)) - max(0, min(tc, td)) >= 0.5 { return true }
+                }
+            }
+            return false
+        }
+        return rooms.indices.map { i in rooms.indices.filter { $0 != i && touching(rooms[i], rooms[$0]) } }
     }
 
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
     func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
     func receiver(_ key: String) -> Receiver? { index[key].map { receivers[$0] } }
+    /// Whether a room has no room next to it on the map (or is not on it).
+    func isolated(_ room: String) -> Bool { roomIndex(room).map { adjacent[$0].isEmpty } ?? true }
 }
 
 /// Where in a room a badge was in one window slot: a few cells of the room's grid with their
@@ -119,8 +155,6 @@ public struct Positioning: Sendable {
 
     static let receiverSigma = 2.5
     static let badgeSigma = 3.0
-    /// Through one interior wall, dB: what the simulator assumes (EFFICACY.md).
-    static let wallLoss = 10.0
     /// A badge at chest height, a kiosk at desk or wall height.
     static let height = 0.5
     /// iBeacon badges' usual measured power at 1 m (dBm), for the hearing floor.
@@ -139,6 +173,30 @@ public struct Positioning: Sendable {
     static let fixCells = 64
     /// The chance per slot that a badge goes into another room.
     static let roomChange = 0.01
+    /// The chance per slot that a badge in a corridor (a room whose use is `circulation`) leaves
+    /// it: people walk through corridors in under a minute.
+    static let passing = 0.5
+    /// Of a move between rooms, the share that goes to a room not next door (`RoomMoves`).
+    static let farMove = 0.1
+    /// What one step's evidence weighs in a room chain, as a power of its likelihood. The
+    /// likelihood takes each window's readings as independent of the last, but a stay's readings
+    /// share errors the model does not know: each kiosk's own receive offset, the wearer's body
+    /// turned away from one kiosk for the whole stay, walls that lose more or less than
+    /// `wallLoss`. Counted at full weight, thirty steps of the same few decibels of error
+    /// outweigh any sense of how people move; at a tenth, about ten steps (five minutes) count
+    /// as one look. Chosen on random sites 1001–1004, every badge's minutes in a kiosk's room:
+    /// with walls taken at 6 dB, rooms right 83.9% at full weight, 88.7% at 0.3, 93.9% at 0.1;
+    /// at 4 dB, 93.5% at 0.3, 94.4% at 0.2, 95.2% at 0.1; at 3 dB, 94.2% at 0.1, 93.9% at 0.05.
+    /// Flagging there: precision 0.83 at 0.1 against 0.80 at 0.2 and 0.3, recall 0.97 at each;
+    /// equal on sites 1005–1008. The example campus, whose simulated radio has none of those
+    /// errors, loses recall at 0.1 (0.90 against 0.93 at 0.3; EFFICACY.md).
+    static let evidenceWeight = 0.1
+    /// A room's evidence is its likelihood averaged over a coarser grid than positions use, of
+    /// about this many cells, at least `evidenceStep` metres apart: on random sites 1001–1004,
+    /// rooms right 95.2% against 95.4% with the positions' grid (400 cells, 0.5 m), flagging
+    /// one report in 2.3 s against 3.4 s on site 1004.
+    static let evidenceCells = 100.0
+    static let evidenceStep = 1.0
 
     public init(plan: Plan, slot: Double = 30) {
         self.plan = plan
@@ -181,188 +239,6 @@ public struct Positioning: Sendable {
         return out
     }
 
-    /// The rooms a device was in over time: the chance of each room the evidence allows, step by
-    /// step, a step being a stretch of a window slot in which the same kiosks heard it (a badge
-    /// that walks from one room into the next mid-slot leaves one kiosk's window ending where
-    /// another's starts). Each room of a kiosk that heard the device is weighed by how well its
-    /// cells explain the step's readings (the likelihood averaged over the room), and a hidden
-    /// Markov model over those rooms (staying put from one step to the next but for
-    /// `roomChange` per slot) smooths them forward and backward: a badge is not in the next room
-    /// for one window because that kiosk heard it loud once.
-    ///
-    /// Slots further apart than `longestGap` start the chain afresh, so each run of slots is a
-    /// chain of its own: over the rooms whose kiosks heard the device in that run, with the
-    /// kiosks that heard it in that run (not in a fortnight's) as the silent ones.
-    public func rooms(_ windows: [Window], device: String) -> RoomTrack {
-        var bySlot: [Int: [(window: Window, y: Double)]] = [:]
-        for w in windows where w.device == device {
-            guard let r = plan.receiver(w.anchor) else { continue }
-            bySlot[slot(of: w.start), default: []].append((w, r.loss(at: w.distance)))
-        }
-        var runs: [[Int]] = []
-        for s in bySlot.keys.sorted() {
-            if let last = runs.last?.last, s - last <= Positioning.longestGap {
-                runs[runs.count - 1].append(s)
-            } else {
-                runs.append([s])
-            }
-        }
-        let chains = runs.map { chain($0, bySlot) }
-        let rooms = Set(chains.flatMap(\.rooms)).sorted()
-        let column = Dictionary(uniqueKeysWithValues: rooms.enumerated().map { ($1, $0) })
-        var steps: [RoomTrack.Step] = []
-        for c in chains {
-            for var step in c.steps {
-                var chances = [Double](repeating: 0, count: rooms.count)
-                for (k, p) in step.chances.enumerated() { chances[column[c.rooms[k]]!] = p }
-                step.chances = chances
-                steps.append(step)
-            }
-        }
-        return RoomTrack(rooms: rooms, steps: steps)
-    }
-
-    /// One run's room chain (`rooms(_:device:)`).
-    func chain(_ slots: [Int], _ bySlot: [Int: [(window: Window, y: Double)]]) -> RoomTrack {
-        var alive = Set<String>()
-        var candidates = Set<String>()
-        for s in slots {
-            for (w, _) in bySlot[s]! {
-                guard let r = plan.receiver(w.anchor) else { continue }
-                alive.insert(r.key)
-                candidates.insert(r.room)
-            }
-        }
-        let rooms = candidates.sorted().compactMap { key in grids.grid(key, plan: plan).map { (key, $0) } }
-        guard !rooms.isEmpty else { return RoomTrack(rooms: [], steps: []) }
-        var steps: [RoomTrack.Step] = []
-        var readings: [[String: Double]] = []
-        for s in slots {
-            for (from, to, heard) in Self.steps(bySlot[s]!, slot: s, length: slot) {
-                steps.append(RoomTrack.Step(slot: s, from: from, to: to, chances: []))
-                readings.append(heard)
-            }
-        }
-        // Heard in one room's kiosks only, the run was in that room at every step, whatever the
-        // evidence: the chain below gives it a chance of 1 throughout, and the evidence (every
-        // cell's likelihood at every step) need not be worked out. Tools/bench/exposure, whose
-        // visits are each heard by one kiosk, flagged with positions in 603–631 ms a report
-        // before this and 435–471 ms after (BENCHMARKS.md).
-        if rooms.count == 1 {
-            for t in steps.indices { steps[t].chances = [1] }
-            return RoomTrack(rooms: [rooms[0].0], steps: steps)
-        }
-        // Log evidence for each room at each step: log of the mean likelihood over its cells.
-        // The kiosks that heard the run are numbered in key order and each room's rows for them
-        // found once, not by name at every step: looking them up, and the sets of who was heard
-        // and who was not, took half a room chain's time on the simulated day (BENCHMARKS.md,
-        // "With positions").
-        let kiosks = alive.sorted()
-        let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
-        let rows: [[(predicted: [Double], notHeard: [Double])?]] = rooms.map { _, grid in
-            kiosks.map { k in grid.predicted[k].map { ($0, grid.notHeard[k]!) } }
-        }
-        let evidence: [[Double]] = readings.map { heard in
-            var y = [Double?](repeating: nil, count: kiosks.count)
-            for (k, v) in heard { y[number[k]!] = v }
-            return rooms.indices.map { r in
-                var observed: [(y: Double, predicted: [Double])] = []
-                var unheard: [[Double]] = []
-                for i in kiosks.indices {
-                    if let v = y[i] {
-                        // A reading this room has no model for (a kiosk in another building):
-                        // no cell of it explains the step.
-                        guard let row = rows[r][i] else { return -.infinity }
-                        observed.append((v, row.predicted))
-                    } else if let row = rows[r][i] {
-                        unheard.append(row.notHeard)
-                    }
-                }
-                let ll = rooms[r].1.logLikelihood(observed: observed, unheard: unheard)
-                guard let top = ll.max(), top > -.infinity else { return -.infinity }
-                // Cells 40 nats or more below the best are left out of the mean, and their exp
-                // calls with them: each is under 5·10⁻¹⁸ of the best cell's 1, so all of a room's
-                // (at most about 400) change the mean by under 2·10⁻¹⁵ of itself; every verdict
-                // of the seed-7 and seed-11 days is the same.
-                var total = 0.0
-                for v in ll where v - top > -40 { total += exp(v - top) }
-                return top + log(total / Double(ll.count))
-            }
-        }
-        let k = rooms.count
-        func move(_ p: [Double], from a: RoomTrack.Step, to b: RoomTrack.Step) -> [Double] {
-            let gap = b.slot - a.slot
-            guard gap <= Positioning.longestGap else { return [Double](repeating: 1 / Double(k), count: k) }
-            let change = 1 - pow(1 - Positioning.roomChange, Double(max(1, gap)))
-            let total = p.reduce(0, +)
-            return p.map { (1 - change) * $0 + change * (total - $0) / Double(max(1, k - 1)) }
-        }
-        func scaled(_ e: [Double]) -> [Double] {
-            let top = e.max() ?? 0
-            return top == -.infinity ? [Double](repeating: 1, count: k) : e.map { exp($0 - top) }
-        }
-        var alpha = [[Double]](repeating: [], count: steps.count)
-        for t in steps.indices {
-            let prior =
-                t == 0
-                ? [Double](repeating: 1 / Double(k), count: k) : move(alpha[t - 1], from: steps[t - 1], to: steps[t])
-            alpha[t] = RoomGrid.normalised(zip(prior, scaled(evidence[t])).map { $0 * $1 })
-        }
-        var beta = [Double](repeating: 1, count: k)
-        for t in steps.indices.reversed() {
-            if t < steps.count - 1 {
-                beta = RoomGrid.normalised(
-                    move(zip(scaled(evidence[t + 1]), beta).map { $0 * $1 }, from: steps[t], to: steps[t + 1])
-                )
-            }
-            steps[t].chances = RoomGrid.normalised(zip(alpha[t], beta).map { $0 * $1 })
-        }
-        return RoomTrack(rooms: rooms.map(\.0), steps: steps)
-    }
-
-    /// A slot's steps: cut where a window starts or ends (cuts closer than 5 s are one), each
-    /// step with the mean y of each kiosk whose windows cover half of it or more (a window of a
-    /// single advert counts in the step it falls in).
-    static func steps(
-        _ windows: [(window: Window, y: Double)],
-        slot: Int,
-        length: Double
-    ) -> [(from: Double, to: Double, heard: [String: Double])] {
-        let start = Double(slot) * length
-        let end = start + length
-        var cuts = [start, end]
-        for (w, _) in windows {
-            cuts += [max(start, min(end, w.start)), max(start, min(end, w.end))]
-        }
-        cuts.sort()
-        var kept = [cuts[0]]
-        for c in cuts.dropFirst() where c - kept.last! >= 5 { kept.append(c) }
-        if kept.count == 1 { kept.append(end) } else { kept[kept.count - 1] = end }
-        var out: [(from: Double, to: Double, heard: [String: Double])] = []
-        for i in 0..<(kept.count - 1) {
-            let (a, b) = (kept[i], kept[i + 1])
-            var sums: [String: (sum: Double, count: Int)] = [:]
-            for (w, y) in windows {
-                let covered = min(b, w.end) - max(a, w.start)
-                let point = w.end - w.start < 1 && w.start >= a && w.start < b
-                guard point || covered >= (b - a) / 2 else { continue }
-                sums[w.anchor, default: (0, 0)].sum += y
-                sums[w.anchor]!.count += 1
-            }
-            if !sums.isEmpty { out.append((a, b, sums.mapValues { $0.sum / Double($0.count) })) }
-        }
-        // A slot whose windows each cover less than half of every step: all of them, one step.
-        if out.isEmpty {
-            var sums: [String: (sum: Double, count: Int)] = [:]
-            for (w, y) in windows {
-                sums[w.anchor, default: (0, 0)].sum += y
-                sums[w.anchor]!.count += 1
-            }
-            out.append((start, end, sums.mapValues { $0.sum / Double($0.count) }))
-        }
-        return out
-    }
-
     /// The chance that two badges with these fixes were within `radius` of each other.
     public static func probability(_ a: Fix, _ b: Fix, radius: Double) -> Double {
         let r2 = radius * radius
@@ -377,37 +253,6 @@ public struct Positioning: Sendable {
             p += a.weights[i] * near
         }
         return min(1, p)
-    }
-}
-
-/// The rooms a device was in over time, from `Positioning.rooms`.
-public struct RoomTrack: Sendable {
-    public var rooms: [String]
-    public var steps: [Step]
-
-    /// A stretch of one slot, with the chance of each room (in `rooms`' order).
-    public struct Step: Sendable {
-        public var slot: Int
-        public var from: Double
-        public var to: Double
-        public var chances: [Double]
-    }
-
-    /// The chance that the device was in a room at a time (nil: no step then).
-    public func chance(of room: String, at t: Double) -> Double? {
-        var lo = 0
-        var hi = steps.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if steps[mid].to <= t { lo = mid + 1 } else { hi = mid }
-        }
-        guard lo < steps.count, steps[lo].from <= t else { return nil }
-        return rooms.firstIndex(of: room).map { steps[lo].chances[$0] } ?? 0
-    }
-
-    /// The likeliest room of a step.
-    public func likeliest(_ step: Step) -> String? {
-        step.chances.indices.max { step.chances[$0] < step.chances[$1] }.map { rooms[$0] }
     }
 }
 
@@ -431,15 +276,16 @@ final class RoomGrid: Sendable {
     /// an erfc per cell, silent kiosk and slot (BENCHMARKS.md, "With positions").
     let notHeard: [String: [Double]]
 
-    /// A grid of at most about 400 cells (0.5 m in rooms up to 100 m², 0.9 m in a 20 × 16 m hall).
-    init?(room: Room, plan: Plan) {
+    /// A grid of at most about `cells` cells: for positions 400 (0.5 m in rooms up to 100 m²,
+    /// 0.9 m in a 20 × 16 m hall), for rooms' evidence `Positioning.evidenceCells`.
+    init?(room: Room, plan: Plan, cells limit: Double = 400, least: Double = 0.5) {
         let xs = room.outline.map(\.x)
         let ys = room.outline.map(\.y)
         guard let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max(), x1 > x0, y1 > y0 else {
             return nil
         }
         let area = (x1 - x0) * (y1 - y0)
-        step = max(0.5, (area / 400).squareRoot())
+        step = max(least, (area / limit).squareRoot())
         columns = max(1, Int(((x1 - x0) / step).rounded(.up)))
         rows = max(1, Int(((y1 - y0) / step).rounded(.up)))
         var cells: [Point] = []
@@ -477,7 +323,7 @@ final class RoomGrid: Sendable {
                     here.map {
                         here == there ? 0 : Room.walls(from: p, in: $0, to: r.position, in: there, rooms: plan.rooms)
                     } ?? 0
-                return r.loss(at: range) + Double(walls) * Positioning.wallLoss
+                return r.loss(at: range) + Double(walls) * plan.wallLoss
             }
             notHeard[r.key] = predicted[r.key]!.map { Self.logPhi(($0 - r.floor) / Positioning.notHeardSigma) }
         }
@@ -659,14 +505,25 @@ final class RoomGrid: Sendable {
     }
 }
 
-/// Each room's grid, built once per engine (building one counts walls for every cell and kiosk).
+/// Each room's grids, built once per engine (building one counts walls for every cell and
+/// kiosk): the fine one positions use, and the coarse one rooms' evidence uses.
 final class GridCache: Sendable {
     private let grids = Mutex<[String: RoomGrid?]>([:])
+    private let coarse = Mutex<[String: RoomGrid?]>([:])
 
     func grid(_ room: String, plan: Plan) -> RoomGrid? {
         if let known = grids.withLock({ $0[room] }) { return known }
         let built = plan.room(room).flatMap { RoomGrid(room: $0, plan: plan) }
         grids.withLock { $0[room] = .some(built) }
+        return built
+    }
+
+    func evidenceGrid(_ room: String, plan: Plan) -> RoomGrid? {
+        if let known = coarse.withLock({ $0[room] }) { return known }
+        let built = plan.room(room).flatMap {
+            RoomGrid(room: $0, plan: plan, cells: Positioning.evidenceCells, least: Positioning.evidenceStep)
+        }
+        coarse.withLock { $0[room] = .some(built) }
         return built
     }
 }

@@ -22,6 +22,10 @@ public struct ExposureSettings: Sendable, Equatable {
     public var positions = true
     /// Days the site keeps interactions, exposures and review holds (`retentionDays`, 1–60).
     public var retentionDays = 14.0
+    /// dB lost through each interior wall between a badge and a kiosk, as positions and rooms
+    /// assume it (`wallLoss`, 0–30): plasterboard and glass lose 3–8 dB, brick and concrete 10
+    /// and more.
+    public var wallLoss = 5.0
 
     public init() {}
 }

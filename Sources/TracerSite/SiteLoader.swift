@@ -394,7 +394,7 @@ private struct Reader {
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
                 "calibration", "positions", "review", "trustList", "guidance", "pushServices", "badgeUUID",
-                "badgeEpochBits", "retentionDays",
+                "badgeEpochBits", "retentionDays", "wallLoss",
             ]
         )
         var e = ExposureSettings()
@@ -402,6 +402,7 @@ private struct Reader {
         if let n = f["exposureWindow"] { e.windowMinutes = try bounded(n, "exposureWindow", 0...120) }
         if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
         if let n = f["retentionDays"] { e.retentionDays = try bounded(n, "retentionDays", 1...60) }
+        if let n = f["wallLoss"] { e.wallLoss = try bounded(n, "wallLoss", 0...30) }
         // Looking back further than the site keeps would find nothing there, quietly.
         if e.lookbackDays > e.retentionDays {
             let given = f["lookbackDays"] == nil ? " (the default)" : ""

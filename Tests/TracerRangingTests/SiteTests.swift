@@ -67,6 +67,13 @@ import Testing
             plain.exposure.separation == "geometric" && plain.exposure.likelihood == 0.3 && plain.exposure.positions
         )
         #expect(plain.rooms[0].use == .teaching && site.rooms[0].use == .work)
+        // Walls: what positions and rooms assume each costs, plasterboard's unless told.
+        #expect(plain.exposure.wallLoss == 5)
+        let concrete = try Site.parse(
+            Self.good.replacingOccurrences(of: "separation: possible}", with: "separation: possible, wallLoss: 12}"),
+            file: "t.yaml"
+        )
+        #expect(concrete.exposure.wallLoss == 12)
         // The person's page's guidance: the site's words and link, when it gives them.
         #expect(site.guidance == nil)
         let guided = try Site.parse(
@@ -104,6 +111,10 @@ import Testing
         (
             "exposureRadius: 4", "exposureRadius: 4, separationLikelihood: 2",
             "t.yaml:8: settings: separationLikelihood must be from 0.01 to 1.0, not 2.0"
+        ),
+        (
+            "separation: possible", "separation: possible, wallLoss: -3",
+            "t.yaml:8: settings: wallLoss must be from 0.0 to 30.0, not -3.0"
         ),
         (
             "separation: possible", "separation: maybe",
