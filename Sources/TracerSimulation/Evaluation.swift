@@ -105,18 +105,25 @@ public struct Evaluation: Sendable {
     public var roomSeconds = 0.0
     public var roomSecondsRight = 0.0
     public var roomAttribution: Double? { roomSeconds == 0 ? nil : roomSecondsRight / roomSeconds }
+    /// The same over every place on the map, rooms no kiosk covers (a corridor) included.
+    public var placeSeconds = 0.0
+    public var placeSecondsRight = 0.0
+    public var placeAttribution: Double? { placeSeconds == 0 ? nil : placeSecondsRight / placeSeconds }
 
     /// Judges room attribution: each step's room against the room the badge was in at its
-    /// middle, weighed by the step's length (badges outdoors or in a room with no kiosk are
-    /// not counted).
+    /// middle, weighed by the step's length; `roomSeconds` counts badges in a kiosk's room,
+    /// `placeSeconds` badges anywhere on the map (outdoors is not counted).
     public mutating func rooms(_ estimates: [PositionEstimate], truth: GroundTruth) {
         let kioskRooms = Set(truth.kiosks.map(\.room))
         roomSeconds = 0
         roomSecondsRight = 0
+        placeSeconds = 0
+        placeSecondsRight = 0
         for e in estimates {
-            guard let s = truth.segment(of: e.device, at: (e.from + e.to) / 2), let room = s.room,
-                kioskRooms.contains(room)
-            else { continue }
+            guard let s = truth.segment(of: e.device, at: (e.from + e.to) / 2), let room = s.room else { continue }
+            placeSeconds += e.to - e.from
+            if room == e.room { placeSecondsRight += e.to - e.from }
+            guard kioskRooms.contains(room) else { continue }
             roomSeconds += e.to - e.from
             if room == e.room { roomSecondsRight += e.to - e.from }
         }

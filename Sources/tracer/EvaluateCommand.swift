@@ -288,7 +288,8 @@ struct EvaluateCommand: ParsableCommand {
                 + "p90 \(String(format: "%.2f", p.p90)) m"
         )
         lines.append(
-            "rooms: \(percent(e.roomAttribution)) of the reporters' \(Int(e.roomSeconds / 60)) badge-minutes heard in a kiosk's room attributed to it"
+            "rooms: \(percent(e.roomAttribution)) of the reporters' \(Int(e.roomSeconds / 60)) badge-minutes heard in a kiosk's room attributed to it; "
+                + "\(percent(e.placeAttribution)) of their \(Int(e.placeSeconds / 60)) heard anywhere on the map (a corridor no kiosk covers included)"
         )
         return lines
     }
@@ -313,6 +314,7 @@ struct EvaluateCommand: ParsableCommand {
                 "wrongRoom": e.positionError.wrongRoom,
             ],
             "roomAttribution": e.roomAttribution ?? NSNull(), "roomSeconds": e.roomSeconds,
+            "placeAttribution": e.placeAttribution ?? NSNull(), "placeSeconds": e.placeSeconds,
             "roomRule": e.roomRule.map { counts($0) as Any } ?? NSNull(), "falseFlags": e.falseFlags,
             "distanceError": e.distanceErrors.map {
                 [
