@@ -512,18 +512,25 @@ final class GridCache: Sendable {
     private let coarse = Mutex<[String: RoomGrid?]>([:])
 
     func grid(_ room: String, plan: Plan) -> RoomGrid? {
-        if let known = grids.withLock({ $0[room] }) { return known }
-        let built = plan.room(room).flatMap { RoomGrid(room: $0, plan: plan) }
-        grids.withLock { $0[room] = .some(built) }
-        return built
+        cached(room, in: grids) { plan.room(room).flatMap { RoomGrid(room: $0, plan: plan) } }
     }
 
     func evidenceGrid(_ room: String, plan: Plan) -> RoomGrid? {
-        if let known = coarse.withLock({ $0[room] }) { return known }
-        let built = plan.room(room).flatMap {
-            RoomGrid(room: $0, plan: plan, cells: Positioning.evidenceCells, least: Positioning.evidenceStep)
+        cached(room, in: coarse) {
+            plan.room(room).flatMap {
+                RoomGrid(room: $0, plan: plan, cells: Positioning.evidenceCells, least: Positioning.evidenceStep)
+            }
         }
-        coarse.withLock { $0[room] = .some(built) }
+    }
+
+    private func cached(
+        _ room: String,
+        in cache: borrowing Mutex<[String: RoomGrid?]>,
+        build: () -> RoomGrid?
+    ) -> RoomGrid? {
+        if let known = cache.withLock({ $0[room] }) { return known }
+        let built = build()
+        cache.withLock { $0[room] = .some(built) }
         return built
     }
 }

@@ -49,17 +49,21 @@ extension Positioning {
     /// One run's room chain (`rooms(_:device:)`).
     func chain(_ slots: [Int], _ bySlot: [Int: [(window: Window, y: Double)]]) -> RoomTrack {
         var alive = Set<String>()
-        var heardIn = Set<Int>()
+        var heardIn = Set<String>()
         for s in slots {
             for (w, _) in bySlot[s]! {
-                guard let r = plan.receiver(w.anchor), let room = plan.roomIndex(r.room) else { continue }
+                guard let r = plan.receiver(w.anchor) else { continue }
                 alive.insert(r.key)
-                heardIn.insert(room)
+                heardIn.insert(r.room)
             }
         }
-        // The rooms of the kiosks that heard it, and the rooms next door to those.
-        var candidates = heardIn
-        for r in heardIn { candidates.formUnion(plan.adjacent[r]) }
+        // The rooms of the kiosks that heard it, and the rooms next door to those (each room
+        // found in the plan once per run, not once per window).
+        var candidates = Set<Int>()
+        for r in heardIn.compactMap(plan.roomIndex) {
+            candidates.insert(r)
+            candidates.formUnion(plan.adjacent[r])
+        }
         let rooms = candidates.map { plan.rooms[$0].key }.sorted().compactMap { key in
             grids.evidenceGrid(key, plan: plan).map { (key, $0) }
         }
