@@ -22,6 +22,8 @@ extension Responses {
         @Null public var to: String?
         public var separation: Separation
         public var overlapSeconds: Int64
+        /// The chance that the two were within the radius (the pair decision's), where it decided.
+        public var chance: Double?
 
         public init(
             deviceId: String,
@@ -30,7 +32,8 @@ extension Responses {
             from: String?,
             to: String?,
             separation: Separation,
-            overlapSeconds: Int64
+            overlapSeconds: Int64,
+            chance: Double? = nil
         ) {
             self.deviceId = deviceId
             self.reportId = reportId
@@ -39,6 +42,7 @@ extension Responses {
             self.to = to
             self.separation = separation
             self.overlapSeconds = overlapSeconds
+            self.chance = chance
         }
     }
 
@@ -143,12 +147,14 @@ extension Responses {
 
 extension Responses.Exposure {
     public var value: Value {
-        .map([
+        var fields: [String: Value] = [
             "deviceId": .string(deviceId), "reportId": .string(reportId), "beaconKey": .string(beaconKey),
             "from": from.map(Value.string) ?? .null, "to": to.map(Value.string) ?? .null,
             "separation": .map(["min": .double(separation.min), "max": .double(separation.max)]),
             "overlapSeconds": .integer(overlapSeconds),
-        ])
+        ]
+        if let chance { fields["chance"] = .double(chance) }
+        return .map(fields)
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The co-location rule with no I/O: a reporter's windows and their neighbours' in, episodes out.
 ///
 /// The exposure engine drives it in steps so that it reads only what it needs from the store:
@@ -5,7 +7,8 @@
 /// read's windows; `whereaboutsReads(_:)` says where else to read the hit devices' windows, with
 /// which `judged(_:reporter:elsewhere:)` decides by positions where several kiosks heard both
 /// and `attributed(_:elsewhere:)` leaves out devices heard through a wall; `episodes(_:)` merges
-/// what is left. `episodes(reporter:windows:)` runs them
+/// what is left — under positions, as one decision over each neighbour's stretch in a room
+/// (`decided`, with `Evidence` and `PairModel`). `episodes(reporter:windows:)` runs them
 /// all over windows in memory.
 public struct Colocation: Sendable {
     public let policy: ExposurePolicy
@@ -52,6 +55,27 @@ public struct Colocation: Sendable {
             /// Whether the two count as within the radius: the geometric rule's answer from the
             /// two distances, replaced by the positions' where both badges have one.
             public var near: Bool
+            /// The chance that the two were within the radius, from what judged `near` (1 or 0
+            /// under `sum` and `possible`).
+            public var chance: Double = 1
+            /// Whether the two badges' positions judged it, not their distances to the anchor.
+            public var byPositions = false
+            /// Where positions judged it, the least separation of the two fixes' points.
+            public var closest: Double?
+        }
+
+        /// The chance that the neighbour was in the anchor's room at the time (`judged`).
+        public var room: Double = 1
+        /// The two badges' readings across the kiosks that heard both in the hit's slot.
+        public var readings: Readings?
+
+        /// Two badges' readings compared kiosk by kiosk (Mirzaei & Manduchi, IPIN 2021): badges
+        /// side by side read alike at every kiosk, through the same walls.
+        public struct Readings: Sendable, Equatable {
+            /// Kiosks that heard both.
+            public var common: Int
+            /// The mean of |ln d1 − ln d2| over the common kiosks.
+            public var gap: Double
         }
 
         /// A stretch both were heard (`start` < `end`).
@@ -61,6 +85,12 @@ public struct Colocation: Sendable {
         }
 
         public var isNear: Bool { pairs.contains(where: \.near) }
+        /// Near under the rule as it stands: a pair near, the neighbour in the room.
+        var flags: Bool { isNear && room >= Colocation.roomChance }
+        /// Worth weighing at all (`Colocation.candidate`).
+        var isCandidate: Bool {
+            room >= Colocation.candidateRoom && pairs.contains { $0.near || $0.chance >= Colocation.candidate }
+        }
 
         /// `from`, `to`, `low`, `high` and `together` in one pass over the pairs, copying no
         /// window: `episodes` needs all five of every hit, and working each out on its own was a
@@ -95,6 +125,9 @@ public struct Colocation: Sendable {
         public var low: Double
         public var high: Double
         public var overlapSeconds: Double
+        /// The chance that the two were within the radius, in one room, within the window of
+        /// each other over the episode (`PairModel`); nil where distances alone decided.
+        public var chance: Double? = nil
     }
 
     /// The reporter's windows where they were (under attribution, not those another kiosk heard
@@ -142,7 +175,7 @@ public struct Colocation: Sendable {
             guard !read.placed.isEmpty, let positioning else { return false }
             return read.placed.contains(positioning.slot(of: w.start))
         }
-        let within = rule(at: read.anchor)
+        let (within, threshold) = rule(at: read.anchor)
         let starts = read.reporter.map(\.start)
         var out: [Hit] = []
         for theirs in neighbours where theirs.device != reporter {
@@ -155,10 +188,13 @@ public struct Colocation: Sendable {
                 let mine = read.reporter[i]
                 let gap = max(theirs.start, mine.start) - min(theirs.end, mine.end)
                 guard gap <= policy.window else { continue }
-                let near = within(mine.distance, theirs.distance)
+                let chance = within(mine.distance, theirs.distance)
+                let near = chance >= threshold
                 // Where positions may decide, every pair the two distances allow is kept.
-                if near || (placed(mine) && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9) {
-                    pairs.append(Hit.Pairing(mine: mine, near: near))
+                if near || chance >= Self.candidate
+                    || (placed(mine) && abs(mine.distance - theirs.distance) <= policy.radius + 1e-9)
+                {
+                    pairs.append(Hit.Pairing(mine: mine, near: near, chance: chance))
                 }
             }
             if !pairs.isEmpty {
@@ -178,17 +214,21 @@ public struct Colocation: Sendable {
     }
 
     /// Whether two devices at d1 and d2 from an anchor count as within the radius.
-    public func within(anchor: String, _ d1: Double, _ d2: Double) -> Bool { rule(at: anchor)(d1, d2) }
+    public func within(anchor: String, _ d1: Double, _ d2: Double) -> Bool {
+        let (chance, threshold) = rule(at: anchor)
+        return chance(d1, d2) >= threshold
+    }
 
-    /// `within(anchor:_:_:)` at one anchor, its room's table found once for all of a read's pairs.
-    func rule(at anchor: String) -> (Double, Double) -> Bool {
+    /// At one anchor, the chance that two devices at d1 and d2 were within the radius and the
+    /// chance that counts (its room's table found once for all of a read's pairs): the geometric
+    /// rule's, else 1 or 0 by the separation bounds.
+    func rule(at anchor: String) -> (chance: (Double, Double) -> Double, threshold: Double) {
         if policy.separation == .geometric, let g = policy.geometry[anchor] {
             let table = cache.table(g, anchor: anchor, radius: policy.radius)
-            let likelihood = policy.likelihood
-            return { table.probability($0, $1) >= likelihood }
+            return ({ table.probability($0, $1) }, positioning == nil ? policy.likelihood : Self.pairLikelihood)
         }
         let policy = policy
-        return { policy.within((abs($0 - $1), $0 + $1)) }
+        return ({ policy.within((abs($0 - $1), $0 + $1)) ? 1 : 0 }, 1)
     }
 
     /// Under attribution or positions, the spans of each hit device's whereabouts to read (by
@@ -256,44 +296,73 @@ public struct Colocation: Sendable {
             onlyRooms[device] = .some(only)
             return only
         }
+        let mine = Timeline(reporter)
         return hits.compactMap { h in
             guard let room = positioning.plan.receiver(h.anchor)?.room else { return h.isNear ? h : nil }
+            var judged = h
             if policy.attribution, onlyRoom(h.device) != room {
                 if rooms[h.device] == nil {
                     rooms[h.device] = positioning.rooms(elsewhere[h.device] ?? [], device: h.device)
                 }
-                if let chance = rooms[h.device]!.chance(of: room, at: (h.start + h.end) / 2), chance < Self.roomChance {
-                    return nil
-                }
+                judged.room = rooms[h.device]!.chance(of: room, at: (h.start + h.end) / 2) ?? 1
+                if judged.room < Self.candidateRoom { return nil }
             }
+            // The two badges' readings at every kiosk that heard them in the hit's slot.
+            let slot = positioning.slot(of: h.start)
+            let from = Double(slot) * positioning.slot
+            func inSlot(_ t: Timeline?) -> [String: Double] {
+                var out: [String: Double] = [:]
+                for w in t?.starting(from: from - 1, before: from + positioning.slot + 1) ?? []
+                where positioning.slot(of: w.start) == slot {
+                    out[w.anchor] = min(out[w.anchor] ?? .infinity, w.distance)
+                }
+                return out
+            }
+            let theirReadings = inSlot(timelines[h.device])
+            judged.readings = Self.readings(inSlot(mine), theirReadings)
             // Without two receivers of the room hearing the neighbour in the hit's slot there is
             // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
-            let slot = positioning.slot(of: h.start)
-            var heardBy = Set<String>()
-            let from = Double(slot) * positioning.slot
-            for w in timelines[h.device]?.starting(from: from - 1, before: from + positioning.slot + 1) ?? []
-            where positioning.slot(of: w.start) == slot {
-                if let r = positioning.plan.receiver(w.anchor), r.room == room { heardBy.insert(r.key) }
-            }
-            guard heardBy.count >= 2 else { return h.isNear ? h : nil }
+            let heardBy = theirReadings.keys.filter { positioning.plan.receiver($0)?.room == room }
+            guard heardBy.count >= 2 else { return judged.isCandidate ? judged : nil }
             let theirs = track(h.device, room, elsewhere[h.device] ?? [])
-            guard let b = theirs[slot], b.receivers >= 2 else { return h.isNear ? h : nil }
-            let mine = track(reporter.first?.device ?? "", room, reporter)
-            var judged = h
+            guard let b = theirs[slot], b.receivers >= 2 else { return judged.isCandidate ? judged : nil }
+            let myTrack = track(reporter.first?.device ?? "", room, reporter)
             for k in judged.pairs.indices {
-                guard let a = mine[positioning.slot(of: judged.pairs[k].mine.start)], a.receivers >= 2 else { continue }
-                judged.pairs[k].near = Positioning.probability(a, b, radius: policy.radius) >= policy.likelihood
+                guard let a = myTrack[positioning.slot(of: judged.pairs[k].mine.start)], a.receivers >= 2 else {
+                    continue
+                }
+                let (chance, closest) = Positioning.compare(a, b, radius: policy.radius)
+                judged.pairs[k].chance = chance
+                judged.pairs[k].near = chance >= Self.pairLikelihood
+                judged.pairs[k].byPositions = true
+                judged.pairs[k].closest = closest
             }
-            return judged.isNear ? judged : nil
+            return judged.isCandidate ? judged : nil
         }
+    }
+
+    /// Two badges' readings (distance by kiosk) compared kiosk by kiosk; nil when no kiosk
+    /// heard both.
+    static func readings(_ a: [String: Double], _ b: [String: Double]) -> Hit.Readings? {
+        var common = 0
+        var gap = 0.0
+        for (anchor, d1) in a {
+            guard let d2 = b[anchor] else { continue }
+            common += 1
+            gap += abs(log(max(d1, 0.3)) - log(max(d2, 0.3)))
+        }
+        guard common > 0 else { return nil }
+        return Hit.Readings(common: common, gap: gap / Double(common))
     }
 
     /// A device's hits in one room, merged where they are within the window of each other: two
     /// kiosks of a room that both heard a pair make one episode, not two. Its anchor is the kiosk
-    /// that heard the pair together longest (the first by key on a tie).
+    /// that heard the pair together longest (the first by key on a tie). Under positions, each
+    /// merged stretch is one decision over all its evidence (`decided`).
     public func episodes(_ hits: [Hit]) -> [Episode] {
+        if positioning != nil { return decided(hits) }
         var groups: [String: [Hit]] = [:]
-        for h in hits where h.isNear { groups["\(policy.room(of: h.anchor))\n\(h.device)", default: []].append(h) }
+        for h in hits where h.flags { groups["\(policy.room(of: h.anchor))\n\(h.device)", default: []].append(h) }
         var out: [Episode] = []
         for key in groups.keys.sorted() {
             // Each hit's span, bounds and shared stretches worked out once.
@@ -412,6 +481,13 @@ public struct Colocation: Sendable {
 
     /// A window counts in a room while the chance that its badge was there is at least this.
     static let roomChance = 0.2
+    /// Under positions, a pair of windows counts as near on its own from this chance (one of the
+    /// things `PairModel` weighs; the policy's likelihood is the episode's).
+    static let pairLikelihood = 0.3
+    /// Pairs and hits kept to be weighed over the window: a pair whose chance is at least this,
+    /// a neighbour whose chance of being in the room is at least `candidateRoom`.
+    static let candidate = 0.05
+    static let candidateRoom = 0.02
 
     static func centimetres(_ v: Double) -> Double { (v * 100).rounded() / 100 }
 }

@@ -32,6 +32,9 @@ public struct ExposurePolicy: Sendable, Equatable {
     /// The `geometric` rule flags from this chance of being within the radius (0.3: the best
     /// trade-off on simulated days, EFFICACY.md).
     public var likelihood = 0.3
+    /// Under positions, the pair decision flags an episode from this chance (0.15: the highest
+    /// that kept recall at 0.95 on the random sites settings are chosen on, EFFICACY.md).
+    public var chance = 0.15
     /// Under the `geometric` rule, windows of a device at a kiosk while another kiosk heard it
     /// closer are taken as heard through a wall and left out.
     public var attribution = true
@@ -70,6 +73,7 @@ extension ExposurePolicy {
         lookback = site.exposure.lookbackDays * 86_400
         separation = Separation(rawValue: site.exposure.separation) ?? .geometric
         likelihood = site.exposure.likelihood
+        chance = site.exposure.chance
         positions = site.exposure.positions
         longestInteraction = max(60, site.ranging.window * 2)
         slot = site.ranging.window

@@ -241,18 +241,27 @@ public struct Positioning: Sendable {
 
     /// The chance that two badges with these fixes were within `radius` of each other.
     public static func probability(_ a: Fix, _ b: Fix, radius: Double) -> Double {
+        compare(a, b, radius: radius).chance
+    }
+
+    /// That chance, and the least separation of any two of the fixes' points (where the chance
+    /// is above 0, within the radius), in one pass.
+    public static func compare(_ a: Fix, _ b: Fix, radius: Double) -> (chance: Double, closest: Double) {
         let r2 = radius * radius
         var p = 0.0
+        var least = Double.infinity
         for i in a.points.indices {
             let pa = a.points[i]
             var near = 0.0
             for j in b.points.indices {
                 let q = b.points[j]
-                if (pa.x - q.x) * (pa.x - q.x) + (pa.y - q.y) * (pa.y - q.y) <= r2 { near += b.weights[j] }
+                let d2 = (pa.x - q.x) * (pa.x - q.x) + (pa.y - q.y) * (pa.y - q.y)
+                least = min(least, d2)
+                if d2 <= r2 { near += b.weights[j] }
             }
             p += a.weights[i] * near
         }
-        return min(1, p)
+        return (min(1, p), least.squareRoot())
     }
 }
 

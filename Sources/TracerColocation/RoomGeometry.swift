@@ -73,6 +73,19 @@ public struct RoomGeometry: Sendable, Equatable {
         }
         return Double(near) / Double(a.count * b.count)
     }
+
+    /// The least separation of devices at d1 and d2 from the kiosk, each on its arc in the room
+    /// (what `probability` weighs): where that chance is above 0 it is within the radius.
+    /// Infinite when either cannot be in the room.
+    public func closest(_ d1: Double, _ d2: Double) -> Double {
+        let a = arc(d1)
+        let b = arc(d2)
+        var least = Double.infinity
+        for p in a {
+            for q in b { least = min(least, (p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)) }
+        }
+        return least.squareRoot()
+    }
 }
 
 /// The `geometric` rule's answers, by anchor and distances to 25 cm: an engine keeps one for
@@ -127,6 +140,14 @@ final class GeometryCache: Sendable {
                 values[i] = p
                 return p
             }
+        }
+
+        /// `RoomGeometry.closest` at the same quarter metres as `probability` (asked only for
+        /// the pairs of what is flagged, so not kept).
+        func closest(_ d1: Double, _ d2: Double) -> Double {
+            let limit = Double(size) - 0.5
+            guard d1 * 4 < limit, d2 * 4 < limit, d1 >= 0, d2 >= 0 else { return .infinity }
+            return geometry.closest((d1 * 4).rounded() / 4, (d2 * 4).rounded() / 4)
         }
     }
 }

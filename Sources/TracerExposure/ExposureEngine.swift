@@ -21,6 +21,10 @@ public struct FlagResult: Sendable, Equatable {
     /// Interaction windows (the reporter's or a neighbour's) that could not be used: unreadable,
     /// or with times or a distance out of range (`Presence.isUsable`). Skipped, never fatal.
     public var skipped: Int = 0
+    /// What the pair decision weighed, when the engine keeps it (`keepsEvidence`: `tracer
+    /// evaluate --evidence`, to fit and check the decision), and the chance it gave each.
+    public var evidence: [Evidence] = []
+    public var chances: [Double] = []
 }
 
 /// Flags the people who were near a reporter, on the store: the co-location rule
@@ -32,6 +36,8 @@ public struct FlagResult: Sendable, Equatable {
 public struct ExposureEngine: ExposureFlagging {
     /// The rule, with the geometric rule's answers cached across the reports it flags.
     public var colocation: Colocation
+    /// Whether each flagging's result keeps what the pair decision weighed (`FlagResult.evidence`).
+    public var keepsEvidence = false
 
     /// The policy the rule applies.
     public var policy: ExposurePolicy {
@@ -39,8 +45,9 @@ public struct ExposureEngine: ExposureFlagging {
         set { colocation = Colocation(policy: newValue) }
     }
 
-    public init(policy: ExposurePolicy = ExposurePolicy()) {
+    public init(policy: ExposurePolicy = ExposurePolicy(), keepsEvidence: Bool = false) {
         colocation = Colocation(policy: policy)
+        self.keepsEvidence = keepsEvidence
     }
 
     public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
@@ -125,7 +132,8 @@ public struct ExposureEngine: ExposureFlagging {
                 separationMin: e.low,
                 separationMax: e.high,
                 overlapSeconds: Int(saturating: e.overlapSeconds.rounded()),
-                rule: policy.separation.rawValue
+                rule: policy.separation.rawValue,
+                chance: e.chance
             )
             wanted[try exposure.path()] = exposure
         }
@@ -142,6 +150,7 @@ public struct ExposureEngine: ExposureFlagging {
             return changed
         }
         let flagged = DispatchTime.now().uptimeNanoseconds
+        let weighed = keepsEvidence && colocation.positioning != nil ? colocation.evidence(judged) : []
         // Then, in a transaction of its own (the exposed are told first): the reporter's
         // interactions marked as a positive test's, as the seed app did.
         let marked = try store.runTransaction { t -> Int in
@@ -156,7 +165,9 @@ public struct ExposureEngine: ExposureFlagging {
             reporterWindows: windows.count,
             marked: marked,
             secondsToFlagged: Double(flagged - started) / 1e9,
-            skipped: skipped
+            skipped: skipped,
+            evidence: weighed,
+            chances: weighed.map(PairModel.fitted.chance)
         )
     }
 

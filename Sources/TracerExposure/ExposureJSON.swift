@@ -28,7 +28,8 @@ public enum ExposureJSON {
                 min: separation["min"]?.doubleValue ?? 0,
                 max: separation["max"]?.doubleValue ?? 0
             ),
-            overlapSeconds: Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0)
+            overlapSeconds: Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0),
+            chance: data["chance"]?.doubleValue
         )
     }
 

@@ -24,6 +24,9 @@ public struct Exposure: Sendable, Equatable {
     public var overlapSeconds: Int
     /// The separation rule that flagged it.
     public var rule: String
+    /// The chance that the two were within the radius, in one room, within the window of each
+    /// other over the episode: the pair decision's (nil where distances alone decided).
+    public var chance: Double?
 
     public init(
         deviceID: String,
@@ -34,7 +37,8 @@ public struct Exposure: Sendable, Equatable {
         separationMin: Double,
         separationMax: Double,
         overlapSeconds: Int,
-        rule: String
+        rule: String,
+        chance: Double? = nil
     ) {
         self.deviceID = deviceID
         self.reportID = reportID
@@ -45,6 +49,7 @@ public struct Exposure: Sendable, Equatable {
         self.separationMax = separationMax
         self.overlapSeconds = overlapSeconds
         self.rule = rule
+        self.chance = chance
     }
 
     /// A stored exposure; missing numbers read as 0 (older documents), a missing time is an error.
@@ -60,7 +65,8 @@ public struct Exposure: Sendable, Equatable {
             separationMin: separation["min"]?.doubleValue ?? 0,
             separationMax: separation["max"]?.doubleValue ?? 0,
             overlapSeconds: r.integer("overlapSeconds"),
-            rule: r.optionalString("rule") ?? ""
+            rule: r.optionalString("rule") ?? "",
+            chance: r.data["chance"]?.doubleValue
         )
     }
 
@@ -86,7 +92,7 @@ public struct Exposure: Sendable, Equatable {
 
     /// The document, without `flaggedAt` (the write adds it; comparing leaves it out).
     public var data: DocumentData {
-        [
+        var data: DocumentData = [
             "reportId": .string(reportID),
             "deviceId": .string(deviceID),
             "beaconKey": .string(beaconKey),
@@ -96,6 +102,8 @@ public struct Exposure: Sendable, Equatable {
             "overlapSeconds": .integer(Int64(overlapSeconds)),
             "rule": .string(rule),
         ]
+        if let chance { data["chance"] = .double(chance) }
+        return data
     }
 
     /// Whether a stored exposure holds the same data, `flaggedAt` aside.

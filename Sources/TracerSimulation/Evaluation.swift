@@ -25,13 +25,16 @@ public struct FlaggedExposure: Sendable {
     public var anchor: String
     public var from: Double
     public var to: Double
+    /// The pair decision's chance, where it decided.
+    public var chance: Double?
 
-    public init(reporter: String, device: String, anchor: String, from: Double, to: Double) {
+    public init(reporter: String, device: String, anchor: String, from: Double, to: Double, chance: Double? = nil) {
         self.reporter = reporter
         self.device = device
         self.anchor = anchor
         self.from = from
         self.to = to
+        self.chance = chance
     }
 }
 
@@ -83,6 +86,9 @@ public struct Evaluation: Sendable {
     public var roomRule: Counts?
     /// Devices flagged that were never within the radius, by where they were (`sortFalseFlags`).
     public var falseFlags: [String: Int] = [:]
+    /// Flagged exposures by the chance the pair decision gave them, in tenths: whether a chance
+    /// means what it says (of those given 0.8, about eight in ten truly near).
+    public var reliability: [Reliability] = []
     /// Each reporter's true neighbours.
     var truthPartners: [String: Set<String>] = [:]
     /// Stays in a kiosk's room (of a minute or more) in which that kiosk saw the badge.
@@ -127,6 +133,41 @@ public struct Evaluation: Sendable {
             roomSeconds += e.to - e.from
             if room == e.room { roomSecondsRight += e.to - e.from }
         }
+    }
+
+    /// Exposures whose chance fell in [low, low + 0.1): how many, their mean chance, and how
+    /// many were truly near (the two within the radius, in the exposure's room, within the
+    /// window of it).
+    public struct Reliability: Sendable, Equatable {
+        public var low: Double
+        public var count = 0
+        public var chanceSum = 0.0
+        public var near = 0
+        public var stated: Double { count == 0 ? 0 : chanceSum / Double(count) }
+        public var observed: Double { count == 0 ? 0 : Double(near) / Double(count) }
+    }
+
+    /// Sorts the exposures with a chance into `reliability`'s tenths.
+    public static func reliability(
+        _ exposures: [FlaggedExposure],
+        truth: GroundTruth,
+        roomOf: (String) -> String
+    ) -> [Reliability] {
+        var bins = (0..<10).map { Reliability(low: Double($0) / 10) }
+        for e in exposures {
+            guard let chance = e.chance else { continue }
+            let k = min(9, max(0, Int(chance * 10)))
+            let room = roomOf(e.anchor)
+            bins[k].count += 1
+            bins[k].chanceSum += chance
+            if truth.pairs.contains(where: {
+                $0.involves(e.reporter) && $0.other(than: e.reporter) == e.device && $0.room == room
+                    && $0.from <= e.to + truth.window && $0.to >= e.from - truth.window
+            }) {
+                bins[k].near += 1
+            }
+        }
+        return bins.filter { $0.count > 0 }
     }
 
     /// How far estimated positions were from the truth.
@@ -217,6 +258,8 @@ public struct Evaluation: Sendable {
                 )
             }
         }
+
+        reliability = Self.reliability(exposures, truth: truth, roomOf: { roomOf[$0] ?? $0 })
 
         // Ranging: the windows of each (device, anchor), in time order.
         struct Key: Hashable {

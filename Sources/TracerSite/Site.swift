@@ -13,6 +13,9 @@ public struct ExposureSettings: Sendable, Equatable {
     public var separation = "geometric"
     /// The geometric rule flags from this chance of being within the radius (`separationLikelihood`).
     public var likelihood = 0.3
+    /// Under positions, an exposure is flagged when the chance the pair decision gives it
+    /// reaches this (`exposureChance`).
+    public var chance = 0.15
     /// Whether kiosks fit their own receiver offset from the map's fixed beacons as they run
     /// (`calibration: running`, the default) or keep the map's (`calibration: map`).
     public var runningCalibration = true

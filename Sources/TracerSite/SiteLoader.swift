@@ -394,7 +394,7 @@ private struct Reader {
                 "receiverOffset", "immediate", "near", "window", "lostAfter", "exposureRadius", "exposureWindow",
                 "lookbackDays", "separation", "separationLikelihood", "minConfidence", "resultMaxAgeDays",
                 "calibration", "positions", "review", "trustList", "guidance", "pushServices", "badgeUUID",
-                "badgeEpochBits", "retentionDays", "wallLoss",
+                "badgeEpochBits", "retentionDays", "wallLoss", "exposureChance",
             ]
         )
         var e = ExposureSettings()
@@ -420,6 +420,7 @@ private struct Reader {
             e.separation = text
         }
         if let n = f["separationLikelihood"] { e.likelihood = try bounded(n, "separationLikelihood", 0.01...1) }
+        if let n = f["exposureChance"] { e.chance = try bounded(n, "exposureChance", 0.01...1) }
         if let n = f["calibration"] {
             switch try string(n, "settings: calibration", parent: node.mark) {
             case "running": e.runningCalibration = true

@@ -40,6 +40,18 @@ struct EvaluateCommand: ParsableCommand {
             "The geometric rule's threshold: the chance of being within the radius that flags (default: the map's, else 0.3)."
     )
     var likelihood: Double?
+    @Option(
+        help:
+            "Under positions, the pair decision's threshold: the chance over the window that flags (default: the map's, else 0.15)."
+    )
+    var chance: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Write every stretch of evidence the pair decision weighed, with its chance and whether the pair was truly near, as JSON lines.",
+            valueName: "file"
+        )
+    )
+    var evidence: String?
     @Option(help: "Under the geometric rule, leave out windows another kiosk heard closer: on (default) or off.")
     var attribution: String?
     @Option(
@@ -67,6 +79,10 @@ struct EvaluateCommand: ParsableCommand {
             }
             policy.likelihood = likelihood
         }
+        if let chance {
+            guard chance > 0, chance <= 1 else { throw ValidationError("--chance takes a chance above 0, at most 1") }
+            policy.chance = chance
+        }
         if let attribution {
             guard ["on", "off"].contains(attribution) else { throw ValidationError("--attribution takes on or off") }
             policy.attribution = attribution == "on"
@@ -90,14 +106,16 @@ struct EvaluateCommand: ParsableCommand {
         }
 
         let store = try options.open()
-        let engine = ExposureEngine(policy: policy)
+        let engine = ExposureEngine(policy: policy, keepsEvidence: evidence != nil)
+        var weighed: [(reporter: String, evidence: Evidence, chance: Double)] = []
         var reportOf: [String: String] = [:]
         var flagging: [Double] = []
         for (i, device) in chosen.enumerated() {
             Output.progress("evaluate: flagging reports", i, chosen.count)
             let id = try Self.report(for: device, at: truth.end, in: store)
             let began = ContinuousClock.now
-            try engine.flag(reportID: id, store: store)
+            let result = try engine.flag(reportID: id, store: store)
+            weighed += zip(result.evidence, result.chances).map { (device, $0, $1) }
             flagging.append((ContinuousClock.now - began) / .milliseconds(1))
             reportOf[id] = device
         }
@@ -115,7 +133,8 @@ struct EvaluateCommand: ParsableCommand {
                         device: e.deviceID,
                         anchor: e.beaconKey,
                         from: e.from.seconds,
-                        to: e.to.seconds
+                        to: e.to.seconds,
+                        chance: e.chance
                     )
                 )
             }
@@ -139,6 +158,7 @@ struct EvaluateCommand: ParsableCommand {
             )
         }
         var e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
+        if let evidence { try Self.write(weighed, truth: truth, window: policy.window, to: evidence) }
         // The reporters' own positions and rooms (everyone's with --reporters all).
         let reporters = Set(chosen)
         let (positions, rooms) = Self.positions(
@@ -219,6 +239,34 @@ struct EvaluateCommand: ParsableCommand {
     }
 
     /// The reporter's accepted report, or a simulated one written for it.
+    /// Each stretch of evidence as a JSON line: its features by name (`PairModel.names`), its
+    /// chance, whether a pair counted on its own (`counted`), and `trulyNear`: whether the truth
+    /// has the two within the radius, in its room, within the window of the stretch.
+    static func write(
+        _ weighed: [(reporter: String, evidence: Evidence, chance: Double)],
+        truth: GroundTruth,
+        window: Double,
+        to path: String
+    ) throws {
+        var out = ""
+        for (reporter, e, chance) in weighed {
+            let near = truth.pairs.contains {
+                $0.involves(reporter) && $0.other(than: reporter) == e.device && $0.room == e.room
+                    && $0.from <= e.to + window && $0.to >= e.from - window
+            }
+            var o: [String: Any] = [
+                "reporter": reporter, "device": e.device, "room": e.room, "from": e.from, "to": e.to,
+                "chance": chance, "trulyNear": near, "counted": e.counted,
+            ]
+            for (name, x) in zip(PairModel.names, PairModel.features(e)) { o[name] = x }
+            let data = try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])
+            out += String(decoding: data, as: UTF8.self) + "\n"
+        }
+        do { try out.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw ValidationError("--evidence \(path): cannot write it (\(error.localizedDescription))")
+        }
+    }
+
     static func report(for device: String, at collected: Double, in store: DocumentStore) throws -> String {
         let existing = try store.getDocuments(Report.of(device: device))
         if let doc = existing.first(where: { Report.is($0, .accepted) }) { return doc.id }
@@ -254,6 +302,22 @@ struct EvaluateCommand: ParsableCommand {
         for room in e.byRoom.keys.sorted() { lines.append("  " + row(room, e.byRoom[room]!)) }
         lines.append("  " + row("all (per device)", e.overall))
         if let r = e.roomRule { lines.append("  " + row("nearest-kiosk room", r)) }
+        if !e.reliability.isEmpty {
+            lines.append(
+                "  chance given → truly near: "
+                    + e.reliability.map {
+                        String(
+                            format: "%.1f–%.1f: %.2f → %.2f (%d)",
+                            $0.low,
+                            $0.low + 0.1,
+                            $0.stated,
+                            $0.observed,
+                            $0.count
+                        )
+                    }
+                    .joined(separator: "; ")
+            )
+        }
         if !e.falseFlags.isEmpty {
             let names = [
                 "sameRoomFarther": "in the room, farther", "otherRoom": "in another room",
@@ -324,6 +388,10 @@ struct EvaluateCommand: ParsableCommand {
                 ]
             },
             "pictures": pictures,
+            "chance": policy.chance,
+            "reliability": e.reliability.map {
+                ["low": $0.low, "count": $0.count, "stated": $0.stated, "observed": $0.observed, "near": $0.near]
+            },
             "flagMilliseconds": [
                 "median": flagging.isEmpty ? 0 : flagging[flagging.count / 2], "max": flagging.last ?? 0,
             ],

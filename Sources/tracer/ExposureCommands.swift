@@ -71,11 +71,13 @@ enum ExposureOutput {
         return c.day.string(from: from) + (date(e.to).map { "–" + c.time.string(from: $0) } ?? "")
     }
 
-    /// What was decided: within the radius for certain (`≤ 2.5 m`), or possibly (`maybe ≤ 6 m`,
-    /// the site's rule flagged what the two readings allow).
+    /// What was decided: within the radius for certain (`≤ 2.5 m`), with the pair decision's
+    /// chance (`80% ≤ 6 m`), or possibly (`maybe ≤ 6 m`, the site's rule flagged what the two
+    /// readings allow).
     static func close(_ e: Responses.Exposure, _ c: Context) -> String {
-        e.separation.max <= c.radius
-            ? "≤ \(metres(e.separation.max)) m" : "maybe ≤ \(metres(c.radius)) m"
+        if e.separation.max <= c.radius { return "≤ \(metres(e.separation.max)) m" }
+        if let chance = e.chance { return "\(Int((chance * 100).rounded()))% ≤ \(metres(c.radius)) m" }
+        return "maybe ≤ \(metres(c.radius)) m"
     }
 
     static func metres(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(format: "%.1f", x) }
@@ -138,7 +140,12 @@ enum ExposureOutput {
         footer += " of \(ExposureEngine.count(devices, "device"))"
         if reports.count == 1 { footer += ", for report \(exposures[0].reportId)" }
         lines.append(footer)
-        if exposures.contains(where: { $0.separation.max > c.radius }) {
+        if exposures.contains(where: { $0.separation.max > c.radius && $0.chance != nil }) {
+            lines.append(
+                "80% ≤ \(metres(c.radius)) m: the chance, from all the pair's readings over the episode, that they were within \(metres(c.radius)) m in one room"
+            )
+        }
+        if exposures.contains(where: { $0.separation.max > c.radius && $0.chance == nil }) {
             lines.append(
                 "maybe: the two readings allow within \(metres(c.radius)) m, and the site's rule counts it (--format csv gives the range)"
             )
@@ -148,7 +155,7 @@ enum ExposureOutput {
 
     /// CSV for the health authority: one row per exposure, full ids, UTC times (RFC 3339).
     static let csvHeader =
-        "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s"
+        "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
 
     static func csv(_ exposures: [Responses.Exposure], _ c: Context) -> [String] {
         [csvHeader]
@@ -159,7 +166,7 @@ enum ExposureOutput {
                 .joined(separator: ",") + ","
                     + [
                         String(format: "%.2f", e.separation.min), String(format: "%.2f", e.separation.max),
-                        "\(e.overlapSeconds)",
+                        "\(e.overlapSeconds)", e.chance.map { String(format: "%.2f", $0) } ?? "",
                     ].joined(separator: ",")
             }
     }
@@ -325,8 +332,8 @@ struct ExposureCommand: AsyncParsableCommand {
             "Exposures at a beacon, of a device, or for a report: a table, JSON, or CSV for the health authority.",
         discussion: """
             The table fits 100 columns: devices shortened without ambiguity, times in this machine's time zone, \
-            and what was decided ("≤ 2.5 m" for certain; "maybe ≤ 6 m" where the site's rule counts what two \
-            readings allow). --format csv writes one row per exposure with full ids and UTC times: \
+            and what was decided ("≤ 2.5 m" for certain; "80% ≤ 6 m": the pair decision's chance over the \
+            episode; "maybe ≤ 6 m" where the site's rule counts what two readings allow). --format csv writes one row per exposure with full ids and UTC times: \
             \(ExposureOutput.csvHeader). --format json (or --json) the API's objects.
             """
     )

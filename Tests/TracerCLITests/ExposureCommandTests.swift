@@ -128,7 +128,9 @@ import TracerTesting
         #expect(lines[1].hasPrefix("f782…:1:2  "), "\(lines)")
         let csv = try await tracer("exposure", "--report", reportID, "--format", "csv")
         let rows = csv.stdout.split(separator: "\n")
-        #expect(rows.first == "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s")
+        #expect(
+            rows.first == "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
+        )
         #expect(rows.count == 2 && rows[1].hasPrefix("\(colleague),\(reportID),kiosk-lab,Wet Lab,"), "\(csv.stdout)")
         let nope = try await tracer("exposure", "--report", "nope")
         #expect(nope.status == 1 && nope.stderr.contains("no report nope"), "\(nope.stderr)")

@@ -137,9 +137,41 @@ import TracerTesting
         }
         let e = try await TracerProcess.running([
             "evaluate", "--sim", out, "--store", store, "--reporters", "all", "--json", "--pictures", dir.file("rp"),
+            "--evidence", dir.file("evidence.jsonl"),
         ])
         #expect(e.status == 0, "\(e.stderr)")
         let o = try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as! [String: Any]
+        // What the pair decision weighed, a stretch a line, with its features, chance and truth;
+        // the flagged exposures' chances sorted in tenths from the threshold up.
+        let weighed = try String(contentsOfFile: dir.file("evidence.jsonl"), encoding: .utf8).split(separator: "\n")
+            .map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(!weighed.isEmpty)
+        for line in weighed {
+            #expect(
+                Set(line.keys).isSuperset(of: [
+                    "constant", "best", "together", "gap", "chance", "trulyNear", "counted", "reporter", "device",
+                ])
+            )
+            let chance = (line["chance"] as! NSNumber).doubleValue
+            #expect(chance > 0 && chance < 1)
+        }
+        let bins = try #require(o["reliability"] as? [[String: Any]])
+        #expect(
+            bins.allSatisfy {
+                (($0["low"] as! NSNumber).doubleValue) >= 0.1 && (($0["count"] as! NSNumber).intValue) > 0
+            }
+        )
+        #expect((o["chance"] as? NSNumber)?.doubleValue == 0.15)
+        let bad = try await TracerProcess.running(["evaluate", "--sim", out, "--store", store, "--chance", "0"])
+        #expect(bad.status != 0 && bad.stderr.contains("--chance takes a chance above 0, at most 1"), "\(bad.stderr)")
+        let unwritable = try await TracerProcess.running([
+            "evaluate", "--sim", out, "--store", store, "--reporters", "2", "--evidence", "/nonexistent/e.jsonl",
+        ])
+        #expect(
+            unwritable.status != 0
+                && unwritable.stderr.hasPrefix("Error: --evidence /nonexistent/e.jsonl: cannot write it"),
+            "\(unwritable.stderr)"
+        )
         let room = try #require(o["roomRule"] as? [String: Any])
         let counted = ["truePositives", "falsePositives", "falseNegatives"].map { (room[$0] as! NSNumber).intValue }
         #expect(counted[0] + counted[2] > 0, "the truth has pairs to find")

@@ -228,3 +228,119 @@ import TracerSite
         #expect(kept.map(\.anchor) == ["B", "A"] && kept.map(\.start) == [10, 100])
     }
 }
+
+/// The pair decision: evidence weighed over the window, the model's chance.
+@Suite struct PairDecisionTests {
+    static func hit(
+        _ device: String,
+        _ anchor: String,
+        _ start: Double,
+        room: Double = 1,
+        _ pairs: [(mine: Double, chance: Double, near: Bool)]
+    ) -> Colocation.Hit {
+        var h = Colocation.Hit(
+            device: device,
+            anchor: anchor,
+            start: start,
+            end: start + 30,
+            distance: 2,
+            pairs: pairs.map {
+                .init(
+                    mine: Window(device: "R", anchor: anchor, start: $0.mine, end: $0.mine + 30, distance: 3),
+                    near: $0.near,
+                    chance: $0.chance
+                )
+            }
+        )
+        h.room = room
+        return h
+    }
+
+    @Test func evidenceIsOneStretchPerNeighbourAndRoomWithinTheWindow() {
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        let c = Colocation(policy: policy)
+        let e = c.evidence([
+            Self.hit("N", "A", 0, room: 0.5, [(0, 0.4, true), (30, 0.1, false)]),
+            Self.hit("N", "A", 200, room: 0.9, [(200, 0.8, true)]),
+            // More than the window (300 s) after the last: a stretch of its own.
+            Self.hit("N", "A", 600, [(600, 0.2, false)]),
+            Self.hit("M", "A", 0, [(0, 0.3, true)]),
+        ])
+        #expect(e.map(\.device) == ["M", "N", "N"])
+        let first = e[1]
+        #expect(first.pairs == 3 && first.near == 2)
+        #expect(first.best == 0.8 && abs(first.mean - (0.4 + 0.1 + 0.8) / 3) < 1e-12)
+        #expect(abs(first.bestJoint - 0.72) < 1e-12, "0.8 × the room's 0.9 beats 0.4 × 0.5")
+        #expect(first.roomHigh == 0.9 && abs(first.roomMean - 0.7) < 1e-12)
+        #expect(first.from == 0 && first.to == 230)
+        // Shared seconds: [0, 30), [30, 60) with the same neighbour window [0, 30) → 30 s; [200, 230) → 30 s.
+        #expect(first.together == 60)
+        #expect(first.low == 1 && first.high == 5)
+        #expect(e[2].pairs == 1 && e[2].from == 600)
+    }
+
+    /// The issue's case: one kiosk read the neighbour 7 m farther than the reporter (its wearer's
+    /// back to it), the two badges' positions put them side by side. The episode shows the
+    /// decision's numbers: its chance, and the fixes' closest separation — not 7 m, which the
+    /// person told "within about 6 m" would read as a contradiction.
+    @Test func aFlaggedEpisodeShowsTheDecisionsNumbers() throws {
+        let hall = TracerSite.Room(
+            key: "hall",
+            name: "hall",
+            outline: [Point(0, 0), Point(20, 0), Point(20, 14), Point(0, 14)]
+        )
+        var policy = ExposurePolicy()
+        policy.separation = .geometric
+        policy.plan = Plan(
+            rooms: [hall],
+            receivers: [.init(key: "west", kind: .kiosk, room: "hall", position: Point(2, 0))]
+        )
+        let c = Colocation(policy: policy)
+        #expect(c.positioning != nil)
+        var h = Colocation.Hit(device: "N", anchor: "west", start: 0, end: 30, distance: 10, pairs: [])
+        for s in 0..<10 {
+            var p = Colocation.Hit.Pairing(
+                mine: Window(device: "R", anchor: "west", start: Double(s) * 30, end: Double(s) * 30 + 30, distance: 3),
+                near: true,
+                chance: 0.95
+            )
+            (p.byPositions, p.closest) = (true, 1.25)
+            h.pairs.append(p)
+        }
+        h.end = 300
+        let episodes = c.episodes([h])
+        let e = try #require(episodes.first)
+        #expect(episodes.count == 1)
+        let chance = try #require(e.chance)
+        #expect(
+            chance >= policy.chance && chance == (PairModel.fitted.chance(c.evidence([h])[0]) * 100).rounded() / 100
+        )
+        #expect(e.low == 1.25, "the fixes' closest, not |10 − 3| = 7")
+        #expect(e.low <= policy.radius && e.high >= e.low)
+        // Where the decision does not reach its threshold, nothing is flagged.
+        var strict = policy
+        strict.chance = 1
+        #expect(Colocation(policy: strict).episodes([h]).isEmpty)
+    }
+
+    @Test func theChanceGrowsWithWhatTheEvidenceSays() {
+        #expect(PairModel.fitted.weights.count == PairModel.names.count)
+        var weak = Evidence(device: "N", room: "a")
+        (weak.pairs, weak.best, weak.mean, weak.bestJoint, weak.roomMean, weak.roomHigh) = (1, 0.1, 0.1, 0.02, 0.2, 0.2)
+        (weak.together, weak.low, weak.high) = (0, 5, 14)
+        var strong = weak
+        (strong.pairs, strong.near, strong.best, strong.mean, strong.bestJoint) = (10, 10, 0.9, 0.8, 0.9)
+        (strong.roomMean, strong.roomHigh, strong.together, strong.low, strong.high) = (1, 1, 300, 0.2, 2)
+        let (p, q) = (PairModel.fitted.chance(weak), PairModel.fitted.chance(strong))
+        #expect(p > 0 && p < q && q < 1, "\(p) < \(q)")
+        #expect(p < ExposurePolicy().chance, "one faint pair from a badge likely next door does not flag: \(p)")
+        #expect(q > 0.8, "ten near pairs, five minutes together in the room: \(q)")
+        // Readings that differ at the kiosks both were heard by say they were apart.
+        var apart = strong
+        (apart.compared, apart.common, apart.gap) = (5, 3, 1.5)
+        var alike = strong
+        (alike.compared, alike.common, alike.gap) = (5, 3, 0.05)
+        #expect(PairModel.fitted.chance(apart) < PairModel.fitted.chance(alike))
+    }
+}

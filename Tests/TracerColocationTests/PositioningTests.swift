@@ -420,6 +420,10 @@ import TracerSite
         let judged = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
         #expect(Set(judged.map(\.device)) == ["near"])
         #expect(judged.count == 1, "both kiosks heard the pair: one episode for the hall")
+        // One decision over the window, with its chance; the separation it shows is within the
+        // radius it flagged for.
+        #expect((judged.first?.chance ?? 0) >= policy.chance)
+        #expect((judged.first?.low ?? 99) <= policy.radius)
         // Positions can decide only in the reporter's slots that both receivers heard: there the
         // reads keep undecided pairs. Without the east one's slot 2, slot 2 is the arc rule's.
         let mine = windows.filter { $0.device == "R" }

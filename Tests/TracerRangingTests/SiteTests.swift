@@ -74,6 +74,16 @@ import Testing
             file: "t.yaml"
         )
         #expect(concrete.exposure.wallLoss == 12)
+        // The pair decision's threshold: 0.15 unless the map says.
+        #expect(plain.exposure.chance == 0.15)
+        let strict = try Site.parse(
+            Self.good.replacingOccurrences(
+                of: "separation: possible}",
+                with: "separation: possible, exposureChance: 0.5}"
+            ),
+            file: "t.yaml"
+        )
+        #expect(strict.exposure.chance == 0.5)
         // The person's page's guidance: the site's words and link, when it gives them.
         #expect(site.guidance == nil)
         let guided = try Site.parse(
@@ -111,6 +121,10 @@ import Testing
         (
             "exposureRadius: 4", "exposureRadius: 4, separationLikelihood: 2",
             "t.yaml:8: settings: separationLikelihood must be from 0.01 to 1.0, not 2.0"
+        ),
+        (
+            "separation: possible", "separation: possible, exposureChance: 0",
+            "t.yaml:8: settings: exposureChance must be from 0.01 to 1.0, not 0.0"
         ),
         (
             "separation: possible", "separation: possible, wallLoss: -3",

@@ -114,6 +114,22 @@ import Testing
         #expect(three.count == 10)
         #expect(abs(three.medianSigned - (3.5 - 9.25.squareRoot())) < 1e-9)
         #expect(e.distanceErrors.first { $0.nominal == 1 }!.count == 0)
+        // No chance on these: nothing to judge the chances by.
+        #expect(e.reliability.isEmpty)
+
+        // Chances, sorted in tenths: of the three given 0.8–0.9, N's two are near (one an hour
+        // later, beyond the window of the truth, is not), M's is not.
+        let given = [
+            FlaggedExposure(reporter: "R", device: "N", anchor: "k", from: 0, to: 300, chance: 0.82),
+            FlaggedExposure(reporter: "R", device: "N", anchor: "k", from: 200, to: 250, chance: 0.88),
+            FlaggedExposure(reporter: "R", device: "N", anchor: "k", from: 3600, to: 3700, chance: 0.85),
+            FlaggedExposure(reporter: "R", device: "M", anchor: "k", from: 0, to: 300, chance: 0.25),
+            FlaggedExposure(reporter: "R", device: "O", anchor: "k", from: 0, to: 300, chance: 1),
+        ]
+        let bins = Evaluation.reliability(given, truth: t, roomOf: { _ in "lab" })
+        #expect(bins.map(\.low) == [0.2, 0.8, 0.9])
+        #expect(bins.map(\.count) == [1, 3, 1] && bins.map(\.near) == [0, 2, 1])
+        #expect(abs(bins[1].stated - 0.85) < 1e-12 && abs(bins[1].observed - 2.0 / 3) < 1e-12)
     }
 
     /// A phone in scanner mode has its windows at the room's fixed beacon, not its kiosk: its
