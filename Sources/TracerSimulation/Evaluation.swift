@@ -160,12 +160,7 @@ public struct Evaluation: Sendable {
             let room = roomOf(e.anchor)
             bins[k].count += 1
             bins[k].chanceSum += chance
-            if truth.pairs.contains(where: {
-                $0.involves(e.reporter) && $0.other(than: e.reporter) == e.device && $0.room == room
-                    && $0.from <= e.to + truth.window && $0.to >= e.from - truth.window
-            }) {
-                bins[k].near += 1
-            }
+            if truth.near(e.reporter, e.device, room: room, from: e.from, to: e.to) { bins[k].near += 1 }
         }
         return bins.filter { $0.count > 0 }
     }

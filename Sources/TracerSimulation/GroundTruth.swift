@@ -107,6 +107,16 @@ public struct GroundTruth: Sendable {
         return out.sorted { ($0.from, $0.a, $0.b, $0.room) < ($1.from, $1.a, $1.b, $1.room) }
     }
 
+    /// Whether the truth has two devices within the radius of each other in a room at times
+    /// within the window of the stretch [from, to]: what an exposure or a stretch of evidence
+    /// there claims.
+    public func near(_ a: String, _ b: String, room: String, from: Double, to: Double) -> Bool {
+        pairs.contains {
+            $0.involves(a) && $0.other(than: a) == b && $0.room == room && $0.from <= to + window
+                && $0.to >= from - window
+        }
+    }
+
     /// Where a device was at a time (nil: not on site, or outdoors).
     public func segment(of device: String, at t: Double) -> TruthSegment? {
         guard let list = segments[device] else { return nil }

@@ -158,7 +158,7 @@ struct EvaluateCommand: ParsableCommand {
             )
         }
         var e = Evaluation(truth: truth, site: site, reporters: chosen, exposures: exposures, observed: observed)
-        if let evidence { try Self.write(weighed, truth: truth, window: policy.window, to: evidence) }
+        if let evidence { try Self.write(weighed, truth: truth, to: evidence) }
         // The reporters' own positions and rooms (everyone's with --reporters all).
         let reporters = Set(chosen)
         let (positions, rooms) = Self.positions(
@@ -238,22 +238,17 @@ struct EvaluateCommand: ParsableCommand {
         return (out, rooms)
     }
 
-    /// The reporter's accepted report, or a simulated one written for it.
     /// Each stretch of evidence as a JSON line: its features by name (`PairModel.names`), its
     /// chance, whether a pair counted on its own (`counted`), and `trulyNear`: whether the truth
     /// has the two within the radius, in its room, within the window of the stretch.
     static func write(
         _ weighed: [(reporter: String, evidence: Evidence, chance: Double)],
         truth: GroundTruth,
-        window: Double,
         to path: String
     ) throws {
         var out = ""
         for (reporter, e, chance) in weighed {
-            let near = truth.pairs.contains {
-                $0.involves(reporter) && $0.other(than: reporter) == e.device && $0.room == e.room
-                    && $0.from <= e.to + window && $0.to >= e.from - window
-            }
+            let near = truth.near(reporter, e.device, room: e.room, from: e.from, to: e.to)
             var o: [String: Any] = [
                 "reporter": reporter, "device": e.device, "room": e.room, "from": e.from, "to": e.to,
                 "chance": chance, "trulyNear": near, "counted": e.counted,
@@ -267,6 +262,7 @@ struct EvaluateCommand: ParsableCommand {
         }
     }
 
+    /// The reporter's accepted report, or a simulated one written for it.
     static func report(for device: String, at collected: Double, in store: DocumentStore) throws -> String {
         let existing = try store.getDocuments(Report.of(device: device))
         if let doc = existing.first(where: { Report.is($0, .accepted) }) { return doc.id }

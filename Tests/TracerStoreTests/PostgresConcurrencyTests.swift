@@ -17,14 +17,21 @@ struct PostgresConcurrencyTests {
     static let perWriter = 120
 
     /// Eight writers commit small batches at once, each from its own store (its own connections).
-    static func write(_ location: String) async throws {
+    /// Half-way, each waits for `halfway` (a reader's test: so that it resumes while writers run,
+    /// however busy the machine).
+    static func write(_ location: String, halfway: (@Sendable () async -> Void)? = nil) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
                 group.addTask {
                     let store = try DocumentStore(path: location, configuration: quiet, logger: silent)
                     var written = 0
                     var rng = SystemRandomNumberGenerator()
+                    var waited = false
                     while written < perWriter {
+                        if !waited, written >= perWriter / 2, let halfway {
+                            await halfway()
+                            waited = true
+                        }
                         var batch = WriteBatch()
                         for _ in 0..<min(Int.random(in: 1...4, using: &rng), perWriter - written) {
                             batch.set(
@@ -67,9 +74,15 @@ struct PostgresConcurrencyTests {
         }
         var registration = try listen(after: 0)
         let done = Atomic<Bool>(false)
+        // The writers stop half-way until the listener has been resumed twice: on a busy machine
+        // they could otherwise all finish before its first snapshot, and it would resume only
+        // once, after everything (CI saw that under load).
+        let resumed = Atomic<Int>(0)
         let writing = Task {
             defer { done.store(true, ordering: .sequentiallyConsistent) }
-            try await Self.write(location)
+            try await Self.write(location) {
+                _ = await until(60) { resumed.load(ordering: .sequentiallyConsistent) >= 2 }
+            }
         }
         // Stopped and resumed from its last token, again and again, while the writers run.
         var resumes = 0
@@ -79,6 +92,7 @@ struct PostgresConcurrencyTests {
             registration.cancel()
             registration = try listen(after: seen.withLock { $0.token })
             resumes += 1
+            resumed.store(resumes, ordering: .sequentiallyConsistent)
         }
         try await writing.value
         let total = Self.writers * Self.perWriter
