@@ -297,6 +297,8 @@ public struct Colocation: Sendable {
             return only
         }
         let mine = Timeline(reporter)
+        // The reporter's readings by slot: many hits share a slot.
+        var reporterReadings: [Int: [String: Double]] = [:]
         return hits.compactMap { h in
             guard let room = positioning.plan.receiver(h.anchor)?.room else { return h.isNear ? h : nil }
             var judged = h
@@ -319,7 +321,8 @@ public struct Colocation: Sendable {
                 return out
             }
             let theirReadings = inSlot(timelines[h.device])
-            judged.readings = Self.readings(inSlot(mine), theirReadings)
+            if reporterReadings[slot] == nil { reporterReadings[slot] = inSlot(mine) }
+            judged.readings = Self.readings(reporterReadings[slot]!, theirReadings)
             // Without two receivers of the room hearing the neighbour in the hit's slot there is
             // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
             let heardBy = theirReadings.keys.filter { positioning.plan.receiver($0)?.room == room }

@@ -126,13 +126,7 @@ final class GeometryCache: Sendable {
         /// The chance that devices at d1 and d2 from the kiosk are within the radius, from the
         /// distances to 25 cm (0 when either cannot be in the room).
         func probability(_ d1: Double, _ d2: Double) -> Double {
-            // A quarter metre rounding to `size` or more is beyond the room's far side (and NaN
-            // fails the test too).
-            let limit = Double(size) - 0.5
-            guard d1 * 4 < limit, d2 * 4 < limit, d1 >= 0, d2 >= 0 else { return 0 }
-            var q1 = Int((d1 * 4).rounded())
-            var q2 = Int((d2 * 4).rounded())
-            if q1 > q2 { swap(&q1, &q2) }
+            guard let (q1, q2) = quarters(d1, d2) else { return 0 }
             let i = q1 * size + q2
             return values.withLock { values in
                 if !values[i].isNaN { return values[i] }
@@ -142,12 +136,21 @@ final class GeometryCache: Sendable {
             }
         }
 
+        /// The two distances in quarter metres, the smaller first; nil when either rounds to
+        /// `size` or more (beyond the room's far side; NaN fails the test too) or is negative.
+        func quarters(_ d1: Double, _ d2: Double) -> (Int, Int)? {
+            let limit = Double(size) - 0.5
+            guard d1 * 4 < limit, d2 * 4 < limit, d1 >= 0, d2 >= 0 else { return nil }
+            let q1 = Int((d1 * 4).rounded())
+            let q2 = Int((d2 * 4).rounded())
+            return (min(q1, q2), max(q1, q2))
+        }
+
         /// `RoomGeometry.closest` at the same quarter metres as `probability` (asked only for
         /// the pairs of what is flagged, so not kept).
         func closest(_ d1: Double, _ d2: Double) -> Double {
-            let limit = Double(size) - 0.5
-            guard d1 * 4 < limit, d2 * 4 < limit, d1 >= 0, d2 >= 0 else { return .infinity }
-            return geometry.closest((d1 * 4).rounded() / 4, (d2 * 4).rounded() / 4)
+            guard let (q1, q2) = quarters(d1, d2) else { return .infinity }
+            return geometry.closest(Double(q1) / 4, Double(q2) / 4)
         }
     }
 }
