@@ -319,8 +319,12 @@ public enum SyncScope {
         guard let anchor else { return "a kiosk token without --anchor may not replicate" }
         let s = path.segments
         if s.count == 2, s[0] == Beacon.collectionID, s[1] == anchor { return nil }
-        if s.count == 4, s[0] == Beacon.collectionID, s[1] == anchor, s[2] == Interaction.collectionID { return nil }
-        return "outside \(Beacon.collectionID)/\(anchor) and its \(Interaction.collectionID)"
+        if s.count == 4, s[0] == Beacon.collectionID, s[1] == anchor,
+            s[2] == Interaction.collectionID || s[2] == Hearing.collectionID
+        {
+            return nil
+        }
+        return "outside \(Beacon.collectionID)/\(anchor), its \(Interaction.collectionID) and \(Hearing.collectionID)"
     }
 
     /// Whether a path is an interaction's: `beacons/{key}/interactions/{id}`.
@@ -334,6 +338,11 @@ public enum SyncScope {
     /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
     /// admin's too: stored data must never be able to stop flagging.
     public static func problem(with entry: Replica) -> String? {
+        if entry.path.segments.count == 4, entry.path.segments[2] == Hearing.collectionID, entry.data != nil {
+            return Hearing.hearing(DocumentSnapshot(path: entry.path, data: entry.data)) == nil
+                ? "a hearing has an emitter, a finite rssi and measuredPower, a count above 0, a start and an end"
+                : nil
+        }
         guard isInteraction(entry.path), let data = entry.data else { return nil }
         guard case .string(let device)? = data["deviceId"] else {
             return "an interaction's deviceId is a string"

@@ -73,7 +73,8 @@ public struct Calibrator {
         var sightings: [(sighting: Sighting, truth: Double)] = []
         for a in adverts {
             a.forEachIBeacon { beacon in
-                guard let anchor = site.fixedBeacon(for: beacon) else { return }
+                // Fixed beacons only: another kiosk's adverts claim a power its mounting changes.
+                guard let anchor = site.fixedBeacon(for: beacon), anchor.kind == .beacon else { return }
                 let d = anchor.position.distance(to: kiosk.position)
                 let s = Sighting(
                     time: a.time,

@@ -128,7 +128,7 @@ public final class Daemon: Sendable {
                 }) {
                     // What was ranged under the old site is closed and written under it.
                     ranger.closeAll(into: &pending)
-                    written += try await write(pending)
+                    written += try await write(pending, hearings: ranger.drainHearings())
                     pending.removeAll(keepingCapacity: true)
                     counts.add(ranger.counts)
                     site = newer
@@ -151,7 +151,11 @@ public final class Daemon: Sendable {
                 let now = live ? Date().timeIntervalSince1970 : 0
                 if live { ranger.expire(now: now, into: &pending) }
                 if pending.count >= batchSize || (live && !pending.isEmpty && now - lastWrite >= flushInterval) {
-                    written += try await write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
+                    written += try await write(
+                        pending,
+                        calibration: calibrationUpdate(ranger, stored: &stored),
+                        hearings: ranger.drainHearings()
+                    )
                     pending.removeAll(keepingCapacity: true)
                     lastWrite = now
                 }
@@ -173,7 +177,11 @@ public final class Daemon: Sendable {
         source.stop(timeout: .seconds(1))
         // What is buffered is flushed on every way out but a failed write.
         ranger.closeAll(into: &pending)
-        written += try await write(pending, calibration: calibrationUpdate(ranger, stored: &stored))
+        written += try await write(
+            pending,
+            calibration: calibrationUpdate(ranger, stored: &stored),
+            hearings: ranger.drainHearings()
+        )
         progress.update(ranger, before: counts, written: written, wroteAt: Date().timeIntervalSince1970)
         try csvLog?.close()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
@@ -190,6 +198,12 @@ public final class Daemon: Sendable {
             let n = try store.purge(
                 collectionGroup: Interaction.collectionID,
                 field: Interaction.Field.start,
+                olderThan: Timestamp(seconds: cutoff),
+                keepingChangesAfter: acknowledged
+            )
+            try store.purge(
+                collectionGroup: Hearing.collectionID,
+                field: Hearing.Field.end,
                 olderThan: Timestamp(seconds: cutoff),
                 keepingChangesAfter: acknowledged
             )
@@ -221,17 +235,30 @@ public final class Daemon: Sendable {
     /// Writes summaries as interaction documents in one transaction, with the kiosk's
     /// calibration when it changed (so that both replicate together), on the store's writer
     /// thread: the ranging's task never waits on a commit's fsync on a cooperative thread.
-    func write(_ summaries: [InteractionSummary], calibration: DocumentData? = nil) async throws -> Int {
-        guard !summaries.isEmpty || calibration != nil else { return 0 }
+    func write(
+        _ summaries: [InteractionSummary],
+        calibration: DocumentData? = nil,
+        hearings: [KioskHearing] = []
+    ) async throws -> Int {
+        guard !summaries.isEmpty || calibration != nil || !hearings.isEmpty else { return 0 }
         let store = self.store
-        return try await store.writing { try self.commit(summaries, calibration: calibration) }
+        return try await store.writing { try self.commit(summaries, calibration: calibration, hearings: hearings) }
     }
 
     /// The transaction itself, on the writer thread (`write` skips it when there is nothing).
-    func commit(_ summaries: [InteractionSummary], calibration: DocumentData?) throws -> Int {
+    func commit(
+        _ summaries: [InteractionSummary],
+        calibration: DocumentData?,
+        hearings: [KioskHearing] = []
+    ) throws
+        -> Int
+    {
         var batch = WriteBatch()
         for s in summaries {
             batch.set(try Collections.interactions(at: s.anchorKey).newDocument(), Interaction(s).data)
+        }
+        for h in hearings {
+            batch.set(try Collections.hearings(at: h.receiver).document(Hearing.id(h)), Hearing.data(h))
         }
         if case .gateway(let kiosk) = mode, let calibration {
             batch.set(try Collections.beacon(kiosk), ["calibration": .map(calibration)], merge: true)

@@ -47,6 +47,9 @@ public struct Ranger: Sendable {
     /// The rotating badges' ids for the epochs around the adverts' (a kiosk with a site that has
     /// `settings: badgeUUID`); the daemon gives the next as epochs pass.
     public var badges: ResolutionTable?
+    /// A kiosk's hearings of the map's other advertisers (kiosks advertising as fixed beacons,
+    /// and fixed beacons), over 5-minute slots: what the site server fits the site's radio from.
+    public private(set) var hearings: KioskHearings?
 
     public init(site: Site, mode: DaemonMode) throws {
         switch mode {
@@ -66,6 +69,7 @@ public struct Ranger: Sendable {
         self.mode = mode
         if case .gateway(let key) = mode {
             self.windows = InteractionWindows(settings: site.ranging(at: key))
+            hearings = KioskHearings(receiver: key)
             let references = site.references(for: key)
             if site.exposure.runningCalibration, !references.isEmpty {
                 var exponent = 2.0
@@ -119,6 +123,12 @@ public struct Ranger: Sendable {
                     counts.references += 1
                     let power = Double(reference.measuredPower ?? Int(beacon.measuredPower))
                     calibrate(reference.key, rssi: Double(advert.rssi), measuredPower: power, at: advert.time)
+                    hearings?.add(
+                        emitter: reference.key,
+                        rssi: Double(advert.rssi),
+                        measuredPower: power,
+                        at: advert.time
+                    )
                 }
                 return
             }
@@ -144,6 +154,7 @@ public struct Ranger: Sendable {
     public mutating func expire(now: Double, into out: inout [InteractionSummary]) {
         let before = out.count
         windows.expire(now: now, into: &out)
+        hearings?.expire(now: now)
         counts.interactions += out.count - before
     }
 
@@ -151,7 +162,13 @@ public struct Ranger: Sendable {
     public mutating func closeAll(into out: inout [InteractionSummary]) {
         let before = out.count
         windows.closeAll(into: &out)
+        hearings?.closeAll()
         counts.interactions += out.count - before
+    }
+
+    /// The kiosk's hearings that closed since the last call (to be stored with its interactions).
+    public mutating func drainHearings() -> [KioskHearing] {
+        hearings?.drain() ?? []
     }
 
     /// The sightings an advert gives, without ranging them (for calibration).

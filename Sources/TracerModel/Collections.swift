@@ -55,6 +55,11 @@ public enum Collections {
         try beacon(anchor).collection(Interaction.collectionID)
     }
 
+    /// `beacons/{kiosk}/hearings`: what a kiosk heard of the map's other advertisers.
+    public static func hearings(at kiosk: String) throws(StoreError) -> CollectionPath {
+        try beacon(kiosk).collection(Hearing.collectionID)
+    }
+
     /// `reports/{id}`.
     public static func report(_ id: String) throws(StoreError) -> DocumentPath {
         try reports.document(id)

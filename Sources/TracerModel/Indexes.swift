@@ -47,6 +47,13 @@ public enum Indexes {
         Exposure.Field.from
     )
 
+    /// Every kiosk's hearings by when they ended (the site's calibration, retention).
+    public static let hearingsByEnd = IndexDefinition(
+        collectionID: Hearing.collectionID,
+        scope: .collectionGroup,
+        Hearing.Field.end
+    )
+
     /// Every index the product declares.
     public static let all = [
         interactionsByStart,
@@ -58,6 +65,7 @@ public enum Indexes {
         exposuresByBeacon,
         exposuresByTime,
         exposuresByStart,
+        hearingsByEnd,
     ]
 
     /// Declares them all (declaring one that exists takes no write lock).

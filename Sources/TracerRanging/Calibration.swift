@@ -57,7 +57,7 @@ public struct PathLossFit: Sendable, Equatable {
         return PathLossFit(exponent: exponent, receiverOffset: offset, samples: offsets.count, residual: residual)
     }
 
-    static func median(_ values: [Double]) -> Double? {
+    public static func median(_ values: [Double]) -> Double? {
         guard !values.isEmpty else { return nil }
         let s = values.sorted()
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2

@@ -103,6 +103,8 @@ public final class SitePurge: Service, Sendable {
                 olderThan: cutoff
             )
             purged.exposures = try engine.expire(olderThan: cutoff, store: store)
+            // What kiosks heard of each other: no person in it, kept as long as the rest.
+            try store.purge(collectionGroup: Hearing.collectionID, field: Hearing.Field.end, olderThan: cutoff)
             purged.subscriptions = try store.purge(
                 collectionGroup: "push",
                 field: "createdAt",

@@ -127,9 +127,10 @@ public struct RandomSite: Sendable {
                 "  - {key: \(r.key), name: \(r.name), building: A, floor: 0, outline: [\(outline)], use: \(r.use.rawValue)}\n"
         }
         yaml += "anchors:\n"
-        for k in kiosks {
+        // Every kiosk also advertises as a fixed beacon (`tracer advertise`), so they hear each other.
+        for (i, k) in kiosks.enumerated() {
             yaml +=
-                "  - {key: \(k.key), kind: kiosk, room: \(k.room), position: [\(Self.text(k.position.x)), \(Self.text(k.position.y))]}\n"
+                "  - {key: \(k.key), kind: kiosk, room: \(k.room), position: [\(Self.text(k.position.x)), \(Self.text(k.position.y))], uuid: \(Self.kioskUUID), major: 1, minor: \(i + 1)}\n"
         }
         // What the README advises for worn badges: the body costs about 3 dB on average.
         yaml += "settings:\n  receiverOffset: 3\n"
@@ -156,10 +157,22 @@ public struct RandomSite: Sendable {
             p.receiverErrors[k.key] = (rng.uniform(-5, 5) * 10).rounded() / 10
             p.kioskLoss[k.key] = (rng.uniform(0.1, 0.4) * 100).rounded() / 100
         }
+        // The kiosks' own adverts, drawn apart so that the rest of the site stays as it was: each
+        // transmits off by its receive error (one antenna, one mounting) and ±1 dB of its chip's;
+        // each pair of kiosks keeps its own fading, σ 1–3 dB.
+        var radio = SeededGenerator(seed: seed, stream: "random-site:kiosk-radio")
+        p.kioskInterval = 2
+        p.linkFading = (radio.uniform(1, 3) * 10).rounded() / 10
+        for k in kiosks {
+            p.transmitErrors[k.key] = p.receiverErrors[k.key]! + (radio.uniform(-1, 1) * 10).rounded() / 10
+        }
         // Every kiosk loses its own share; `loss` says their mean (what the truth reports).
         p.loss = (p.kioskLoss.values.reduce(0, +) / Double(kiosks.count) * 100).rounded() / 100
         parameters = p
     }
+
+    /// The proximity UUID the random sites' kiosks advertise under.
+    public static let kioskUUID = "0c5e7a1b-9d3f-4b6e-8a2c-5f1d3e7b9a40"
 
     static func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
 

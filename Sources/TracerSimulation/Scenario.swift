@@ -50,6 +50,36 @@ public struct SimulationParameters: Sendable, Equatable {
     /// Kiosks whose receivers read off, by key: dB added to all they hear (a receiver that reads
     /// 6 dB low is −6). The map does not know it; calibration as the kiosks run has to find it.
     public var receiverErrors: [String: Double] = [:]
+    /// Seconds between the adverts of each kiosk the map gives an identity (`tracer advertise`
+    /// beside its daemon; 0: kiosks do not advertise). The other kiosks hear them, which is what
+    /// the site's calibration is fitted from.
+    public var kioskInterval = 0.0
+    /// How much stronger than it claims each advertising kiosk transmits, dB, by key (its
+    /// receive error plus its chip's own difference: one antenna and one mounting both ways).
+    public var transmitErrors: [String: Double] = [:]
+    /// σ of the fading that stays on each pair of kiosks (dB): two fixed radios see the same
+    /// reflections for hours, so it does not average away; drawn once per pair, the same both ways.
+    public var linkFading = 0.0
+    /// Kiosks re-mounted during the run, by key: from `at` (Unix seconds) on, `dB` more on all
+    /// they hear and on their own adverts (a kiosk turned into its enclosure is −6).
+    public var remounts: [String: Remount] = [:]
+
+    /// A kiosk re-mounted: from `at` (Unix seconds) on, `dB` more on all it hears and sends.
+    public struct Remount: Sendable, Equatable {
+        public var at: Double
+        public var dB: Double
+
+        public init(at: Double, dB: Double) {
+            self.at = at
+            self.dB = dB
+        }
+    }
+
+    /// A kiosk's change from re-mounting at time `t`, dB.
+    func remount(_ key: String, at t: Double) -> Double {
+        guard let r = remounts[key], t >= r.at else { return 0 }
+        return r.dB
+    }
 
     public init(people: Int, hours: Double, seed: UInt64, start: Double) {
         self.people = people

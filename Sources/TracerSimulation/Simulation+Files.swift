@@ -169,11 +169,14 @@ extension Simulation {
             "exponent": radio.exponent, "radius": radius, "window": window, "truePairs": pairs.count,
             "drift": parameters.drift, "driftSeconds": parameters.driftSeconds,
             "badgeIntervals": [parameters.badgeIntervals.lowerBound, parameters.badgeIntervals.upperBound],
-            "movement": parameters.movement,
+            "movement": parameters.movement, "kioskInterval": parameters.kioskInterval,
+            "linkFading": parameters.linkFading,
             "kiosks": kiosks.enumerated().map { i, k in
                 [
                     "anchor": k.key, "room": k.room, "replay": "replays/\(k.key).jsonl", "adverts": counts[i],
                     "receiverError": parameters.receiverErrors[k.key] ?? 0,
+                    "transmitError": parameters.transmitErrors[k.key] ?? 0,
+                    "remount": parameters.remounts[k.key].map { ["at": $0.at, "dB": $0.dB] } ?? NSNull(),
                     "loss": parameters.kioskLoss[k.key] ?? parameters.loss,
                 ]
             },

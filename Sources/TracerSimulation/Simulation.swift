@@ -126,10 +126,12 @@ public struct Simulation: Sendable {
         let loss = parameters.kioskLoss[kiosk.key] ?? parameters.loss
         var noise = Noise(sigma: sigma, drift: parameters.drift, seconds: parameters.driftSeconds)
         var out: [Heard] = []
+        let remounted = parameters.remounts[kiosk.key] != nil
         func hear(_ t: Double, _ emitter: Int32, _ mean: Double) {
             let slow = noise.slow(at: t, &rng)
             if loss > 0, rng.chance(loss) { return }
-            let rssi = (mean + slow + rng.gaussian(noise.fast)).rounded()
+            let shift = remounted ? parameters.remount(kiosk.key, at: t) : 0
+            let rssi = (mean + shift + slow + rng.gaussian(noise.fast)).rounded()
             guard rssi >= parameters.sensitivity, rssi < 0 else { return }
             out.append(Heard(time: t, emitter: emitter, rssi: Int16(rssi)))
         }
@@ -180,8 +182,44 @@ public struct Simulation: Sendable {
                 }
             }
         }
+        if parameters.kioskInterval > 0 {
+            // The other advertising kiosks, each every `kioskInterval` over the run.
+            let interval = parameters.kioskInterval
+            for (emitter, key, mean) in kioskEmitters(heardBy: kiosk, kioskRoom: kioskRoom) {
+                guard mean + 3 * sigma >= parameters.sensitivity else { continue }
+                noise.restart()
+                var t = parameters.start + rng.uniform(0, interval)
+                while t < parameters.end {
+                    hear(t, emitter, mean + parameters.remount(key, at: t))
+                    t += interval + rng.uniform(0, 0.01)
+                }
+            }
+        }
         out.sort { $0.time < $1.time }
         return out
+    }
+
+    /// The other advertising kiosks of `kiosk`'s building as it hears them: each one's emitter
+    /// number, key and mean RSSI — the model's, with its transmit error and the pair's own
+    /// fading (re-mounting is added per advert).
+    private func kioskEmitters(heardBy kiosk: Anchor, kioskRoom: Int) -> [(Int32, String, Double)] {
+        site.anchors.enumerated().compactMap { i, other in
+            guard other.kind == .kiosk, other.identity != nil, other.key != kiosk.key else { return nil }
+            let room = roomIndex(other.room)
+            guard site.rooms[room].building == site.rooms[kioskRoom].building else { return nil }
+            let pair = [kiosk.key, other.key].sorted().joined(separator: "|")
+            var fading = SeededGenerator(seed: parameters.seed, stream: "fading:\(pair)")
+            let mean =
+                radio.meanRSSI(
+                    power: Double(other.measuredPower ?? -59) + (parameters.transmitErrors[other.key] ?? 0),
+                    at: other.position,
+                    room: room,
+                    facing: nil,
+                    kiosk: kiosk,
+                    kioskRoom: kioskRoom
+                ) + fading.gaussian(parameters.linkFading)
+            return (Int32(-1 - i), other.key, mean)
+        }
     }
 
     /// Everything the phone of one person hears of the site's fixed beacons (scanner mode), in
@@ -252,7 +290,7 @@ public struct Simulation: Sendable {
         // Each emitter's line, but for the time and the RSSI.
         var beaconAddress: [Int: String] = [:]
         var rng = SeededGenerator(seed: parameters.seed, stream: "beacon-addresses")
-        for (i, a) in site.anchors.enumerated() where a.kind == .beacon {
+        for (i, a) in site.anchors.enumerated() where a.kind == .beacon || a.identity != nil {
             beaconAddress[i] = (0..<6).map { _ in String(format: "%02X", UInt8(truncatingIfNeeded: rng.next())) }
                 .joined(separator: ":")
         }
@@ -266,7 +304,7 @@ public struct Simulation: Sendable {
             tail($0.address, Self.payload(uuid: $0.uuid, major: $0.major, minor: $0.minor, power: $0.measuredPower))
         }
         var beaconParts: [Int: ([UInt8], [UInt8])] = [:]
-        for (i, a) in site.anchors.enumerated() where a.kind == .beacon {
+        for (i, a) in site.anchors.enumerated() {
             guard let id = a.identity else { continue }
             beaconParts[i] = tail(
                 beaconAddress[i]!,

@@ -231,18 +231,24 @@ private struct Reader {
                 )
             }
             var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
-            if kind == .beacon {
-                let u = try uuid(a["uuid"], "beacon '\(key)': uuid", parent: n.mark)
-                let major = try integer(a["major"], "beacon '\(key)': major", in: 0...65535, parent: n.mark)
-                let minor = try integer(a["minor"], "beacon '\(key)': minor", in: 0...65535, parent: n.mark)
+            // A beacon always advertises; a kiosk may too (`tracer advertise` beside its daemon),
+            // so that the kiosks hear each other and the site calibrates itself.
+            if kind == .beacon || a["uuid"] != nil || a["major"] != nil || a["minor"] != nil {
+                let u = try uuid(a["uuid"], "\(kind) '\(key)': uuid", parent: n.mark)
+                let major = try integer(a["major"], "\(kind) '\(key)': major", in: 0...65535, parent: n.mark)
+                let minor = try integer(a["minor"], "\(kind) '\(key)': minor", in: 0...65535, parent: n.mark)
+                if deviceUUIDs.contains(u) {
+                    throw fail(
+                        a["uuid"],
+                        "\(kind) '\(key)': uuid \(u) is one of deviceUUIDs: its adverts would be taken for a person's"
+                    )
+                }
                 let text = "\(u):\(major):\(minor)"
                 if let other = identities[text] {
-                    throw fail(n, "beacon '\(key)' advertises the same uuid, major and minor as '\(other)'")
+                    throw fail(n, "\(kind) '\(key)' advertises the same uuid, major and minor as '\(other)'")
                 }
                 identities[text] = key
                 identity = (u, UInt16(major), UInt16(minor))
-            } else if let stray = a["uuid"] ?? a["major"] ?? a["minor"] {
-                throw fail(stray, "kiosk '\(key)': uuid, major and minor are for beacons")
             }
             let power = try a["measuredPower"].map {
                 try integer($0, "anchor '\(key)': measuredPower", in: -127...(-1), parent: n.mark)

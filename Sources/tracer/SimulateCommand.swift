@@ -54,6 +54,13 @@ struct SimulateCommand: ParsableCommand {
         )
     )
     var receiverError: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "A kiosk re-mounted during the run: KIOSK@MINUTES=DB adds DB, from MINUTES after the start, to all it hears and to its own adverts (-6: turned into its enclosure). Repeatable.",
+            valueName: "kiosk@minutes=dB"
+        )
+    )
+    var remount: [String] = []
     @Flag(
         help: """
             Also write what each person's phone hears of the map's fixed beacons (scanner mode), \
@@ -101,6 +108,8 @@ struct SimulateCommand: ParsableCommand {
             site = try Site.load(file: map)
             mapPath = map
             p = SimulationParameters(people: people, hours: hours, seed: seed ?? 1, start: t0)
+            // Kiosks the map gives an identity advertise (`tracer advertise` beside the daemon).
+            if site.anchors.contains(where: { $0.kind == .kiosk && $0.identity != nil }) { p.kioskInterval = 2 }
         }
         if let noise { p.noise = noise }
         if let loss {
@@ -123,6 +132,23 @@ struct SimulateCommand: ParsableCommand {
                 throw ValidationError("--receiver-error: \(site.file) has no kiosk '\(parts[0])'")
             }
             p.receiverErrors[parts[0]] = db
+            // One antenna and one mounting: what it hears and what it sends are off alike.
+            if p.transmitErrors[parts[0]] == nil || randomSite == nil { p.transmitErrors[parts[0]] = db }
+        }
+        for text in remount {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            let head = parts.first?.split(separator: "@", maxSplits: 1).map(String.init) ?? []
+            guard parts.count == 2, head.count == 2, let minutes = Double(head[1]), minutes >= 0,
+                let db = Double(parts[1]), abs(db) <= 40
+            else {
+                throw ValidationError(
+                    "--remount takes KIOSK@MINUTES=DB with DB from -40 to 40, like kiosk-2@60=-6; not '\(text)'"
+                )
+            }
+            guard site.anchor(head[0])?.kind == .kiosk else {
+                throw ValidationError("--remount: \(site.file) has no kiosk '\(head[0])'")
+            }
+            p.remounts[head[0]] = .init(at: p.start + minutes * 60, dB: db)
         }
         var badges: [BadgeKey]?
         if let badgesFrom {

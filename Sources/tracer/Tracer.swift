@@ -13,7 +13,8 @@ struct Tracer: AsyncParsableCommand {
         abstract: "Institutional contact tracing: iBeacon ranging, exposure flagging, and its document store.",
         subcommands: [
             DaemonCommand.self, SelfReportCommand.self, VerifyCommand.self, StatusCommand.self, ExposureCommand.self,
-            ReportCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self, Calibrate.self, DB.self,
+            ReportCommand.self, SiteCommand.self, NotifyCommand.self, SimulateCommand.self, EvaluateCommand.self,
+            Calibrate.self, DB.self,
             ServeCommand.self, TokenCommand.self, BadgeCommand.self, AdvertiseCommand.self, Decode.self, Map.self,
         ]
     )

@@ -1,0 +1,396 @@
+import Foundation
+import TracerRanging
+
+/// The site's radio fitted from what its kiosks hear of each other and of the map's fixed
+/// beacons, whose places the map gives: every kiosk's receive and transmit offsets, the
+/// path-loss exponent and the loss of an interior wall.
+///
+/// Every link (a kiosk hearing another anchor) is averaged over the span first, and each link is
+/// one equation of the log-distance model:
+///
+///     rssi − measuredPower = r(receiver) + t(emitter) − 10·n·log10(d) − W·walls
+///
+/// with `d` and `walls` from the map (`Room.walls`, as positions count them). Two links alone
+/// cannot tell a receiver that reads 3 dB low from a transmitter 3 dB weak (add c to every r
+/// and take it from every t: the same readings), so the fit leans on what a kiosk is: one radio
+/// and one antenna, mounted once, whose mounting and enclosure cost the same both ways — its
+/// transmit offset is its receive offset plus a small difference of its own (the chip's
+/// transmit power, ±1.5 dB a priori). A kiosk's own two offsets then follow from the links'
+/// sums and differences wherever the kiosks that hear each other are not split in two
+/// (three kiosks hearing one another are enough). The map's fixed beacons transmit at what
+/// they claim, ±3 dB. A weak prior holds each unknown where a kiosk would have it with no
+/// evidence (0 dB, n = 2, W = 5 dB), so a kiosk nobody hears reports a large uncertainty
+/// rather than a number.
+///
+/// Why a linear least squares of our own, not a library: the system is small (2 unknowns a
+/// kiosk, plus beacons, n and W: 1,003 for a 500-kiosk campus, whose normal equations a
+/// Cholesky factorisation solves in well under a second) and swift-numerics has no linear
+/// algebra; nothing in the package graph does.
+public enum SiteCalibration {
+    /// One kiosk's fitted receiver.
+    public struct Kiosk: Sendable, Equatable {
+        public var key: String
+        /// dB to add to its readings (the map's `receiverOffset` convention): the opposite of
+        /// how far it reads from the model.
+        public var receiverOffset: Double
+        /// One standard error of it, dB.
+        public var uncertainty: Double
+        /// How much stronger its adverts arrive than the power they claim, dB.
+        public var transmitOffset: Double
+        /// Anchors it heard, and kiosks that heard it.
+        public var heard: Int
+        public var heardBy: Int
+    }
+
+    public struct Fit: Sendable, Equatable {
+        public var kiosks: [Kiosk]
+        public var exponent: Double
+        public var exponentUncertainty: Double
+        public var wallLoss: Double
+        public var wallLossUncertainty: Double
+        /// The links' spread around the fitted model (dB): fading no fit removes.
+        public var residual: Double
+        /// Links (ordered receiver–emitter pairs) and hearings it rests on.
+        public var links: Int
+        public var hearings: Int
+        public var from: Double
+        public var to: Double
+
+        public func kiosk(_ key: String) -> Kiosk? { kiosks.first { $0.key == key } }
+    }
+
+    /// The prior standard deviations (dB, and for the exponent its own unit).
+    static let receiverPrior = 8.0
+    static let reciprocityPrior = 1.5
+    static let beaconPrior = 3.0
+    static let exponentPrior = (mean: 2.0, sd: 1.0)
+    static let wallPrior = (mean: 5.0, sd: 5.0)
+    /// Links with fewer adverts than this are left out: a kiosk at the edge of range hears only
+    /// the loud ones, and their mean reads high.
+    static let minimumAdverts = 20
+    /// The least spread of links around the model the uncertainties assume, dB.
+    static let leastLinkSpread = 2.0
+
+    /// Fits the hearings that overlap `from`–`to`. Nil when no kiosk heard another anchor of the
+    /// map often enough.
+    public static func fit(_ hearings: [KioskHearing], site: Site, from: Double, to: Double) -> Fit? {
+        let kiosks = site.anchors.filter { $0.kind == .kiosk }
+        let beacons = site.anchors.filter { $0.kind == .beacon }
+        var kioskIndex: [String: Int] = [:]
+        for (i, k) in kiosks.enumerated() { kioskIndex[k.key] = i }
+        var beaconIndex: [String: Int] = [:]
+        for (i, b) in beacons.enumerated() { beaconIndex[b.key] = i }
+        var roomIndex: [String: Int] = [:]
+        for (i, r) in site.rooms.enumerated() { roomIndex[r.key] = i }
+
+        // Each link's adverts, power-weighted means in dB (as a kiosk's windows are).
+        struct Link {
+            var sum = 0.0
+            var rssi = 0.0
+            var squares = 0.0
+            var count = 0
+            var hearings = 0
+        }
+        var links: [String: [String: Link]] = [:]
+        var used = 0
+        // The weakest advert any kiosk reported: the adapters' floor, near enough.
+        var floor = Double.infinity
+        for h in hearings where h.end > from && h.start < to && h.count > 0 && h.receiver != h.emitter {
+            guard kioskIndex[h.receiver] != nil, kioskIndex[h.emitter] != nil || beaconIndex[h.emitter] != nil
+            else { continue }
+            var l = links[h.receiver, default: [:]][h.emitter, default: Link()]
+            let m = Double(h.count)
+            l.sum += (h.rssi - h.measuredPower) * m
+            l.rssi += h.rssi * m
+            l.squares += (h.spread * h.spread + h.rssi * h.rssi) * m
+            l.count += h.count
+            l.hearings += 1
+            links[h.receiver, default: [:]][h.emitter] = l
+            floor = min(floor, h.weakest)
+            used += 1
+        }
+        // Unknowns: r (kiosks), δ = t − r (kiosks), t (beacons), n, W.
+        let n = kiosks.count
+        let b = beacons.count
+        let p = 2 * n + b + 2
+        let iN = 2 * n + b
+        let iW = iN + 1
+        struct Row {
+            var terms: [(Int, Double)]
+            var y: Double
+            /// The link's claimed power and its adverts' spread, to predict its raw mean.
+            var power: Double
+            var spread: Double
+            var receiver: Int
+            var emitter: Int?
+        }
+        var rows: [Row] = []
+        var heard = [Int](repeating: 0, count: n)
+        var heardBy = [Int](repeating: 0, count: n)
+        for (receiver, emitters) in links {
+            let i = kioskIndex[receiver]!
+            let rx = kiosks[i]
+            guard let rxRoom = roomIndex[rx.room] else { continue }
+            for (emitter, l) in emitters where l.count >= minimumAdverts {
+                // A link whose adverts reach down to the floor lost its weakest ones there, and
+                // its mean reads high: through walls, that is most of what tells a wall's loss.
+                let mean = l.rssi / Double(l.count)
+                let sd = max(0, l.squares / Double(l.count) - mean * mean).squareRoot()
+                guard let bias = Self.truncationBias(mean: mean, sd: sd, floor: floor - 0.5) else { continue }
+                let power = l.rssi / Double(l.count) - l.sum / Double(l.count)
+                let anchor = site.anchor(emitter)!
+                guard let txRoom = roomIndex[anchor.room] else { continue }
+                let d = max(0.5, anchor.position.distance(to: rx.position))
+                let walls = Double(
+                    anchor.room == rx.room
+                        ? 0
+                        : Room.walls(from: anchor.position, in: txRoom, to: rx.position, in: rxRoom, rooms: site.rooms)
+                )
+                var terms: [(Int, Double)] = [(i, 1)]
+                if let j = kioskIndex[emitter] {
+                    terms += [(j, 1), (n + j, 1)]
+                } else {
+                    terms.append((2 * n + beaconIndex[emitter]!, 1))
+                }
+                terms += [(iN, -10 * log10(d)), (iW, -walls)]
+                rows.append(
+                    Row(
+                        terms: terms,
+                        y: l.sum / Double(l.count) - bias,
+                        power: power,
+                        spread: sd,
+                        receiver: i,
+                        emitter: kioskIndex[emitter]
+                    )
+                )
+            }
+        }
+        guard !rows.isEmpty else { return nil }
+
+        // Priors as (index, mean, sd).
+        var priors: [(Int, Double, Double)] = []
+        for i in 0..<n {
+            priors.append((i, 0, receiverPrior))
+            priors.append((n + i, 0, reciprocityPrior))
+        }
+        for j in 0..<b { priors.append((2 * n + j, 0, beaconPrior)) }
+        priors.append((iN, exponentPrior.mean, exponentPrior.sd))
+        priors.append((iW, wallPrior.mean, wallPrior.sd))
+
+        // Passes: the links' spread first assumed 3 dB, then what the first fit left. After the
+        // first, only links the model expects well above the floor are kept: a far link is heard
+        // at all when its own fading favours it, so the far links heard read high, and taking
+        // them would flatten the exponent and lift every kiosk's level (by 3 dB on random sites).
+        // Chosen by what the model predicts, not by what was heard, the links kept are unbiased.
+        var sigma = 3.0
+        var solution: (theta: [Double], factor: Cholesky)?
+        var active = rows
+        for pass in 0..<3 {
+            if pass > 0, let theta = solution?.theta {
+                let kept = rows.filter { row in
+                    let predicted = row.power + row.terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] }
+                    let spread = (row.spread * row.spread + sigma * sigma).squareRoot()
+                    return predicted >= floor + 2 * spread
+                }
+                if kept.count >= n { active = kept }
+            }
+            let rows = active
+            heard = [Int](repeating: 0, count: n)
+            heardBy = heard
+            for row in rows {
+                heard[row.receiver] += 1
+                if let j = row.emitter { heardBy[j] += 1 }
+            }
+            var m = [Double](repeating: 0, count: p * p)
+            var v = [Double](repeating: 0, count: p)
+            let w = 1 / (sigma * sigma)
+            for row in rows {
+                for (a, x) in row.terms {
+                    v[a] += w * x * row.y
+                    for (c, z) in row.terms { m[a * p + c] += w * x * z }
+                }
+            }
+            for (k, mean, sd) in priors {
+                m[k * p + k] += 1 / (sd * sd)
+                v[k] += mean / (sd * sd)
+            }
+            guard let factor = Cholesky(m, size: p) else { return nil }
+            let theta = factor.solve(v)
+            solution = (theta, factor)
+            let squares = rows.reduce(0.0) { sum, row in
+                let fitted = row.terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] }
+                return sum + (row.y - fitted) * (row.y - fitted)
+            }
+            // Each link's equation frees a little: count the links beyond one unknown a kiosk
+            // heard (the rest is the priors'), never below one.
+            let freedom = max(1, rows.count - heard.filter { $0 > 0 }.count - 2)
+            // Never below 2 dB: two fixed radios keep the fading of their own reflections for
+            // hours (the simulator's random sites draw σ 1–3 dB for it), and a few links leave
+            // too few degrees of freedom to see it.
+            sigma = max(Self.leastLinkSpread, (squares / Double(freedom)).squareRoot())
+        }
+        guard let (theta, factor) = solution else { return nil }
+        func sd(_ k: Int) -> Double { factor.inverseDiagonal(k).squareRoot() }
+        let fitted = kiosks.enumerated().map { i, k in
+            Kiosk(
+                key: k.key,
+                receiverOffset: -theta[i],
+                uncertainty: sd(i),
+                transmitOffset: theta[i] + theta[n + i],
+                heard: heard[i],
+                heardBy: heardBy[i]
+            )
+        }
+        return Fit(
+            kiosks: fitted,
+            exponent: theta[iN],
+            exponentUncertainty: sd(iN),
+            wallLoss: theta[iW],
+            wallLossUncertainty: sd(iW),
+            residual: sigma,
+            links: active.count,
+            hearings: used,
+            from: from,
+            to: to
+        )
+    }
+
+    /// A kiosk whose receiver changed: the last half hour's fit against the hours before.
+    public struct Change: Sendable, Equatable {
+        public var key: String
+        /// dB: the recent offset minus the earlier one.
+        public var shift: Double
+        /// One standard error of the shift.
+        public var uncertainty: Double
+    }
+
+    /// How much higher the mean of a link's adverts reads than the mean of all it sent, when
+    /// the weakest fell below the adapter's floor: the mean and spread of the normal distribution
+    /// whose part above `floor` has the heard mean and spread (the truncated normal's moments,
+    /// inverted by fixed-point iteration). Nil when over half of it would lie below the floor:
+    /// too little is left to say where its middle is.
+    static func truncationBias(mean m: Double, sd s: Double, floor f: Double) -> Double? {
+        guard s > 0.1, m - f < 4 * s else { return 0 }
+        var mu = m
+        var sigma = s
+        for _ in 0..<50 {
+            let a = (f - mu) / sigma
+            let tail = 0.5 * erfc(a / 2.0.squareRoot())  // P(X > f)
+            guard tail > 1e-6 else { return nil }
+            let lambda = exp(-a * a / 2) / (2 * Double.pi).squareRoot() / tail
+            let shrink = 1 + a * lambda - lambda * lambda
+            guard shrink > 0.05 else { return nil }
+            sigma = s / shrink.squareRoot()
+            mu = m - sigma * lambda
+        }
+        guard mu > f else { return nil }
+        return m - mu
+    }
+
+    /// A change worth a person's attention: 3 dB or more (a re-mounted or turned kiosk, a new
+    /// enclosure) and three times its uncertainty.
+    public static let noticeable = 3.0
+
+    /// Kiosks that changed between two spans, largest first: link by link, each link's mean in
+    /// the recent span minus its mean before (a link's own fading is the same in both, so it
+    /// cancels: two absolute fits would each carry it), and each kiosk's change the median of
+    /// its links' (heard and hearing: a re-mounting changes both), where it has three or more.
+    /// A link cut by the adapters' floor is corrected for it, or left out when mostly below it.
+    public static func changes(
+        _ hearings: [KioskHearing],
+        site: Site,
+        before: ClosedRange<Double>,
+        recent: ClosedRange<Double>
+    ) -> [Change] {
+        struct Sums {
+            var sum = 0.0
+            var squares = 0.0
+            var count = 0
+        }
+        var spans: [[String: Sums]] = [[:], [:]]
+        var floor = Double.infinity
+        let kiosks = Set(site.anchors.filter { $0.kind == .kiosk }.map(\.key))
+        for h in hearings where h.count > 0 && kiosks.contains(h.receiver) && site.anchor(h.emitter) != nil {
+            let mid = (h.start + h.end) / 2
+            let k = before.contains(mid) ? 0 : recent.contains(mid) ? 1 : -1
+            guard k >= 0 else { continue }
+            let m = Double(h.count)
+            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].sum += h.rssi * m
+            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].squares +=
+                (h.spread * h.spread + h.rssi * h.rssi) * m
+            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].count += h.count
+            floor = min(floor, h.weakest)
+        }
+        func mean(_ s: Sums) -> Double? {
+            guard s.count >= minimumAdverts else { return nil }
+            let m = s.sum / Double(s.count)
+            let sd = max(0, s.squares / Double(s.count) - m * m).squareRoot()
+            guard let bias = truncationBias(mean: m, sd: sd, floor: floor - 0.5) else { return nil }
+            return m - bias
+        }
+        var shifts: [String: [Double]] = [:]
+        for (link, old) in spans[0] {
+            guard let new = spans[1][link], let a = mean(old), let b = mean(new) else { continue }
+            let ends = link.split(separator: "\u{1}").map(String.init)
+            for end in Set(ends) where kiosks.contains(end) { shifts[end, default: []].append(b - a) }
+        }
+        return shifts.compactMap { key, d in
+            guard d.count >= 3, let median = PathLossFit.median(d) else { return nil }
+            // The median's standard error from the links' spread about it (1.4826 × MAD).
+            let mad = PathLossFit.median(d.map { abs($0 - median) }) ?? 0
+            let sd = max(0.3, 1.4826 * mad * 1.25 / Double(d.count).squareRoot())
+            // Reading lower makes the offset (dB to add) larger.
+            let shift = -median
+            guard abs(shift) >= noticeable, abs(shift) >= 3 * sd else { return nil }
+            return Change(key: key, shift: shift, uncertainty: sd)
+        }
+        .sorted { abs($0.shift) > abs($1.shift) }
+    }
+}
+
+/// A symmetric positive-definite matrix's Cholesky factor, L·Lᵀ = M (row-major, dense).
+struct Cholesky {
+    let size: Int
+    private var l: [Double]
+
+    init?(_ m: [Double], size p: Int) {
+        size = p
+        l = [Double](repeating: 0, count: p * p)
+        for j in 0..<p {
+            var d = m[j * p + j]
+            for k in 0..<j { d -= l[j * p + k] * l[j * p + k] }
+            guard d > 1e-12 else { return nil }
+            let root = d.squareRoot()
+            l[j * p + j] = root
+            for i in (j + 1)..<max(j + 1, p) {
+                var s = m[i * p + j]
+                for k in 0..<j { s -= l[i * p + k] * l[j * p + k] }
+                l[i * p + j] = s / root
+            }
+        }
+    }
+
+    /// x with M·x = v.
+    func solve(_ v: [Double]) -> [Double] {
+        let p = size
+        var y = v
+        for i in 0..<p {
+            var s = y[i]
+            for k in 0..<i { s -= l[i * p + k] * y[k] }
+            y[i] = s / l[i * p + i]
+        }
+        for i in stride(from: p - 1, through: 0, by: -1) {
+            var s = y[i]
+            for k in (i + 1)..<max(i + 1, p) { s -= l[k * p + i] * y[k] }
+            y[i] = s / l[i * p + i]
+        }
+        return y
+    }
+
+    /// (M⁻¹)ₖₖ: the k-th column of the inverse, solved for.
+    func inverseDiagonal(_ k: Int) -> Double {
+        var e = [Double](repeating: 0, count: size)
+        e[k] = 1
+        return solve(e)[k]
+    }
+}

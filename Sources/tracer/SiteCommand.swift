@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import TracerModel
+import TracerSite
+import TracerStore
+
+/// `tracer site`: what the site server knows of the site as a whole.
+struct SiteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "site",
+        abstract: "The site as a whole: its calibration.",
+        subcommands: [Calibration.self]
+    )
+
+    /// `tracer site calibration`: every kiosk's receiver as the kiosks' hearings of each other fit it.
+    struct Calibration: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Every kiosk's receive offset, fitted from what the kiosks hear of each other, and those that moved.",
+            discussion: """
+                Kiosks the map gives a uuid, major and minor advertise as fixed beacons (tracer \
+                advertise beside their daemon); every kiosk stores what it hears of the others and \
+                of the map's fixed beacons, and the site's radio is fitted from the last hour of it: \
+                each kiosk's receive offset (dB to add to its readings, with one standard error), \
+                its transmit offset, the path-loss exponent and an interior wall's loss. A kiosk \
+                whose offset moved 3 dB or more in the last half hour against the three hours before \
+                is named (re-mounted, turned, in a new enclosure). Run it on the site server's store.
+                """
+        )
+
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The site's BeaconMap (default: the site published in the store).") var map: String?
+        @Option(help: "Fit up to this time: \(When.examples) (default: now, or the last hearing stored if earlier).")
+        var at: String?
+        @Flag(help: "JSON instead of a table.") var json = false
+
+        func run() throws {
+            let store = try options.open()
+            guard let site = try SiteResolution.site(map: map, store: store, publish: false) else {
+                throw ValidationError(
+                    "no site is published in \(options.display): give --map FILE (tracer map publish FILE)"
+                )
+            }
+            guard
+                site.anchors.contains(where: { $0.kind == .kiosk && $0.identity != nil })
+                    || site.anchors.contains(where: { $0.kind == .beacon })
+            else {
+                throw ValidationError(
+                    "\(site.file): no kiosk advertises and there is no fixed beacon, so there is nothing to calibrate from: give kiosks a uuid, major and minor and run tracer advertise beside each daemon (docs/calibration.md)"
+                )
+            }
+            let now = Date().timeIntervalSince1970
+            let time: Double
+            if let at {
+                guard let t = When.parse(at) else { throw ValidationError("--at takes \(When.examples), not '\(at)'") }
+                time = t.seconds
+            } else {
+                guard let last = try CalibrationReport.latest(store: store) else {
+                    throw ValidationError(
+                        "no kiosk in \(options.display) has heard another anchor of the map yet: is tracer advertise running beside each kiosk's daemon?"
+                    )
+                }
+                time = min(now, last)
+            }
+            guard let report = try CalibrationReport.make(store: store, site: site, at: time) else {
+                throw ValidationError(
+                    "no kiosk in \(options.display) heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
+                )
+            }
+            Output.line(json ? Self.json(report) : Self.table(report))
+        }
+
+        static func signed(_ x: Double) -> String {
+            let r = (x * 10).rounded() / 10
+            return (r > 0 ? "+" : r < 0 ? "−" : "") + String(format: "%.1f", abs(r))
+        }
+
+        static func table(_ r: CalibrationReport) -> String {
+            let f = r.fit
+            func fixed(_ x: Double, _ places: Int) -> String { String(format: "%.\(places)f", x) }
+            let from = Timestamp(seconds: f.from).iso8601Seconds
+            let to = Timestamp(seconds: f.to).iso8601Seconds
+            let radio =
+                "path-loss exponent \(fixed(f.exponent, 2)) ± \(fixed(f.exponentUncertainty, 2)), a wall "
+                + "\(fixed(f.wallLoss, 1)) ± \(fixed(f.wallLossUncertainty, 1)) dB, links' spread \(fixed(f.residual, 1)) dB"
+            var lines = ["Fitted \(from) – \(to) from \(f.hearings) hearings on \(f.links) links: " + radio, ""]
+            let width = max(5, f.kiosks.map(\.key.count).max() ?? 5)
+            func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
+            lines.append(pad("kiosk", width) + "  receive offset   transmit  heard  heard by")
+            for k in f.kiosks {
+                let offset =
+                    k.heard + k.heardBy == 0
+                    ? "—" : "\(signed(k.receiverOffset)) ± \(String(format: "%.1f", k.uncertainty)) dB"
+                let tx = k.heardBy == 0 ? "—" : "\(signed(k.transmitOffset)) dB"
+                lines.append(
+                    pad(k.key, width) + "  " + pad(offset, 17) + pad(tx, 10) + pad("\(k.heard)", 7) + "\(k.heardBy)"
+                )
+            }
+            for k in f.kiosks where k.heard + k.heardBy == 0 {
+                lines.append(
+                    "\(k.key): heard nothing and was heard by no kiosk: is its adapter up, and tracer advertise running?"
+                )
+            }
+            for c in r.changes {
+                lines.append(
+                    "\(c.key) reads \(String(format: "%.1f", abs(c.shift))) ± \(String(format: "%.1f", c.uncertainty)) dB "
+                        + (c.shift > 0 ? "lower" : "higher")
+                        + " in the last half hour than in the three hours before: re-mounted, turned or covered?"
+                )
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        static func json(_ r: CalibrationReport) -> String {
+            func n(_ x: Double, _ places: Double = 100) -> Value { .double((x * places).rounded() / places) }
+            let f = r.fit
+            let value: Value = .map([
+                "from": .string(Timestamp(seconds: f.from).iso8601Seconds),
+                "to": .string(Timestamp(seconds: f.to).iso8601Seconds),
+                "hearings": .integer(Int64(f.hearings)), "links": .integer(Int64(f.links)),
+                "exponent": n(f.exponent), "exponentUncertainty": n(f.exponentUncertainty),
+                "wallLoss": n(f.wallLoss), "wallLossUncertainty": n(f.wallLossUncertainty),
+                "residual": n(f.residual),
+                "kiosks": .array(
+                    f.kiosks.map {
+                        .map([
+                            "key": .string($0.key), "receiverOffset": n($0.receiverOffset),
+                            "uncertainty": n($0.uncertainty), "transmitOffset": n($0.transmitOffset),
+                            "heard": .integer(Int64($0.heard)), "heardBy": .integer(Int64($0.heardBy)),
+                        ])
+                    }
+                ),
+                "changes": .array(
+                    r.changes.map {
+                        .map(["key": .string($0.key), "shift": n($0.shift), "uncertainty": n($0.uncertainty)])
+                    }
+                ),
+            ])
+            return JSON.string(value, pretty: true)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import TracerTesting
+
+/// `tracer site calibration` by command: a random site whose kiosks advertise, simulated with one
+/// kiosk re-mounted, every kiosk's replay ranged into one store, and the site's fit read back.
+@Suite struct SiteCalibrationCommandTests {
+    let dir = TemporaryDirectory("tracer-site-calibration")
+
+    func tracer(_ arguments: [String]) async throws -> TracerProcess.Result {
+        try await TracerProcess.running(arguments)
+    }
+
+    @Test func theKiosksHearingsFitTheSiteAndNameTheReMountedKiosk() async throws {
+        // Site 5, its kiosk-1 turned 6 dB down after 3 hours.
+        let sim = try await tracer([
+            "simulate", "--random-site", "5", "--people", "4", "--hours", "3.5", "--start", "2026-11-23T08:00:00Z",
+            "--out", dir.file("sim"), "--remount", "kiosk-1@180=-6",
+        ])
+        #expect(sim.status == 0, "\(sim.stderr)")
+        let map = dir.file("sim/map.yaml")
+        let store = dir.file("site.sqlite")
+        let manifest =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: dir.file("sim/manifest.json")))
+            )
+            as! [String: Any]
+        let kiosks = manifest["kiosks"] as! [[String: Any]]
+        for k in kiosks {
+            let anchor = k["anchor"] as! String
+            let r = try await tracer([
+                "daemon", "--map", map, "--anchor", anchor, "--source",
+                "replay:\(dir.file("sim/replays/\(anchor).jsonl"))",
+                "--store", store,
+            ])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+
+        // Before it, nothing to fit; the first hour, every kiosk heard and near its truth.
+        let early = try await tracer([
+            "site", "calibration", "--store", store, "--map", map, "--at", "2026-11-23T07:00:00Z",
+        ])
+        #expect(early.status == 1 && early.stderr.hasPrefix("Error: no kiosk in \(store) heard another anchor"))
+        let first = try await tracer([
+            "site", "calibration", "--store", store, "--map", map, "--at", "2026-11-23T09:00:00Z", "--json",
+        ])
+        #expect(first.status == 0, "\(first.stderr)")
+        let fit = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as! [String: Any]
+        let fitted = Dictionary(
+            uniqueKeysWithValues: (fit["kiosks"] as! [[String: Any]]).map {
+                (
+                    $0["key"] as! String,
+                    (($0["receiverOffset"] as! NSNumber).doubleValue, ($0["uncertainty"] as! NSNumber).doubleValue)
+                )
+            }
+        )
+        #expect(fitted.count == kiosks.count)
+        var inside = 0
+        for k in kiosks {
+            let truth = -(k["receiverError"] as! NSNumber).doubleValue
+            let (offset, sd) = fitted[k["anchor"] as! String]!
+            if abs(offset - truth) <= 2 * sd + 0.5 { inside += 1 }
+        }
+        #expect(inside >= kiosks.count - 1, "\(fitted) against \(kiosks)")
+        #expect((fit["changes"] as! [Any]).isEmpty)
+
+        // Half an hour after the re-mount, kiosk-1 is named, reading lower.
+        let later = try await tracer(["site", "calibration", "--store", store, "--map", map])
+        #expect(later.status == 0, "\(later.stderr)")
+        #expect(later.stdout.contains("kiosk-1 reads "), "\(later.stdout)")
+        #expect(later.stdout.contains("lower in the last half hour than in the three hours before"))
+
+        // Mistakes: one line each.
+        let missing = try await tracer(["site", "calibration", "--store", dir.file("nothing.sqlite")])
+        #expect(missing.status == 1 && missing.stderr.split(separator: "\n").count == 1)
+        let when = try await tracer(["site", "calibration", "--store", store, "--map", map, "--at", "soon"])
+        #expect(when.status == 1 && when.stderr.hasPrefix("Error: --at takes "))
+    }
+}
