@@ -269,6 +269,10 @@ public final class API: Sendable {
             try await authorize(request, context, [.admin, .kiosk, .device])
             return try await store.reading { try self.publishedSite(request) }
         }
+        router.get("/v1/site/calibration") { [self] request, context in
+            try await authorize(request, context, [.admin])
+            return try await store.reading { try self.siteCalibration(request) }
+        }
         router.get("/v1/badges/ids") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk])
             return try await store.reading { try self.badgeIDs(request, who) }
@@ -428,13 +432,13 @@ public final class API: Sendable {
     }
 
     /// `since=2026-11-20` or `since=2026-11-20T10:00:00Z`, as the store parses times.
-    static func since(_ raw: String?) throws -> Timestamp? {
+    static func since(_ raw: String?, name: String = "since") throws -> Timestamp? {
         guard let raw else { return nil }
         // A day or an RFC 3339 time, as the document says (not Unix seconds, which the store's
         // parser also reads).
         guard Double(raw) == nil, let t = Timestamp(parsing: raw) else {
             throw APIError.badRequest(
-                "since takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(raw.prefix(80))'"
+                "\(name) takes a date (2026-11-20) or a time (2026-11-20T10:00:00Z), not '\(raw.prefix(80))'"
             )
         }
         return t
