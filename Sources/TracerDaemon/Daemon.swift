@@ -150,7 +150,9 @@ public final class Daemon: Sendable {
                 for advert in batch { ranger.add(advert, into: &pending) }
                 let now = live ? Date().timeIntervalSince1970 : 0
                 if live { ranger.expire(now: now, into: &pending) }
-                if pending.count >= batchSize || (live && !pending.isEmpty && now - lastWrite >= flushInterval) {
+                // A kiosk in an empty room still writes what it heard of the others.
+                let due = !pending.isEmpty || ranger.hasClosedHearings
+                if pending.count >= batchSize || (live && due && now - lastWrite >= flushInterval) {
                     written += try await write(
                         pending,
                         calibration: calibrationUpdate(ranger, stored: &stored),

@@ -166,6 +166,9 @@ public struct Ranger: Sendable {
         counts.interactions += out.count - before
     }
 
+    /// Whether hearings closed since the last drain.
+    public var hasClosedHearings: Bool { !(hearings?.closed.isEmpty ?? true) }
+
     /// The kiosk's hearings that closed since the last call (to be stored with its interactions).
     public mutating func drainHearings() -> [KioskHearing] {
         hearings?.drain() ?? []

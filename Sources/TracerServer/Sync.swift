@@ -179,7 +179,7 @@ final class SyncEndpoint: Sendable {
         }
         if !audited.isEmpty {
             logger.warning(
-                "refused \(audited.count) replicated documents: outside the token's anchor, or not an interaction the site can use",
+                "refused \(audited.count) replicated documents: outside the token's anchor, or not an interaction or hearing the site can use",
                 metadata: [
                     "kiosk": "\(kiosk)", "token.id": "\(who.tokenID)",
                     "first": "\(audited[0].path): \(audited[0].reason)",

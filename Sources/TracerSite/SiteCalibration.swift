@@ -183,6 +183,8 @@ public enum SiteCalibration {
         // them would flatten the exponent and lift every kiosk's level (by 3 dB on random sites).
         // Chosen by what the model predicts, not by what was heard, the links kept are unbiased.
         var sigma = 3.0
+        // The spread the last solve weighed the links by: the one its uncertainties rest on.
+        var weighed = sigma
         var solution: (theta: [Double], factor: Cholesky)?
         var active = rows
         for pass in 0..<3 {
@@ -217,6 +219,7 @@ public enum SiteCalibration {
             guard let factor = Cholesky(m, size: p) else { return nil }
             let theta = factor.solve(v)
             solution = (theta, factor)
+            weighed = sigma
             let squares = rows.reduce(0.0) { sum, row in
                 let fitted = row.terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] }
                 return sum + (row.y - fitted) * (row.y - fitted)
@@ -247,7 +250,7 @@ public enum SiteCalibration {
             exponentUncertainty: sd(iN),
             wallLoss: theta[iW],
             wallLossUncertainty: sd(iW),
-            residual: sigma,
+            residual: weighed,
             links: active.count,
             hearings: used,
             from: from,
@@ -255,7 +258,7 @@ public enum SiteCalibration {
         )
     }
 
-    /// A kiosk whose receiver changed: the last half hour's fit against the hours before.
+    /// A kiosk whose links changed between two spans (`changes`).
     public struct Change: Sendable, Equatable {
         public var key: String
         /// dB: the recent offset minus the earlier one.

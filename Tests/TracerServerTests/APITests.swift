@@ -240,6 +240,10 @@ extension Value {
         let stored = Array(
             #"{"deviceId":"d1","n":1,"start":{"__time__":"\#(start)"},"end":{"__time__":"\#(start)"}}"#.utf8
         )
+        let hearing = Array(
+            #"{"emitter":"kiosk-cafe","rssi":-71.5,"spread":3,"weakest":-80,"count":140,"measuredPower":-59,"start":{"__time__":"\#(start)"},"end":{"__time__":"\#(start)"}}"#
+                .utf8
+        )
         let body = SyncBatch.body(
             kiosk: "kiosk-lab",
             through: 9,
@@ -251,6 +255,10 @@ extension Value {
                 .init(path: try DocumentPath("beacons/kiosk-lab/interactions/a"), json: stored),
                 .init(path: try DocumentPath("beacons/kiosk-cafe/interactions/b"), json: stored),
                 .init(path: try DocumentPath("devices/d1"), json: stored),
+                // Its hearings of the other kiosks travel too; one without its numbers does not.
+                .init(path: try DocumentPath("beacons/kiosk-lab/hearings/kiosk-cafe-1"), json: hearing),
+                .init(path: try DocumentPath("beacons/kiosk-lab/hearings/kiosk-cafe-2"), json: stored),
+                .init(path: try DocumentPath("beacons/kiosk-cafe/hearings/kiosk-lab-1"), json: hearing),
             ])
         )
         try await f.app().test(.router) { client in
@@ -270,15 +278,21 @@ extension Value {
             ) { r in
                 #expect(r.status == .ok)
                 let answer = try SyncAnswer(json: Array(r.body.readableBytesView))
-                #expect(answer.acknowledged == 9 && answer.applied == 1)
-                #expect(answer.refused.map(\.path) == ["beacons/kiosk-cafe/interactions/b", "devices/d1"])
+                #expect(answer.acknowledged == 9 && answer.applied == 2)
+                #expect(
+                    answer.refused.map(\.path) == [
+                        "beacons/kiosk-cafe/interactions/b", "devices/d1", "beacons/kiosk-lab/hearings/kiosk-cafe-2",
+                        "beacons/kiosk-cafe/hearings/kiosk-lab-1",
+                    ]
+                )
             }
         }
         #expect(try f.store.get("beacons/kiosk-lab/interactions/a")["n"] == .integer(1))
         #expect(try !f.store.get("beacons/kiosk-cafe/interactions/b").exists && !f.store.get("devices/d1").exists)
         let audit = try f.store.getDocuments(Query(collection: Collections.audit))
-        #expect(audit.compactMap { $0["outcome"]?.stringValue }.count == 2)
-        #expect(try f.store.get("kiosks/kiosk-lab")["refused"] == .integer(2))
+        #expect(try f.store.get("beacons/kiosk-lab/hearings/kiosk-cafe-1")["rssi"] == .double(-71.5))
+        #expect(audit.compactMap { $0["outcome"]?.stringValue }.count == 4)
+        #expect(try f.store.get("kiosks/kiosk-lab")["refused"] == .integer(4))
     }
 
     @Test func whoMayReadWhat() async throws {
