@@ -131,9 +131,11 @@ struct SimulateCommand: ParsableCommand {
             guard site.anchor(parts[0])?.kind == .kiosk else {
                 throw ValidationError("--receiver-error: \(site.file) has no kiosk '\(parts[0])'")
             }
+            // One antenna and one mounting: what it sends moves with what it hears (a random
+            // site's kiosk keeps its chip's own difference).
+            let chip = (p.transmitErrors[parts[0]] ?? 0) - (p.receiverErrors[parts[0]] ?? 0)
             p.receiverErrors[parts[0]] = db
-            // One antenna and one mounting: what it hears and what it sends are off alike.
-            if p.transmitErrors[parts[0]] == nil || randomSite == nil { p.transmitErrors[parts[0]] = db }
+            p.transmitErrors[parts[0]] = db + chip
         }
         for text in remount {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)

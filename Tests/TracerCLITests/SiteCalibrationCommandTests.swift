@@ -76,4 +76,26 @@ import TracerTesting
         let when = try await tracer(["site", "calibration", "--store", store, "--map", map, "--at", "soon"])
         #expect(when.status == 1 && when.stderr.hasPrefix("Error: --at takes "))
     }
+
+    /// A kiosk's receive error given on the command line moves what it sends with it, keeping the
+    /// random site's own difference of its chip.
+    @Test func aReceiverErrorMovesTheKiosksTransmitterToo() async throws {
+        func kiosk1(_ out: String, _ extra: [String]) async throws -> (rx: Double, tx: Double) {
+            let r = try await tracer(
+                ["simulate", "--random-site", "5", "--people", "2", "--hours", "0.1", "--out", dir.file(out)] + extra
+            )
+            #expect(r.status == 0, "\(r.stderr)")
+            let m =
+                try JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: dir.file("\(out)/manifest.json")))
+                )
+                as! [String: Any]
+            let k = (m["kiosks"] as! [[String: Any]]).first { $0["anchor"] as? String == "kiosk-1" }!
+            return ((k["receiverError"] as! NSNumber).doubleValue, (k["transmitError"] as! NSNumber).doubleValue)
+        }
+        let drawn = try await kiosk1("drawn", [])
+        let given = try await kiosk1("given", ["--receiver-error", "kiosk-1=-3"])
+        #expect(given.rx == -3)
+        #expect(abs((given.tx - given.rx) - (drawn.tx - drawn.rx)) < 1e-9, "\(drawn) \(given)")
+    }
 }
