@@ -83,29 +83,14 @@ public enum SiteCalibration {
         var roomIndex: [String: Int] = [:]
         for (i, r) in site.rooms.enumerated() { roomIndex[r.key] = i }
 
-        // Each link's adverts, power-weighted means in dB (as a kiosk's windows are).
-        struct Link {
-            var sum = 0.0
-            var rssi = 0.0
-            var squares = 0.0
-            var count = 0
-            var hearings = 0
-        }
-        var links: [String: [String: Link]] = [:]
+        var links: [LinkKey: LinkSums] = [:]
         var used = 0
         // The weakest advert any kiosk reported: the adapters' floor, near enough.
         var floor = Double.infinity
         for h in hearings where h.end > from && h.start < to && h.count > 0 && h.receiver != h.emitter {
             guard kioskIndex[h.receiver] != nil, kioskIndex[h.emitter] != nil || beaconIndex[h.emitter] != nil
             else { continue }
-            var l = links[h.receiver, default: [:]][h.emitter, default: Link()]
-            let m = Double(h.count)
-            l.sum += (h.rssi - h.measuredPower) * m
-            l.rssi += h.rssi * m
-            l.squares += (h.spread * h.spread + h.rssi * h.rssi) * m
-            l.count += h.count
-            l.hearings += 1
-            links[h.receiver, default: [:]][h.emitter] = l
+            links[LinkKey(h), default: LinkSums()].add(h)
             floor = min(floor, h.weakest)
             used += 1
         }
@@ -127,43 +112,39 @@ public enum SiteCalibration {
         var rows: [Row] = []
         var heard = [Int](repeating: 0, count: n)
         var heardBy = [Int](repeating: 0, count: n)
-        for (receiver, emitters) in links {
-            let i = kioskIndex[receiver]!
+        for (link, l) in links {
+            let emitter = link.emitter
+            let i = kioskIndex[link.receiver]!
             let rx = kiosks[i]
             guard let rxRoom = roomIndex[rx.room] else { continue }
-            for (emitter, l) in emitters where l.count >= minimumAdverts {
-                // A link whose adverts reach down to the floor lost its weakest ones there, and
-                // its mean reads high: through walls, that is most of what tells a wall's loss.
-                let mean = l.rssi / Double(l.count)
-                let sd = max(0, l.squares / Double(l.count) - mean * mean).squareRoot()
-                guard let bias = Self.truncationBias(mean: mean, sd: sd, floor: floor - 0.5) else { continue }
-                let power = l.rssi / Double(l.count) - l.sum / Double(l.count)
-                let anchor = site.anchor(emitter)!
-                guard let txRoom = roomIndex[anchor.room] else { continue }
-                let d = max(0.5, anchor.position.distance(to: rx.position))
-                let walls = Double(
-                    anchor.room == rx.room
-                        ? 0
-                        : Room.walls(from: anchor.position, in: txRoom, to: rx.position, in: rxRoom, rooms: site.rooms)
-                )
-                var terms: [(Int, Double)] = [(i, 1)]
-                if let j = kioskIndex[emitter] {
-                    terms += [(j, 1), (n + j, 1)]
-                } else {
-                    terms.append((2 * n + beaconIndex[emitter]!, 1))
-                }
-                terms += [(iN, -10 * log10(d)), (iW, -walls)]
-                rows.append(
-                    Row(
-                        terms: terms,
-                        y: l.sum / Double(l.count) - bias,
-                        power: power,
-                        spread: sd,
-                        receiver: i,
-                        emitter: kioskIndex[emitter]
-                    )
-                )
+            // A link whose adverts reach down to the floor lost its weakest ones there, and
+            // its mean reads high: through walls, that is most of what tells a wall's loss.
+            guard let mean = l.corrected(floor: floor) else { continue }
+            let anchor = site.anchor(emitter)!
+            guard let txRoom = roomIndex[anchor.room] else { continue }
+            let d = max(0.5, anchor.position.distance(to: rx.position))
+            let walls = Double(
+                anchor.room == rx.room
+                    ? 0
+                    : Room.walls(from: anchor.position, in: txRoom, to: rx.position, in: rxRoom, rooms: site.rooms)
+            )
+            var terms: [(Int, Double)] = [(i, 1)]
+            if let j = kioskIndex[emitter] {
+                terms += [(j, 1), (n + j, 1)]
+            } else {
+                terms.append((2 * n + beaconIndex[emitter]!, 1))
             }
+            terms += [(iN, -10 * log10(d)), (iW, -walls)]
+            rows.append(
+                Row(
+                    terms: terms,
+                    y: mean - l.power,
+                    power: l.power,
+                    spread: l.spread,
+                    receiver: i,
+                    emitter: kioskIndex[emitter]
+                )
+            )
         }
         guard !rows.isEmpty else { return nil }
 
@@ -305,37 +286,22 @@ public enum SiteCalibration {
         before: ClosedRange<Double>,
         recent: ClosedRange<Double>
     ) -> [Change] {
-        struct Sums {
-            var sum = 0.0
-            var squares = 0.0
-            var count = 0
-        }
-        var spans: [[String: Sums]] = [[:], [:]]
+        var spans: [[LinkKey: LinkSums]] = [[:], [:]]
         var floor = Double.infinity
         let kiosks = Set(site.anchors.filter { $0.kind == .kiosk }.map(\.key))
         for h in hearings where h.count > 0 && kiosks.contains(h.receiver) && site.anchor(h.emitter) != nil {
             let mid = (h.start + h.end) / 2
             let k = before.contains(mid) ? 0 : recent.contains(mid) ? 1 : -1
             guard k >= 0 else { continue }
-            let m = Double(h.count)
-            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].sum += h.rssi * m
-            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].squares +=
-                (h.spread * h.spread + h.rssi * h.rssi) * m
-            spans[k]["\(h.receiver)\u{1}\(h.emitter)", default: Sums()].count += h.count
+            spans[k][LinkKey(h), default: LinkSums()].add(h)
             floor = min(floor, h.weakest)
-        }
-        func mean(_ s: Sums) -> Double? {
-            guard s.count >= minimumAdverts else { return nil }
-            let m = s.sum / Double(s.count)
-            let sd = max(0, s.squares / Double(s.count) - m * m).squareRoot()
-            guard let bias = truncationBias(mean: m, sd: sd, floor: floor - 0.5) else { return nil }
-            return m - bias
         }
         var shifts: [String: [Double]] = [:]
         for (link, old) in spans[0] {
-            guard let new = spans[1][link], let a = mean(old), let b = mean(new) else { continue }
-            let ends = link.split(separator: "\u{1}").map(String.init)
-            for end in Set(ends) where kiosks.contains(end) { shifts[end, default: []].append(b - a) }
+            guard let a = old.corrected(floor: floor), let b = spans[1][link]?.corrected(floor: floor) else { continue }
+            for end in Set([link.receiver, link.emitter]) where kiosks.contains(end) {
+                shifts[end, default: []].append(b - a)
+            }
         }
         return shifts.compactMap { key, d in
             guard d.count >= 3, let median = PathLossFit.median(d) else { return nil }
@@ -348,6 +314,48 @@ public enum SiteCalibration {
             return Change(key: key, shift: shift, uncertainty: sd)
         }
         .sorted { abs($0.shift) > abs($1.shift) }
+    }
+}
+
+/// A receiver and the anchor it heard.
+private struct LinkKey: Hashable {
+    var receiver: String
+    var emitter: String
+
+    init(_ h: KioskHearing) {
+        receiver = h.receiver
+        emitter = h.emitter
+    }
+}
+
+/// One link's hearings summed: the adverts' count, and their RSSI's and claimed power's sums
+/// (each hearing weighed by its adverts, as a kiosk's windows are), in dB.
+private struct LinkSums {
+    var count = 0
+    var rssi = 0.0
+    var squares = 0.0
+    var powers = 0.0
+
+    mutating func add(_ h: KioskHearing) {
+        let m = Double(h.count)
+        count += h.count
+        rssi += h.rssi * m
+        squares += (h.spread * h.spread + h.rssi * h.rssi) * m
+        powers += h.measuredPower * m
+    }
+
+    var mean: Double { rssi / Double(count) }
+    var spread: Double { max(0, squares / Double(count) - mean * mean).squareRoot() }
+    /// The power its adverts claim at 1 m, on average.
+    var power: Double { powers / Double(count) }
+
+    /// Its mean RSSI with what the adapters' floor cut off put back (`truncationBias`); nil with
+    /// too few adverts, or when most of it lay below the floor.
+    func corrected(floor: Double) -> Double? {
+        guard count >= SiteCalibration.minimumAdverts,
+            let bias = SiteCalibration.truncationBias(mean: mean, sd: spread, floor: floor - 0.5)
+        else { return nil }
+        return mean - bias
     }
 }
 
