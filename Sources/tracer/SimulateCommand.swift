@@ -61,6 +61,13 @@ struct SimulateCommand: ParsableCommand {
         )
     )
     var remount: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Each badge's transmitter off by up to ±DB, drawn evenly (with --random-site, default: 6; 0: every badge sends what it claims).",
+            valueName: "dB"
+        )
+    )
+    var badgeOffset: Double?
     @Flag(
         help: """
             Also write what each person's phone hears of the map's fixed beacons (scanner mode), \
@@ -120,6 +127,12 @@ struct SimulateCommand: ParsableCommand {
         if let shadow { p.shadow = shadow }
         if let wallLoss { p.wallLoss = wallLoss }
         if let exponent { p.exponent = exponent }
+        if let badgeOffset {
+            guard (0...20).contains(badgeOffset) else {
+                throw ValidationError("--badge-offset takes dB from 0 to 20, not \(badgeOffset)")
+            }
+            p.badgeOffsetBound = badgeOffset
+        }
         p.phones = phones
         for text in receiverError {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)

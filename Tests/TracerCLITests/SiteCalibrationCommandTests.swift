@@ -98,4 +98,31 @@ import TracerTesting
         #expect(given.rx == -3)
         #expect(abs((given.tx - given.rx) - (drawn.tx - drawn.rx)) < 1e-9, "\(drawn) \(given)")
     }
+
+    /// `--badge-offset` bounds each badge's transmit error (0: every badge sends what it claims),
+    /// for measuring what knowing the badges' offsets would win; out of range is one line.
+    @Test func aBadgeOffsetBoundsEachBadgesTransmitter() async throws {
+        func offsets(_ out: String, _ extra: [String]) async throws -> [Double] {
+            let r = try await tracer(
+                ["simulate", "--random-site", "5", "--people", "12", "--hours", "0.1", "--out", dir.file(out)] + extra
+            )
+            #expect(r.status == 0, "\(r.stderr)")
+            let lines = try String(contentsOfFile: dir.file("\(out)/truth/people.jsonl"), encoding: .utf8)
+                .split(separator: "\n")
+            return try lines.map {
+                let o = try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+                return (o["offsetDb"] as! NSNumber).doubleValue
+            }
+        }
+        let drawn = try await offsets("drawn", [])
+        #expect(drawn.count == 12)
+        #expect(drawn.allSatisfy { abs($0) <= 6 } && drawn.contains { abs($0) > 1 }, "\(drawn)")
+        let none = try await offsets("none", ["--badge-offset", "0"])
+        #expect(none == [Double](repeating: 0, count: 12), "\(none)")
+        let two = try await offsets("two", ["--badge-offset", "2"])
+        #expect(two.allSatisfy { abs($0) <= 2 } && two.contains { $0 != 0 }, "\(two)")
+        let bad = try await tracer(["simulate", "--random-site", "5", "--badge-offset", "25", "--out", dir.file("bad")])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--badge-offset takes dB from 0 to 20, not 25"), "\(bad.stderr)")
+    }
 }
