@@ -420,6 +420,10 @@ public enum Responses {
                 self.code = code
                 self.message = message
             }
+
+            public init(_ code: ErrorCode, message: String) {
+                self.init(code: code.rawValue, message: message)
+            }
         }
 
         public var error: Detail

@@ -149,7 +149,7 @@ public final class API: Sendable {
             let (store, site) = (self.store, self.site)
             let docs = try await store.reading { () throws(any Error) -> [DocumentSnapshot] in
                 if let unknown = try ExposureJSON.unknownBeacon(key, site: site, store: store) {
-                    throw APIError(.notFound, "not_found", unknown)
+                    throw APIError(.notFound, .notFound, unknown)
                 }
                 return try ExposureJSON.atBeacon(key, since: since, store: store)
             }
@@ -162,7 +162,7 @@ public final class API: Sendable {
             let id = try Self.key(context.parameters.require("id"), "report id")
             let store = self.store
             guard let found = try await store.reading({ try ExposureJSON.forReport(id, store: store) }) else {
-                throw APIError(.notFound, "not_found", "no report \(id)")
+                throw APIError(.notFound, .notFound, "no report \(id)")
             }
             return JSONBody.response(found.value)
         }
@@ -463,7 +463,7 @@ public final class API: Sendable {
                 encoding: Responses.Health(
                     status: "unavailable",
                     site: site?.name,
-                    error: .init(code: "store_unavailable", message: "\(error)")
+                    error: .init(.storeUnavailable, message: "\(error)")
                 ),
                 status: .serviceUnavailable
             )
@@ -566,9 +566,9 @@ public final class API: Sendable {
     static func exposureErrors<T>(_ body: () async throws -> T) async throws -> T {
         do { return try await body() } catch let e as ExposureError {
             switch e.code {
-            case .noReport: throw APIError(.notFound, "not_found", e.message)
-            case .notAccepted: throw APIError(.conflict, "not_accepted", e.message)
-            default: throw APIError(.unprocessableContent, "refused", e.message)
+            case .noReport: throw APIError(.notFound, .notFound, e.message)
+            case .notAccepted: throw APIError(.conflict, .notAccepted, e.message)
+            default: throw APIError(.unprocessableContent, .refused, e.message)
             }
         }
     }
@@ -612,7 +612,7 @@ public final class API: Sendable {
     /// 304 until a new map is published.
     func publishedSite(_ request: Request) throws -> Response {
         guard let published = try PublishedSite.Stored(store.get(PublishedSite.path)) else {
-            throw APIError(.notFound, "no_site", "no site is published on this server (tracer map publish FILE)")
+            throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
         let etag = "\"\(published.digest)\""
         if let presented = request.headers[.ifNoneMatch], presented == etag {

@@ -8,31 +8,31 @@ import TracerStore
 /// `{"error": {"code": "...", "message": "..."}}`. Every 4xx is one of these, never a crash.
 public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: Responses.ErrorCode
     public var message: String
     public var headers: HTTPFields = [:]
     /// A rejected report's outcome, written beside `error`.
     var outcome: Responses.ReportOutcome?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: Responses.ErrorCode, _ message: String) {
         self.status = status
         self.code = code
         self.message = message
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    public var description: String { "\(status.code) \(code.rawValue): \(message)" }
 
-    public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, "bad_request", message) }
-    public static func notFound(_ message: String) -> APIError { APIError(.notFound, "not_found", message) }
-    public static func forbidden(_ message: String) -> APIError { APIError(.forbidden, "forbidden", message) }
+    public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, .badRequest, message) }
+    public static func notFound(_ message: String) -> APIError { APIError(.notFound, .notFound, message) }
+    public static func forbidden(_ message: String) -> APIError { APIError(.forbidden, .forbidden, message) }
 
     public static func unauthorized(_ message: String) -> APIError {
-        var e = APIError(.unauthorized, "unauthorized", message)
+        var e = APIError(.unauthorized, .unauthorized, message)
         e.headers[.wwwAuthenticate] = #"Bearer realm="tracer""#
         return e
     }
 
-    var body: Responses.ErrorBody { .init(error: .init(code: code, message: message), outcome: outcome) }
+    var body: Responses.ErrorBody { .init(error: .init(code: code.rawValue, message: message), outcome: outcome) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = JSONBody.response(encoding: body, status: status)
@@ -54,36 +54,37 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
             // Every route collects its body up to a limit of its own: over it is the client's
             // mistake (413), whichever route it was.
             let limit = e.maxBytes.map { " (\($0 >> 10) KiB)" } ?? ""
-            return APIError(.contentTooLarge, "too_large", "the request body is larger than this route takes\(limit)")
+            return APIError(.contentTooLarge, .tooLarge, "the request body is larger than this route takes\(limit)")
         case let e as StoreError:
             switch e.code {
             case .notFound: return .notFound(e.message)
             case .invalidPath, .invalidFieldPath, .invalidValue, .invalidQuery, .invalidJSON, .tokenExpired:
                 return .badRequest(e.message)
             case .tooLarge:
-                return APIError(.contentTooLarge, "too_large", e.message)
+                return APIError(.contentTooLarge, .tooLarge, e.message)
             case .alreadyExists:
-                return APIError(.conflict, "conflict", e.message)
+                return APIError(.conflict, .conflict, e.message)
             default:
-                return APIError(.serviceUnavailable, "store_unavailable", "the store could not answer: \(e.message)")
+                return APIError(.serviceUnavailable, .storeUnavailable, "the store could not answer: \(e.message)")
             }
         default:
-            return APIError(.internalServerError, "internal", "an internal error (logged): \(error)")
+            return APIError(.internalServerError, .`internal`, "an internal error (logged): \(error)")
         }
     }
 
-    static func code(for status: HTTPResponse.Status) -> String {
+    static func code(for status: HTTPResponse.Status) -> Responses.ErrorCode {
         switch status.code {
-        case 400: "bad_request"
-        case 401: "unauthorized"
-        case 403: "forbidden"
-        case 404: "not_found"
-        case 405: "method_not_allowed"
-        case 413: "too_large"
-        case 415: "unsupported_media_type"
-        case 422: "rejected"
-        case 429: "too_many_requests"
-        default: status.code < 500 ? "bad_request" : "unavailable"
+        case 400: .badRequest
+        case 401: .unauthorized
+        case 403: .forbidden
+        case 404: .notFound
+        case 405: .methodNotAllowed
+        case 409: .conflict
+        case 413: .tooLarge
+        case 415: .unsupportedMediaType
+        case 422: .rejected
+        case 429: .tooManyRequests
+        default: status.code < 500 ? .badRequest : .unavailable
         }
     }
 

@@ -18,7 +18,7 @@ extension API {
             if Timestamp(parsing: name) != nil, Double(name) == nil {
                 throw APIError(
                     .notFound,
-                    "no_day",
+                    .noDay,
                     "no ids for \(name): days from 14 before today to 3 after are served"
                 )
             }
@@ -32,7 +32,7 @@ extension API {
         guard Int64(day) >= Int64(today) - 14 * 86_400, Int64(day) <= ahead else {
             throw APIError(
                 .notFound,
-                "no_day",
+                .noDay,
                 "no ids for \(name): days from 14 before today to \(BadgeIDDay.horizon - 1) after are served"
             )
         }
@@ -43,7 +43,7 @@ extension API {
         }
         let registry = BadgeRegistry(store: store)
         guard let version = try registry.version() else {
-            throw APIError(.notFound, "no_badges", "no badge is issued at this site (tracer badge issue --count N)")
+            throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
         }
         let bits = site?.badgeEpochBits ?? RotatingID.defaultBits
         let etag = BadgeIDDay.etag(version: version, bits: bits, day: day)
@@ -55,7 +55,7 @@ extension API {
             body = cached
         } else {
             guard let material = try registry.material() else {
-                throw APIError(.notFound, "no_badges", "no badge is issued at this site (tracer badge issue --count N)")
+                throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
             }
             let made = BadgeIDDay(badges: material.badges, day: day, bits: bits, version: material.version)
             body = Responses.BadgeIDs(

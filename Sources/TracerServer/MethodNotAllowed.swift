@@ -55,7 +55,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
             }
             var e = APIError(
                 .methodNotAllowed,
-                "method_not_allowed",
+                .methodNotAllowed,
                 "\(request.uri.path.prefix(80)) takes \(methods.map(\.rawValue).joined(separator: ", ")), not \(request.method)"
             )
             e.headers[.allow] = methods.map(\.rawValue).joined(separator: ", ")

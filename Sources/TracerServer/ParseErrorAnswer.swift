@@ -22,7 +22,7 @@ final class ParseErrorAnswer: ChannelInboundHandler, RemovableChannelHandler, Se
         case .headerOverflow: why = "its headers are over the server's limit (1,000 fields, 80 KiB)"
         default: why = "it is not an HTTP/1.1 request (\(parse))"
         }
-        let error = Responses.ErrorBody(error: .init(code: "bad_request", message: "the request was refused: \(why)"))
+        let error = Responses.ErrorBody(error: .init(.badRequest, message: "the request was refused: \(why)"))
         let body = ByteBuffer(bytes: (try? Responses.encoder.encode(error)) ?? Data())
         let head = HTTPResponse(
             status: .badRequest,

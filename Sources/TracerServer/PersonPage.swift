@@ -107,12 +107,12 @@ extension API {
         case .used:
             throw APIError(
                 .gone,
-                "link_used",
+                .linkUsed,
                 "this link was used already, in another browser: ask the site for a new card"
             )
         case .unknown:
             linkLimiter.failed(context.client)
-            throw APIError(.notFound, "not_found", "no such link: check the whole link, or ask the site for a new card")
+            throw APIError(.notFound, .notFound, "no such link: check the whole link, or ask the site for a new card")
         }
     }
 

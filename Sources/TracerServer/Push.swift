@@ -73,7 +73,7 @@ extension API {
             return (try parse(json, pushServices), who)
         } catch let e as PushError {
             // Well-formed JSON, refused on what it says (a host, a port, a key): 422.
-            throw APIError(.unprocessableContent, "refused", e.description)
+            throw APIError(.unprocessableContent, .refused, e.description)
         }
     }
 }

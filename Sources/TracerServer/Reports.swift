@@ -40,7 +40,7 @@ struct Form {
         guard delimiters.count <= Self.maxParts + 1 else {
             throw APIError(
                 .contentTooLarge,
-                "too_large",
+                .tooLarge,
                 "the multipart body has more than \(Self.maxParts) parts (a report has image, deviceId and answers)"
             )
         }
@@ -160,14 +160,14 @@ extension API {
         guard let contentType = request.headers[.contentType], let boundary = Form.boundary(contentType) else {
             throw APIError(
                 .unsupportedMediaType,
-                "unsupported_media_type",
+                .unsupportedMediaType,
                 "a report is multipart/form-data with an 'image' part, not \(request.headers[.contentType] ?? "no content type")"
             )
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > Self.maxUpload {
             throw APIError(
                 .contentTooLarge,
-                "too_large",
+                .tooLarge,
                 "the upload is \(length) bytes; the limit is \(Self.maxUpload)"
             )
         }
@@ -180,7 +180,7 @@ extension API {
         if image.body.readableBytes > ImageLimits().maxBytes {
             throw APIError(
                 .contentTooLarge,
-                "too_large",
+                .tooLarge,
                 "the image is \(image.body.readableBytes) bytes; the limit is \(ImageLimits().maxBytes)"
             )
         }
@@ -216,7 +216,7 @@ extension API {
             // from a kiosk where nobody stood.
             throw APIError(
                 .unprocessableContent,
-                "no_reporter",
+                .noReporter,
                 "give a 'deviceId' part, or an 'anchor' part on a kiosk"
             )
         }
@@ -227,7 +227,7 @@ extension API {
         } catch let e as SelfReportError {
             throw APIError(
                 .unprocessableContent,
-                "no_single_device",
+                .noSingleDevice,
                 e.code == .noDeviceAtKiosk
                     ? "\(e.message) in the 30 s before the upload: give deviceId" : "\(e.message): give deviceId"
             )
@@ -238,17 +238,17 @@ extension API {
         do {
             page = try await ocr.read(data: data, name: Form.filename(image) ?? "upload")
         } catch let e as OCRError where e.code == .busy {
-            var error = APIError(.serviceUnavailable, "busy", e.description)
+            var error = APIError(.serviceUnavailable, .busy, e.description)
             error.headers[.retryAfter] = "\(Self.ocrRetryAfter)"
             throw error
         } catch let e as OCRError where e.code == .timeout {
             // Not the client's fault: a server too loaded to read it in time. Try again later.
-            var error = APIError(.serviceUnavailable, "busy", e.description)
+            var error = APIError(.serviceUnavailable, .busy, e.description)
             error.headers[.retryAfter] = "\(Self.ocrRetryAfter * 5)"
             throw error
         } catch let e as OCRError where e.code == .badImage {
             // Not an image, a truncated one, too many pixels: the client's input.
-            throw APIError(.unprocessableContent, "unreadable_image", e.description)
+            throw APIError(.unprocessableContent, .unreadableImage, e.description)
         }
         let read = desk.verify(page, now: started)
         let reporting = device ?? ""
@@ -302,13 +302,13 @@ extension API {
         case .decidedBefore(let r, _):
             throw APIError(
                 .unprocessableContent,
-                "decided_before",
+                .decidedBefore,
                 "this image was reported before and \(r.status.rawValue) (report \(r.id)); nothing was recorded again"
             )
         case .rejected(let verification):
             var e = APIError(
                 .unprocessableContent,
-                "rejected",
+                .rejected,
                 "rejected: " + verification.reasons.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
@@ -367,12 +367,12 @@ extension API {
     func reviewImage(_ id: String) throws -> Response {
         let doc = try store.get(Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else {
-            throw APIError(.notFound, "not_found", "no report \(id)")
+            throw APIError(.notFound, .notFound, "no report \(id)")
         }
         guard report.status == .pending, let data = try desk.images?.image(id) else {
             throw APIError(
                 .notFound,
-                "no_image",
+                .noImage,
                 report.status == .pending
                     ? "report \(id)'s image is not on this server: past 72 hours, or received by another server of the site"
                     : "report \(id) is \(report.status.rawValue): its image was deleted at the decision"
@@ -428,9 +428,9 @@ extension API {
             return JSONBody.response(decided.value)
         } catch let e as ReviewError {
             switch e.code {
-            case .notFound: throw APIError(.notFound, "not_found", e.message)
-            case .notPending: throw APIError(.conflict, "not_pending", e.message)
-            case .io: throw APIError(.internalServerError, "io", e.message)
+            case .notFound: throw APIError(.notFound, .notFound, e.message)
+            case .notPending: throw APIError(.conflict, .notPending, e.message)
+            case .io: throw APIError(.internalServerError, .io, e.message)
             }
         }
     }

@@ -10,7 +10,7 @@ extension API {
     /// stored if that is earlier), and the kiosks that changed in the last half hour.
     func siteCalibration(_ request: Request) throws -> Response {
         guard let site else {
-            throw APIError(.notFound, "no_site", "no site is published on this server (tracer map publish FILE)")
+            throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
         let time: Double
         if let at = try Self.since(request.uri.queryParameters["at"].map(String.init), name: "at") {
@@ -19,7 +19,7 @@ extension API {
             guard let last = try CalibrationReport.latest(store: store) else {
                 throw APIError(
                     .notFound,
-                    "no_hearings",
+                    .noHearings,
                     "no kiosk has heard another anchor of the map yet: give kiosks a uuid, major and minor and run tracer advertise beside each daemon"
                 )
             }
@@ -28,7 +28,7 @@ extension API {
         guard let report = try CalibrationReport.make(store: store, site: site, at: time) else {
             throw APIError(
                 .notFound,
-                "no_hearings",
+                .noHearings,
                 "no kiosk heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
             )
         }

@@ -91,7 +91,7 @@ final class SyncEndpoint: Sendable {
             let reason =
                 "this token is for \(anchor), not \(batch.kiosk): give \(batch.kiosk) its own token (tracer token create --role kiosk --anchor \(batch.kiosk))"
             try await refuse(batch, reason: reason, who)
-            throw APIError(.forbidden, "wrong_kiosk", reason)
+            throw APIError(.forbidden, .wrongKiosk, reason)
         }
         let kiosk = who.anchor ?? batch.kiosk
         guard (try? Collections.kiosk(kiosk)) != nil else {

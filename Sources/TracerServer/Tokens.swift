@@ -234,7 +234,7 @@ public final class FailureLimiter: Sendable {
         let seconds = Int(wait.rounded(.up))
         var e = APIError(
             .tooManyRequests,
-            "too_many_requests",
+            .tooManyRequests,
             "too many failed \(what) from \(client); wait \(seconds) s"
         )
         e.headers[.retryAfter] = "\(seconds)"

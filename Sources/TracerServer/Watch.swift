@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TracerAPI
 import TracerModel
 import TracerStore
 
@@ -136,12 +137,15 @@ enum Watch {
         }
         let registration: ListenerRegistration
         let onError: @Sendable (StoreError) -> Void = { error in
-            let code = error.code == .tokenExpired ? "token_expired" : "store_error"
+            let body = Responses.ErrorBody(
+                error: .init(error.code == .tokenExpired ? .tokenExpired : .storeError, message: error.message)
+            )
+            // The API's own type: encoding it cannot fail.
             send(
                 frame(
                     event: "error",
                     id: nil,
-                    data: #"{"error":{"code":"\#(code)","message":\#(JSON.string(.string(error.message)))}}"#
+                    data: String(decoding: (try? Responses.encoder.encode(body)) ?? Data(), as: UTF8.self)
                 )
             )
             continuation.finish()

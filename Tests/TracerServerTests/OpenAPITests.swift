@@ -65,6 +65,36 @@ import Yams
         }
     }
 
+    /// The document lists every error code the server answers with, and no other: the server's
+    /// codes are `Responses.ErrorCode`'s by their type.
+    @Test func theDocumentListsEveryErrorCode() throws {
+        let text = String(decoding: PackageResources.openapi_yaml, as: UTF8.self)
+        let root = try #require(try Yams.load(yaml: text) as? [String: Any])
+        let schemas = try #require((root["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let detail = try #require(schemas["ErrorDetail"] as? [String: Any])
+        let code = try #require((detail["properties"] as? [String: Any])?["code"] as? [String: Any])
+        // An open list: the codes, or any string (a client tolerates a newer server's).
+        let choices = try #require(code["anyOf"] as? [[String: Any]])
+        #expect(choices.count == 2 && choices.last?["enum"] == nil && choices.last?["type"] as? String == "string")
+        let listed = try #require(choices.first?["enum"] as? [String])
+        #expect(listed == Responses.ErrorCode.allCases.map(\.rawValue))
+        #expect(Set(listed).count == listed.count)
+    }
+
+    /// The framework's errors (a route's own `HTTPError`) come out with the code their status means.
+    @Test func aFrameworkErrorGetsTheCodeItsStatusMeans() {
+        let expected: [(Int, Responses.ErrorCode)] = [
+            (400, .badRequest), (401, .unauthorized), (403, .forbidden), (404, .notFound), (405, .methodNotAllowed),
+            (409, .conflict), (413, .tooLarge), (415, .unsupportedMediaType), (422, .rejected),
+            (429, .tooManyRequests), (418, .badRequest), (500, .unavailable), (503, .unavailable),
+        ]
+        for (status, code) in expected {
+            let mapped = APIError.from(HTTPError(HTTPResponse.Status(code: status)))
+            #expect(mapped.code == code, "\(status): \(mapped.code)")
+            #expect(mapped.status.code == status)
+        }
+    }
+
     @Test func theServerServesTheDocument() async throws {
         let f = try ServerFixture()
         try await f.app().test(.router) { client in
