@@ -68,3 +68,51 @@ extension Responses {
         case storeError = "store_error"
     }
 }
+
+extension Responses {
+    /// Every error: `{"error": {"code", "message"}}`, with a rejected report's outcome beside it.
+    public struct ErrorBody: Codable, Sendable {
+        public struct Detail: Codable, Sendable {
+            public var code: String
+            public var message: String
+
+            public init(
+                code: String,
+                message: String
+            ) {
+                self.code = code
+                self.message = message
+            }
+
+            public init(_ code: ErrorCode, message: String) {
+                self.init(code: code.rawValue, message: message)
+            }
+        }
+
+        public var error: Detail
+        public var outcome: ReportOutcome?
+
+        public func encode(to encoder: any Encoder) throws {
+            // A rejected report's fields sit beside `error`, not under a key of their own.
+            try outcome?.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(error, forKey: .error)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            error = try decoder.container(keyedBy: Key.self).decode(Detail.self, forKey: .error)
+            // Beside `error` when the error is a rejected report's.
+            outcome = try? ReportOutcome(from: decoder)
+        }
+
+        enum Key: String, CodingKey { case error }
+
+        public init(
+            error: Detail,
+            outcome: ReportOutcome? = nil
+        ) {
+            self.error = error
+            self.outcome = outcome
+        }
+    }
+}
