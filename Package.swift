@@ -404,7 +404,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TracerModelTests",
-            dependencies: ["TracerModel", "TracerBadges", "TracerStore", "TracerTesting"]
+            dependencies: ["TracerModel", "TracerBadges", "TracerSite", "TracerStore", "TracerTesting"]
         ),
         .testTarget(
             name: "TracerColocationTests",

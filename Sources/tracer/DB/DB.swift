@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TracerModel
 import TracerStore
 
 /// `tracer db …`: the document store by hand.
@@ -15,12 +16,25 @@ struct DB: AsyncParsableCommand {
         subcommands: [
             GetCommand.self, SetCommand.self, DeleteCommand.self, QueryCommand.self, WatchCommand.self,
             ImportCommand.self,
-            ExportCommand.self, CopyCommand.self, IndexCommand.self, PurgeCommand.self,
+            ExportCommand.self, CopyCommand.self, IndexCommand.self, PurgeCommand.self, CollectionsCommand.self,
         ]
     )
 }
 
 extension DB {
+    struct CollectionsCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "collections",
+            abstract: "Print tracer's data model: each collection's path, what writes it, and its fields.",
+            discussion: "No store is opened: this is what tracer writes, for `tracer db query` and the docs."
+        )
+        @Flag(help: "A Markdown table (as docs/design.md and docs/store.md carry it).") var markdown = false
+
+        func run() {
+            Output.line((markdown ? DataModel.markdown : DataModel.text).trimmingCharacters(in: .newlines))
+        }
+    }
+
     struct GetCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a document.")
         @OptionGroup var options: StoreOptions
