@@ -26,13 +26,9 @@ final class PostgresConnection: StoreConnection {
             )
         }
         guard PQstatus(c) == CONNECTION_OK else {
-            let message = Self.firstLine(String(cString: PQerrorMessage(c)))
+            let error = Self.error("cannot connect to PostgreSQL", connection: c, context: DocumentStore.redacted(uri))
             PQfinish(c)
-            throw StoreError(
-                .postgres,
-                "cannot connect to PostgreSQL: \(message)",
-                context: DocumentStore.redacted(uri)
-            )
+            throw error
         }
         handle = c
         target = DocumentStore.redacted(uri)
@@ -166,11 +162,7 @@ final class PostgresConnection: StoreConnection {
         for i in frequent.indices { frequent[i] = nil }
         PQreset(handle)
         guard PQstatus(handle) == CONNECTION_OK else {
-            throw StoreError(
-                .postgres,
-                "cannot connect to PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))",
-                context: target
-            )
+            throw error(nil, "cannot connect to PostgreSQL", context: target)
         }
     }
 
@@ -286,9 +278,9 @@ final class PostgresConnection: StoreConnection {
             pipelining = true
         }
         guard s.send() == 1 else {
-            let message = Self.firstLine(String(cString: PQerrorMessage(handle)))
+            let failure = error(context: s.sql)
             _ = try? flush()
-            throw StoreError(.postgres, "PostgreSQL: \(message)", context: s.sql)
+            throw failure
         }
         segment.append((s.sql, changed))
         if segment.count >= Self.pipelineDepth {
@@ -301,11 +293,7 @@ final class PostgresConnection: StoreConnection {
 
     /// Ends the segment being sent with a sync point (which sends it).
     private func endSegment() {
-        if PQpipelineSync(handle) != 1 {
-            pipelineFailure =
-                pipelineFailure
-                ?? StoreError(.postgres, "PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))")
-        }
+        if PQpipelineSync(handle) != 1 { pipelineFailure = pipelineFailure ?? error(context: nil) }
         synced.append(segment)
         segment.removeAll(keepingCapacity: true)
     }
@@ -314,26 +302,14 @@ final class PostgresConnection: StoreConnection {
     private func read(_ sent: [Sent]) {
         for (sql, changed) in sent {
             guard let r = PQgetResult(handle) else {
-                pipelineFailure =
-                    pipelineFailure
-                    ?? StoreError(
-                        .postgres,
-                        "PostgreSQL: \(Self.firstLine(String(cString: PQerrorMessage(handle))))",
-                        context: sql
-                    )
+                pipelineFailure = pipelineFailure ?? error(context: sql)
                 return
             }
             let status = PQresultStatus(r)
             if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
                 changed?(Int(String(cString: PQcmdTuples(r))) ?? 0)
             } else if status != PGRES_PIPELINE_ABORTED, pipelineFailure == nil {
-                let message = String(cString: PQresultErrorMessage(r))
-                pipelineFailure = StoreError(
-                    .postgres,
-                    "PostgreSQL: \(Self.firstLine(message))",
-                    context: sql,
-                    sqlstate: Self.sqlstate(r)
-                )
+                pipelineFailure = error(r, context: sql)
             }
             PQclear(r)
             while let rest = PQgetResult(handle) { PQclear(rest) }  // up to the NULL that ends its answer
@@ -362,16 +338,34 @@ final class PostgresConnection: StoreConnection {
 
     func check(_ result: OpaquePointer?, _ sql: String) throws {
         let status = result.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? ""
-            let text = message.isEmpty ? String(cString: PQerrorMessage(handle)) : message
-            throw StoreError(
-                .postgres,
-                "PostgreSQL: \(Self.firstLine(text))",
-                context: sql,
-                sqlstate: result.flatMap(Self.sqlstate)
-            )
-        }
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(result, context: sql) }
+    }
+
+    /// Every libpq failure as one `StoreError`, as the SQLite connection has one funnel too: what
+    /// failed, libpq's first line of why (the result's primary message, else the connection's), the
+    /// result's SQLSTATE (callers decide by it, never by the text), and the SQL or the target.
+    static func error(
+        _ what: String = "PostgreSQL",
+        connection: OpaquePointer,
+        result: OpaquePointer? = nil,
+        context: String?
+    ) -> StoreError {
+        // A result's primary message (PG_DIAG_MESSAGE_PRIMARY, 'M'): its text without libpq's
+        // "ERROR:  " and the lines of detail after it.
+        let primary = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+        let message = primary ?? result.map { String(cString: PQresultErrorMessage($0)) } ?? ""
+        let text = message.isEmpty ? String(cString: PQerrorMessage(connection)) : message
+        return StoreError(
+            .postgres,
+            "\(what): \(firstLine(text))",
+            context: context,
+            sqlstate: result.flatMap(sqlstate)
+        )
+    }
+
+    /// The same on this connection.
+    func error(_ result: OpaquePointer? = nil, _ what: String = "PostgreSQL", context: String?) -> StoreError {
+        Self.error(what, connection: handle, result: result, context: context)
     }
 
     /// The SQLSTATE of a failed result (libpq's `PG_DIAG_SQLSTATE`, the field code 'C'), kept

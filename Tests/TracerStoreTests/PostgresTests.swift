@@ -48,6 +48,9 @@ import TracerTesting
         let syntax = #expect(throws: StoreError.self) { try c.execute("SELEC 1") }
         #expect(syntax?.sqlstate == "42601", "\(String(describing: syntax))")
         #expect(syntax?.code == .postgres)
+        // One line, what failed first, the statement as its context (the one funnel's shape).
+        #expect(syntax?.message.hasPrefix("PostgreSQL: syntax error") == true, "\(String(describing: syntax))")
+        #expect(syntax?.message.contains("\n") == false && syntax?.context == "SELEC 1")
         let missing = #expect(throws: StoreError.self) { _ = try c.query("SELECT * FROM no_such_table") }
         #expect(missing?.sqlstate == "42P01", "\(String(describing: missing))")
         let s = try c.statement("SELECT 1 / ?1::int")
