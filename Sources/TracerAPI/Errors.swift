@@ -32,8 +32,8 @@ extension Responses {
         case busy
         /// A self-report the verification rejected (its outcome beside the error).
         case rejected
-        /// A request the rule refused (a flag for a report not accepted, a push subscription that
-        /// is not one).
+        /// Well-formed, refused on what it says: a push subscription whose host, port or key
+        /// tracer will not use, or a request the exposure engine cannot do as asked.
         case refused
         /// An upload that is not an image that can be read.
         case unreadableImage = "unreadable_image"
@@ -48,7 +48,7 @@ extension Responses {
         case decidedBefore = "decided_before"
         /// A review of a report that is not held for one.
         case notPending = "not_pending"
-        /// Exposures asked of a report that was not accepted.
+        /// Flagging asked of a report that is not accepted (pending, denied or revoked): 409.
         case notAccepted = "not_accepted"
         /// A one-time link's code that was used already (410).
         case linkUsed = "link_used"
