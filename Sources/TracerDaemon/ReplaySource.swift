@@ -83,16 +83,22 @@ public final class ReplaySource: AdvertSource, Sendable {
 
     /// One line of the replay format.
     static func advert(_ line: String) throws -> Advert {
-        guard case .map(let f) = try JSON.parse(line) else { throw ReplayError("not a JSON object") }
-        guard let t = f["t"]?.doubleValue, t.isFinite else { throw ReplayError("no time \"t\"") }
+        guard case .map(let f) = try JSON.parse(line) else { throw ReplayError(.notJSON, "not a JSON object") }
+        guard let t = f["t"]?.doubleValue, t.isFinite else {
+            throw ReplayError(.badField, "no time \"t\"", context: "t")
+        }
         guard case .integer(let rssi)? = f["rssi"], (-127...20).contains(rssi) else {
-            throw ReplayError("no whole-number \"rssi\" in dBm")
+            throw ReplayError(.badField, "no whole-number \"rssi\" in dBm", context: "rssi")
         }
         var data: [(company: UInt16, data: [UInt8])] = []
         if case .map(let m)? = f["manufacturerData"] {
             for (key, value) in m {
                 guard let company = UInt16(key), case .string(let hex) = value, let bytes = Hex.decode(hex) else {
-                    throw ReplayError("manufacturerData must map decimal company ids to hex")
+                    throw ReplayError(
+                        .badField,
+                        "manufacturerData must map decimal company ids to hex",
+                        context: "manufacturerData"
+                    )
                 }
                 data.append((company, bytes))
             }
@@ -103,7 +109,24 @@ public final class ReplaySource: AdvertSource, Sendable {
     }
 }
 
-struct ReplayError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
+/// Why a replay's line is not an advert: a code to decide by, the field it concerns, and one
+/// line for people (the daemon reports the first few with their file and line, and skips them).
+struct ReplayError: Error, Equatable, CustomStringConvertible {
+    enum Code: String, Equatable {
+        /// The line is not a JSON object.
+        case notJSON
+        /// A field is missing or not what the format says.
+        case badField
+    }
+
+    let code: Code
+    /// The field it concerns (`t`, `rssi`, `manufacturerData`), when there is one.
+    let context: String?
+    let description: String
+
+    init(_ code: Code, _ description: String, context: String? = nil) {
+        self.code = code
+        self.description = description
+        self.context = context
+    }
 }

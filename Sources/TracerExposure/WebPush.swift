@@ -30,16 +30,16 @@ public struct PushSubscription: Sendable, Equatable {
     /// point and 16 bytes.
     public init(json: Value, services: Set<String>) throws(PushError) {
         guard case .string(let endpoint)? = json["endpoint"] else {
-            throw PushError(
-                "a subscription is the browser's PushSubscription JSON: {\"endpoint\": \"https://…\", \"keys\": {\"p256dh\", \"auth\"}}"
-            )
+            throw PushError.notASubscription
         }
         try PushEndpoint.check(endpoint, services: services)
         guard case .string(let key)? = json["keys"]?["p256dh"], let p256dh = WebPush.base64url(key), p256dh.count == 65,
             (try? P256.KeyAgreement.PublicKey(x963Representation: p256dh)) != nil
-        else { throw PushError("keys.p256dh is not a P-256 public key (65 bytes, base64url)") }
+        else {
+            throw PushError(.key, "keys.p256dh is not a P-256 public key (65 bytes, base64url)", context: "keys.p256dh")
+        }
         guard case .string(let secret)? = json["keys"]?["auth"], let auth = WebPush.base64url(secret), auth.count == 16
-        else { throw PushError("keys.auth is not a 16-byte secret (base64url)") }
+        else { throw PushError(.key, "keys.auth is not a 16-byte secret (base64url)", context: "keys.auth") }
         self.init(endpoint: endpoint, p256dh: p256dh, auth: auth)
     }
 
@@ -93,21 +93,22 @@ public enum PushEndpoint {
     /// no space or control character; and Foundation reads the same host and port from it as
     /// this check does (what AsyncHTTPClient connects to is what was checked).
     public static func check(_ endpoint: String, services: Set<String>) throws(PushError) {
-        let shape = PushError(
-            "a subscription is the browser's PushSubscription JSON: {\"endpoint\": \"https://…\", \"keys\": {\"p256dh\", \"auth\"}}"
-        )
         guard endpoint.utf8.count <= maxLength else {
-            throw PushError("the endpoint is longer than \(maxLength) bytes")
+            throw PushError(.endpoint, "the endpoint is longer than \(maxLength) bytes", context: "endpoint")
         }
         guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw PushError("the endpoint has a space, a control character or a byte outside ASCII")
+            throw PushError(
+                .endpoint,
+                "the endpoint has a space, a control character or a byte outside ASCII",
+                context: "endpoint"
+            )
         }
-        guard let colon = endpoint.range(of: "://") else { throw shape }
+        guard let colon = endpoint.range(of: "://") else { throw PushError.notASubscription }
         let scheme = endpoint[..<colon.lowerBound].lowercased()
         let rest = endpoint[colon.upperBound...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         guard !authority.contains("@"), !authority.contains("\\") else {
-            throw PushError("a push endpoint has no user or password")
+            throw PushError(.endpoint, "a push endpoint has no user or password", context: "endpoint")
         }
         var host = Substring(authority)
         var port: Int?
@@ -116,34 +117,86 @@ public enum PushEndpoint {
             let digits = authority[authority.index(after: last)...]
             guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
                 let n = Int(digits), (1...65535).contains(n)
-            else { throw PushError("the endpoint's port is not 1–65535: '\(digits.prefix(12))'") }
+            else {
+                throw PushError(
+                    .endpoint,
+                    "the endpoint's port is not 1–65535: '\(digits.prefix(12))'",
+                    context: "endpoint"
+                )
+            }
             port = n
         }
         let name = host.lowercased()
-        guard !name.isEmpty else { throw shape }
+        guard !name.isEmpty else { throw PushError.notASubscription }
         guard services.contains(name) else {
             throw PushError(
-                "\(name.prefix(80)) is not one of this site's push services (\(services.sorted().joined(separator: ", ")): settings: pushServices)"
+                .notAService,
+                "\(name.prefix(80)) is not one of this site's push services (\(services.sorted().joined(separator: ", ")): settings: pushServices)",
+                context: String(name.prefix(80))
             )
         }
         let loopback = name == "127.0.0.1" || name == "localhost" || name == "[::1]"
         guard scheme == "https" || (scheme == "http" && loopback) else {
-            throw PushError("a push endpoint is https://, not \(scheme.prefix(20))://")
+            throw PushError(
+                .endpoint,
+                "a push endpoint is https://, not \(scheme.prefix(20))://",
+                context: String(name.prefix(80))
+            )
         }
         // The push services listen on https's own port: another port of theirs is no push service.
         guard scheme == "http" || port == nil || port == 443 else {
-            throw PushError("a push endpoint is on https's port (443), not \(port ?? 0)")
+            throw PushError(
+                .endpoint,
+                "a push endpoint is on https's port (443), not \(port ?? 0)",
+                context: String(name.prefix(80))
+            )
         }
         guard let url = URLComponents(string: endpoint),
             url.host?.lowercased() == name || "[\(url.host ?? "")]" == name,
             url.port == port, url.user == nil, url.password == nil
-        else { throw PushError("the endpoint is not a URL this server reads as it checked it") }
+        else {
+            throw PushError(
+                .endpoint,
+                "the endpoint is not a URL this server reads as it checked it",
+                context: "endpoint"
+            )
+        }
     }
 }
 
-public struct PushError: Error, Sendable, CustomStringConvertible {
+/// Why a subscription or an endpoint is not one tracer pushes to: a code to decide by, what it
+/// concerns, and one line for people (the API's 422 message).
+public struct PushError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, Equatable {
+        /// Not the browser's PushSubscription JSON (no endpoint, no scheme or host).
+        case notASubscription
+        /// The endpoint breaks a rule (length, characters, user, port, scheme, how it parses).
+        case endpoint
+        /// The endpoint's host is not one of the site's push services (`pushServices`).
+        case notAService
+        /// `keys.p256dh` or `keys.auth` is not what Web Push needs.
+        case key
+    }
+
+    public let code: Code
+    /// The field or host it concerns (`endpoint`, `keys.p256dh`, a host name).
+    public let context: String?
     public let description: String
-    public init(_ description: String) { self.description = description }
+
+    public init(_ code: Code, _ description: String, context: String? = nil) {
+        self.code = code
+        self.description = description
+        self.context = context
+    }
+
+    /// Not the browser's PushSubscription JSON.
+    static var notASubscription: PushError {
+        PushError(
+            .notASubscription,
+            "a subscription is the browser's PushSubscription JSON: {\"endpoint\": \"https://…\", \"keys\": {\"p256dh\", \"auth\"}}",
+            context: "endpoint"
+        )
+    }
 }
 
 /// Web Push's two cryptographic parts, with swift-crypto: the message encrypted to the browser
@@ -201,7 +254,7 @@ public enum WebPush {
         expires: Date = Date().addingTimeInterval(12 * 3600)
     ) throws -> String {
         guard let url = URLComponents(string: endpoint), let scheme = url.scheme, let host = url.host else {
-            throw PushError("not a URL: \(endpoint)")
+            throw PushError(.endpoint, "not a URL: \(endpoint)", context: "endpoint")
         }
         let audience = "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
         let header = base64url(Array(#"{"typ":"JWT","alg":"ES256"}"#.utf8))

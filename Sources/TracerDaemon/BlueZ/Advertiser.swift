@@ -217,27 +217,55 @@ public final class Advertiser: Service, Sendable {
     }
 }
 
-/// Why BlueZ would not advertise, in one line a person can act on.
-public struct AdvertiseError: Error, CustomStringConvertible, Sendable {
+/// Why BlueZ would not advertise: a code to decide by, what it concerns (the adapter and the
+/// D-Bus error's name), and one line a person can act on.
+public struct AdvertiseError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Code: String, Sendable, Equatable {
+        /// No org.bluez on the system bus.
+        case bluezNotRunning
+        /// No such adapter, or one that cannot advertise (BlueZ older than 5.48).
+        case noAdapter
+        case poweredOff
+        /// Every advertising slot is taken (another program advertises).
+        case noSlot
+        /// No system bus to reach BlueZ, or it went away.
+        case noBus
+        /// BlueZ refused for another reason (its error is in the context).
+        case refused
+    }
+
+    public let code: Code
+    /// The adapter, and the D-Bus error's name: `hci0: org.bluez.Error.NotReady`.
+    public let context: String
     public let description: String
 
     init(_ e: DBusError, adapter: String) {
         // One line: a stand-in's Python error carries its traceback.
         let message = e.message.split(separator: "\n").first.map(String.init) ?? ""
+        context = "\(adapter): \(e.name)"
         switch e.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            code = .bluezNotRunning
             description = "BlueZ is not running (no org.bluez on the system bus): systemctl start bluetooth"
         case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
             "org.freedesktop.DBus.Error.UnknownInterface":
+            code = .noAdapter
             description =
                 "no Bluetooth adapter \(adapter) that can advertise (bluetoothctl list shows the adapters; LE advertising needs BlueZ 5.48 or later)"
         case "org.bluez.Error.NotReady":
+            code = .poweredOff
             description = "\(adapter) is powered off: bluetoothctl power on"
         case "org.bluez.Error.NotPermitted":
+            code = .noSlot
             description = "\(adapter) has no advertising slot left (another program advertises): \(message)"
+        case "org.freedesktop.DBus.Error.Disconnected":
+            code = .noBus
+            description = "the system bus went away while \(adapter) advertised (dbus stopped or restarted)"
         case let name where e.call?.hasPrefix("connect") == true || e.call?.hasPrefix("register") == true:
+            code = .noBus
             description = "no system bus to reach BlueZ (\(name): \(message))"
         default:
+            code = .refused
             description = "BlueZ would not advertise on \(adapter): \(e.name): \(message)"
         }
     }
