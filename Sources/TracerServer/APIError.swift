@@ -32,7 +32,7 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         return e
     }
 
-    var body: Responses.ErrorBody { .init(error: .init(code: code.rawValue, message: message), outcome: outcome) }
+    var body: Responses.ErrorBody { .init(error: .init(code, message: message), outcome: outcome) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = JSONBody.response(encoding: body, status: status)
