@@ -1,3 +1,5 @@
+import TracerStore
+
 /// Something that holds resources to release before it is dropped: an AsyncHTTPClient's
 /// `HTTPClient` traps in a debug build when it is dropped unshut (and leaks its connections in a
 /// release one), which turned a wrong `--store` after a webhook's client was made into a crash.
@@ -37,4 +39,10 @@ private func shutdown<Resource: AsyncShutdown, Result>(
     }
     try await resource.shutdown()
     return result
+}
+
+/// A store is closed the same way: its threads stopped and waited for on every path out
+/// (`DocumentStore.close`).
+extension DocumentStore: AsyncShutdown {
+    public func shutdown() async { await close() }
 }

@@ -35,15 +35,30 @@ public final class OCRPool: Sendable {
         pool.start()
     }
 
+    /// Set by `close`.
+    private let closed = Atomic<Bool>(false)
+
+    /// Stops the pool's threads and waits for them to end (the page being read on each first;
+    /// pages still waiting fail). The server closes it on its way out; a pool released without
+    /// it stops its threads without waiting. Closing twice does nothing more.
+    public func close() async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try? await pool.shutdownGracefully()
+    }
+
     deinit {
-        pool.shutdownGracefully { _ in }
+        if !closed.load(ordering: .acquiring) { pool.shutdownGracefully { _ in } }
     }
 
     /// Pages running or waiting now.
     public var load: Int { admitted.load(ordering: .relaxed) }
 
-    /// Reads a page on one of the pool's threads; `busy` at once when the queue is full.
+    /// Reads a page on one of the pool's threads; `busy` at once when the queue is full or the
+    /// pool is closed.
     public func read(data: Data, name: String) async throws -> OCRPage {
+        guard !closed.load(ordering: .acquiring) else {
+            throw OCRError("the server is stopping: try again shortly", code: .busy)
+        }
         let n = admitted.wrappingAdd(1, ordering: .relaxed).newValue
         defer { admitted.wrappingSubtract(1, ordering: .relaxed) }
         guard n <= threads + queueLimit else {

@@ -15,7 +15,7 @@ import TracerStore
 import TracerVerification
 
 /// The admin HTTP API and the dashboard: every route, who may call it, and what it answers.
-public final class API: Sendable {
+public final class API: AsyncShutdown {
     /// An upload's limit: the largest image tracer reads, and room for the form around it.
     public static let maxUpload = ImageLimits().maxBytes + 64 * 1024
 
@@ -92,6 +92,12 @@ public final class API: Sendable {
         self.watchKey = try WatchTicket.key(in: store)
         self.pushServices = site?.pushServices ?? PushSubscription.defaultServices
         try Indexes.declare(in: store)
+    }
+
+    /// Releases the API's threads (the OCR pool's), waiting for them to end: `tracer serve` on its
+    /// way out, after the HTTP server has stopped. The store is its owner's to close.
+    public func shutdown() async {
+        await ocr.close()
     }
 
     public func router() -> Router<TracerContext> {

@@ -16,6 +16,8 @@ final class StoreThreads: Sendable {
     private struct Pools {
         var read: NIOThreadPool?
         var write: NIOThreadPool?
+        /// Once closed, no pool is started again and no work is taken.
+        var closed = false
     }
 
     private let pools = Mutex(Pools())
@@ -28,18 +30,19 @@ final class StoreThreads: Sendable {
         self.readers = max(1, readers)
     }
 
-    /// The reader pool, started if it was not.
-    func read() -> NIOThreadPool {
-        pool(\.read, threads: readers)
+    /// The reader pool, started if it was not; `storeGone` once the store is closed.
+    func read() throws -> NIOThreadPool {
+        try pool(\.read, threads: readers)
     }
 
-    /// The writer's pool (one thread), started if it was not.
-    func write() -> NIOThreadPool {
-        pool(\.write, threads: 1)
+    /// The writer's pool (one thread), started if it was not; `storeGone` once the store is closed.
+    func write() throws -> NIOThreadPool {
+        try pool(\.write, threads: 1)
     }
 
-    private func pool(_ which: WritableKeyPath<Pools, NIOThreadPool?>, threads: Int) -> NIOThreadPool {
-        pools.withLock { pools in
+    private func pool(_ which: WritableKeyPath<Pools, NIOThreadPool?>, threads: Int) throws -> NIOThreadPool {
+        try pools.withLock { pools in
+            guard !pools.closed else { throw StoreError(.storeGone, "the store is closed") }
             if let pool = pools[keyPath: which] { return pool }
             let pool = NIOThreadPool(numberOfThreads: threads)
             pool.start()
@@ -48,9 +51,21 @@ final class StoreThreads: Sendable {
         }
     }
 
+    /// `DocumentStore.close`: refuses new work, lets every write given before it run (the writer
+    /// is one thread, so a marker queued behind them runs after them all), then stops both pools
+    /// and waits for their threads to end. A read still queued then fails with `storeGone`.
+    func close() async {
+        let (write, started) = pools.withLock { pools -> (NIOThreadPool?, [NIOThreadPool]) in
+            pools.closed = true
+            return (pools.write, [pools.read, pools.write].compactMap { $0 })
+        }
+        if let write { _ = try? await write.run {} }
+        for pool in started { try? await pool.shutdownGracefully() }
+    }
+
     /// Stops the threads once the work given to them has run; never waits (a store may be
-    /// released on one of its own threads). Called when the store is released: nobody can give
-    /// them more.
+    /// released on one of its own threads). Called when a store that was not closed is
+    /// released: nobody can give them more.
     func shutdown() {
         let started = pools.withLock { pools -> [NIOThreadPool] in
             defer { (pools.read, pools.write) = (nil, nil) }

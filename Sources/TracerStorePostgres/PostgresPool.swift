@@ -1,5 +1,6 @@
 import CTracerPQ
 import Foundation
+import Synchronization
 import TracerStore
 
 /// The store on PostgreSQL: one writer and a few readers, like `ConnectionPool` on SQLite.
@@ -28,6 +29,8 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     let target: String
     private let writer: PostgresConnection
     private let writerLock = NSLock()
+    /// Set by `close`.
+    private let closed = Atomic<Bool>(false)
     /// Idle readers; more are connected as concurrent reads need them, up to `maxReaders`.
     private var readers: [PostgresConnection] = []
     private var openReaders = 0
@@ -122,6 +125,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
+        try checkOpen()
         try begin(writer) { try $0.execute("BEGIN; SELECT pg_advisory_xact_lock(\(lockKey))") }
         do {
             let result = try body(writer)
@@ -151,6 +155,7 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     /// A reader connection for `body`, back in the pool when it returns: an idle one, or a new
     /// one while fewer than the readers allowed are open.
     private func withReader<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try checkOpen()
         readersCondition.lock()
         while readers.isEmpty && openReaders >= maxReaders { readersCondition.wait() }
         let reader: PostgresConnection
@@ -259,7 +264,15 @@ final class PostgresPool: StorePool, @unchecked Sendable {
     }
 
     func close() {
+        closed.store(true, ordering: .releasing)
         wakeups.stop()
+    }
+
+    /// Every read and write after `close` fails with `storeGone`.
+    private func checkOpen() throws {
+        if closed.load(ordering: .acquiring) {
+            throw StoreError(.storeGone, "the store is closed", context: DocumentStore.redacted(uri))
+        }
     }
 }
 

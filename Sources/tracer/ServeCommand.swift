@@ -77,20 +77,47 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "tracer.serve")
         logger.logLevel =
             ProcessInfo.processInfo.environment["TRACER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .notice
-        let store = try options.open(creating: true)
-        let site = try policy.site(in: store, publish: true)
-        let engine = try policy.engine(site: site)
-        let api = try API(
-            store: store,
-            site: site,
-            engine: engine,
-            limiter: FailureLimiter(limit: failedTokenLimit),
-            occupancyWindow: occupancyWindow,
-            ocrSlots: ocrThreads,
-            ocrQueue: ocrQueue,
-            reviewImages: options.reviewImages,
-            logger: logger
-        )
+        // The store and the API's threads are released, and waited for, on every way out.
+        let open = { try options.open(creating: true) }
+        try await withShutdown(open) { store in
+            let site = try policy.site(in: store, publish: true)
+            let engine = try policy.engine(site: site)
+            let api = {
+                try API(
+                    store: store,
+                    site: site,
+                    engine: engine,
+                    limiter: FailureLimiter(limit: failedTokenLimit),
+                    occupancyWindow: occupancyWindow,
+                    ocrSlots: ocrThreads,
+                    ocrQueue: ocrQueue,
+                    reviewImages: options.reviewImages,
+                    logger: logger
+                )
+            }
+            try await withShutdown(api) { api in
+                try await serve(
+                    api,
+                    store: store,
+                    engine: engine,
+                    at: (host, port),
+                    options: serverOptions,
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    /// The server's services on `api` until shut down.
+    func serve(
+        _ api: API,
+        store: DocumentStore,
+        engine: ExposureEngine,
+        at address: (host: String, port: Int),
+        options serverOptions: Server.Options,
+        logger: Logger
+    ) async throws {
+        let (host, port) = address
         if try TokenStore(store: store).list().isEmpty {
             Output.error(
                 "no tokens yet: create one with `tracer token create --role admin --store \(options.display)`"

@@ -41,5 +41,10 @@ import TracerVerification
             try await pool.read(data: Data("hello".utf8), name: "x.png")
         }
         #expect(error?.code == .badImage && error?.description.contains("x.png") == true)
+        // Closed (its threads ended and waited for): a page after it is refused as busy, not read.
+        await pool.close()
+        let closed = await #expect(throws: OCRError.self) { try await pool.read(data: data, name: "after.png") }
+        #expect(closed?.code == .busy)
+        await pool.close()
     }
 }

@@ -29,6 +29,9 @@ final class ChangeObserver: @unchecked Sendable {
     private var poked = false
     private var stopped = false
     private var thread: Thread?
+    /// Set when the thread has left its loop; `close` waits for it.
+    private var ended = false
+    private var endWaiters: [CheckedContinuation<Void, Never>] = []
     /// The id of the listener whose callback is running, so `cancel` can wait for it.
     private var running: UInt64?
 
@@ -62,9 +65,12 @@ final class ChangeObserver: @unchecked Sendable {
         case .collectionID(let c): byCollectionID[c, default: []].insert(id)
         }
         pending.append(id)
-        if thread == nil {
+        if thread == nil, !stopped {
             pool.wakeUps { [weak self] in self?.localCommit() }
-            let t = Thread { [self] in self.loop() }
+            let t = Thread { [self] in
+                self.loop()
+                self.threadEnded()
+            }
             t.name = "tracer.store.listeners"
             thread = t
             t.start()
@@ -102,6 +108,31 @@ final class ChangeObserver: @unchecked Sendable {
         stopped = true
         condition.signal()
         condition.unlock()
+    }
+
+    /// Stops the thread and waits for it to end (at once when it never started).
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            stopped = true
+            condition.signal()
+            if thread == nil || ended {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            endWaiters.append(continuation)
+            condition.unlock()
+        }
+    }
+
+    private func threadEnded() {
+        condition.lock()
+        ended = true
+        let waiters = endWaiters
+        endWaiters = []
+        condition.unlock()
+        for waiter in waiters { waiter.resume() }
     }
 
     private func loop() {

@@ -1,5 +1,6 @@
 import CTracerSQLite
 import Foundation
+import Synchronization
 
 /// One writer and a few readers on one database file in WAL mode.
 ///
@@ -20,6 +21,8 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
     private let writerLock = NSLock()
     private var readers: [SQLiteConnection]
     private let readersCondition = NSCondition()
+    /// Set by `close`: every read and write after it fails with `storeGone`.
+    private let closed = Atomic<Bool>(false)
     let path: String
 
     init(
@@ -66,6 +69,7 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
     func write<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
+        try checkOpen()
         var attempt = 0
         while true {
             attempt += 1
@@ -93,6 +97,7 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
 
     /// Runs `body` on a reader inside one read transaction (one consistent snapshot).
     func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
+        try checkOpen()
         readersCondition.lock()
         while readers.isEmpty { readersCondition.wait() }
         let reader = readers.removeLast()
@@ -167,7 +172,13 @@ final class ConnectionPool: StorePool, @unchecked Sendable {
         return FileLock(fd: fd)
     }
 
-    func close() {}
+    func close() {
+        closed.store(true, ordering: .releasing)
+    }
+
+    private func checkOpen() throws {
+        if closed.load(ordering: .acquiring) { throw StoreError(.storeGone, "the store is closed", context: path) }
+    }
 }
 
 extension StoreError {

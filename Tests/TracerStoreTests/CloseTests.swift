@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+import Testing
+import TracerTesting
+
+@testable import TracerStore
+
+/// `DocumentStore.close()`: what was given to the store is written, its threads end, and
+/// nothing after it is taken (on PostgreSQL too: `TRACER_TEST_STORE=postgres`).
+@Suite struct CloseTests {
+    /// Forty writes handed to the writer thread, queued behind one that holds it: `close()`
+    /// waits for all of them to commit (none fails), a listener's thread ends, and every read
+    /// and write afterwards, synchronous or not, fails with `storeGone`. The store opened again
+    /// holds the forty.
+    @Test func writesGivenBeforeCloseCommitAndNothingIsTakenAfter() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        _ = dir
+        let c = try CollectionPath("beacons/b1/interactions")
+        let heard = Collector<QuerySnapshot>()
+        let registration = try store.addListener(Query(collection: c)) { heard.add($0) }
+        defer { registration.cancel() }
+        #expect(heard.next() != nil)
+        // The writer is held until every write below is queued behind it.
+        let release = Release()
+        let holding = Release()
+        let holder = Task {
+            try await store.writing {
+                holding.value.store(true, ordering: .releasing)
+                while !release.value.load(ordering: .acquiring) { usleep(1_000) }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !holding.value.load(ordering: .acquiring), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let writes = (0..<40).map { i in
+            Task { try await store.writing { try store.set(try c.document("w\(i)"), ["i": .integer(Int64(i))]) } }
+        }
+        while store.unfinished.writes < 41, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(store.unfinished.writes == 41)
+        let closing = Task { await store.close() }
+        release.value.store(true, ordering: .releasing)
+        await closing.value
+        try await holder.value
+        for write in writes { try await write.value }  // none refused: each was given before close
+        #expect(store.isClosed && store.unfinished == (0, 0))
+
+        func isGone(_ error: any Error) -> Bool { (error as? StoreError)?.code == .storeGone }
+        #expect(performing: { try store.get(try c.document("w0")) }, throws: isGone)
+        #expect(performing: { try store.set(try c.document("late"), ["i": 1]) }, throws: isGone)
+        await #expect(
+            performing: { try await store.writing { try store.set(try c.document("late"), ["i": 1]) } },
+            throws: isGone
+        )
+        await #expect(
+            performing: { try await store.reading { try store.getDocuments(Query(collection: c)) } },
+            throws: isGone
+        )
+        await store.close()  // a second close does nothing more
+
+        let again = try DocumentStore(path: store.path)
+        let documents = try again.getDocuments(Query(collection: c))
+        #expect(documents.count == 40 && !documents.contains { $0.id == "late" })
+        #expect(try again.integrityCheck() == "ok")
+        await again.close()
+    }
+
+    /// A store never used from async code closes at once, and a store that was closed is
+    /// released without stopping anything twice.
+    @Test func aStoreNeverUsedClosesAtOnce() async throws {
+        let (store, dir) = try DocumentStore.temporary()
+        _ = dir
+        try store.set(try DocumentPath("beacons/b1"), ["room": "lab"])
+        let started = ContinuousClock.now
+        await store.close()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(throws: StoreError.self) { try store.get(try DocumentPath("beacons/b1")) }
+    }
+}
+
+/// Set on one thread, seen on another.
+private final class Release: Sendable {
+    let value = Atomic<Bool>(false)
+}
