@@ -89,106 +89,54 @@ public final class Daemon: Sendable {
         public var interrupted: Bool
     }
 
-    /// Runs until the source ends, or until the task is cancelled (SIGTERM, SIGINT); either way
-    /// every window is closed and written before it returns.
+    /// Runs until the source ends, the task is cancelled (SIGTERM, SIGINT), or the source or the
+    /// store fails. Every way out ends the same: the source stopped (a live one stops scanning),
+    /// every open window closed and written, the CSV log closed; then a failure is thrown (the
+    /// first, when the last write fails too: what it could not write is logged).
     public func run() async throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
-        var site = self.site
-        var ranger = try Ranger(site: site, mode: mode)
-        if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
-        try writeAnchors(site)
-        // A kiosk's last fitted offset, used until this run's fit has enough windows.
-        var stored = try storedCalibration()
-        if let stored { ranger.seed(offset: stored) }
-        // Every index of the product, so that the exposure engine's covering indexes are built as
-        // interactions are written, not all at once at the first report.
-        try Indexes.declare(in: store)
+        var run = try DaemonRun(self)
         logger.info(
             "ranging",
             metadata: ["source": "\(source.name)", "mode": "\(mode)", "site": "\(site.name)"]
         )
-
-        var pending: [InteractionSummary] = []
-        var counts = RangingCounts()  // of the rangers before a site change
-        var written = 0
-        var interrupted = false
-        var lastWrite = Date().timeIntervalSince1970
-        let live = !source.isReplay
-        var nextPurge = 0.0
         // The next epoch's table is built a minute before it starts, so that no advert waits.
         let bits = site.badgeEpochBits
-        let ahead = live ? badges.map { b in Task { await b.buildAhead(bits: bits) } } : nil
+        let ahead = run.live ? badges.map { b in Task { await b.buildAhead(bits: bits) } } : nil
         defer { ahead?.cancel() }
-        var badgeRevision = -1
+        var failure: (any Error)?
         do {
             for try await batch in source.batches() {
-                if let newer = newerSite.withLock({ s in
-                    defer { s = nil }
-                    return s
-                }) {
-                    // What was ranged under the old site is closed and written under it.
-                    ranger.closeAll(into: &pending)
-                    written += try await write(pending, hearings: ranger.drainHearings())
-                    pending.removeAll(keepingCapacity: true)
-                    counts.add(ranger.counts)
-                    site = newer
-                    ranger = try Ranger(site: site, mode: mode)
-                    badgeRevision = -1
-                    if let stored { ranger.seed(offset: stored) }
-                    if let csvLog { ranger.onReading = { csvLog.reading($0, smoothed: $1, distance: $2) } }
-                    logger.notice("ranging under the newly published site", metadata: ["site": "\(site.name)"])
-                }
-                if let badges, site.badgeUUID != nil, let first = batch.first {
-                    let t = live ? Date().timeIntervalSince1970 : first.time
-                    let epoch = RotatingID.epochStart(t, bits: site.badgeEpochBits)
-                    if epoch != ranger.badges?.epochStart || badges.resolver.revision != badgeRevision {
-                        if !live { await badges.prepare?(t) }
-                        badgeRevision = badges.resolver.revision
-                        ranger.badges = badges.resolver.table(at: t)
-                    }
-                }
-                for advert in batch { ranger.add(advert, into: &pending) }
-                let now = live ? Date().timeIntervalSince1970 : 0
-                if live { ranger.expire(now: now, into: &pending) }
-                // A kiosk in an empty room still writes what it heard of the others.
-                let due = !pending.isEmpty || ranger.hasClosedHearings
-                if pending.count >= batchSize || (live && due && now - lastWrite >= flushInterval) {
-                    written += try await write(
-                        pending,
-                        calibration: calibrationUpdate(ranger, stored: &stored),
-                        hearings: ranger.drainHearings()
-                    )
-                    pending.removeAll(keepingCapacity: true)
-                    lastWrite = now
-                }
-                if live, let retention, now >= nextPurge {
-                    nextPurge = now + 3600
-                    let store = self.store
-                    try await store.writing { self.purge(olderThan: now - retention) }
-                }
-                progress.update(ranger, before: counts, written: written, wroteAt: live ? lastWrite : nil)
-                if Task.isCancelled {
-                    interrupted = true
-                    break
-                }
+                try await run.take(batch)
+                if Task.isCancelled { break }
             }
         } catch is CancellationError {
-            interrupted = true
+        } catch {
+            failure = error
         }
-        if Task.isCancelled { interrupted = true }
+        let interrupted = Task.isCancelled
         source.stop(timeout: .seconds(1))
-        // What is buffered is flushed on every way out but a failed write.
-        ranger.closeAll(into: &pending)
-        written += try await write(
-            pending,
-            calibration: calibrationUpdate(ranger, stored: &stored),
-            hearings: ranger.drainHearings()
-        )
-        progress.update(ranger, before: counts, written: written, wroteAt: Date().timeIntervalSince1970)
-        try csvLog?.close()
+        do {
+            try await run.finish()
+        } catch {
+            logger.error(
+                "the last write failed: the windows ranged since the last one are lost",
+                metadata: ["windows": "\(run.unwritten)", "error": "\(error)"]
+            )
+            failure = failure ?? error
+        }
+        do { try csvLog?.close() } catch { failure = failure ?? error }
+        if let failure { throw failure }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        counts.add(ranger.counts)
-        return Report(counts: counts, written: written, seconds: seconds, interrupted: interrupted)
+        return run.report(seconds: seconds, interrupted: interrupted)
+    }
+
+    /// The site published since the last batch, once (nil when there is none).
+    func takeNewerSite() -> Site? {
+        newerSite.withLock { s in
+            defer { s = nil }
+            return s
+        }
     }
 
     /// Deletes interactions that started before `cutoff`, and the change log as old. A failure

@@ -97,14 +97,17 @@ struct DaemonCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try options.open(creating: true)
-        // The client is shut down on every path out: a wrong --map after it is made is one line.
-        let make = {
-            try replication.upstream.map {
-                try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
+        // The store and the client are shut down on every path out: a wrong --map after they are
+        // made is one line, and the store's threads have ended when the daemon exits.
+        let open = { try options.open(creating: true) }
+        try await withShutdown(open) { store in
+            let make = {
+                try replication.upstream.map {
+                    try Upstream($0, tokenFile: replication.tokenFile ?? "", caFile: replication.caFile)
+                }
             }
+            try await withShutdown(make, { try await range(store: store, upstream: $0) })
         }
-        try await withShutdown(make, { try await range(store: store, upstream: $0) })
     }
 
     func range(store: DocumentStore, upstream: Upstream?) async throws {
