@@ -1,11 +1,100 @@
 import TracerAPI
 import TracerModel
 
-/// The replicator's decisions, with no I/O: what it knows (the token the server acknowledged,
-/// failures in a row, the outage, a refused token, the drain) and, for each thing that happens,
-/// what to do next. `Replicator.run` reads the store, sends, sleeps and logs as it is told;
+/// The replicator as a state machine, with no I/O (postgres-nio's `ConnectionStateMachine` is
+/// the model): one `State` (what it is doing: reading a batch, sending one, napping, waiting for
+/// a new token, finished), the facts of the link that outlive a state (the token the server
+/// acknowledged, failures in a row, the outage, the drain's deadline), an `Event` in (what the
+/// store, the server, the clock or the token file said), a `Step` out (the `Action` to run and
+/// the `Note`s to log). `Replicator.run` only runs the actions and feeds back what came of them;
 /// tests drive this with a manual clock (`now`: seconds of a monotonic clock) and no server.
 struct ReplicationMachine {
+    /// A batch as the machine sees it: the tokens it spans and the changes left after it.
+    struct Batch: Equatable {
+        /// The token it follows (the checkpoint it was read after).
+        var from: Int64
+        /// The last change it holds (`from` when it holds none: a heartbeat).
+        var through: Int64
+        /// Changes left in the store after it.
+        var after: Int64
+    }
+
+    enum State: Equatable {
+        /// The batch after the checkpoint is being read.
+        case reading
+        /// `batch` is in flight since `started`.
+        case sending(Batch, started: Double)
+        /// Sleeping; then `then`.
+        case napping(then: AfterNap)
+        /// The server refused the token file's `content`: nothing goes until it changes (the
+        /// file is read again after each nap); then `batch` is sent.
+        case tokenRefused(content: String, batch: Batch)
+        /// The token file is being read to see whether it changed.
+        case readingToken(refused: String, batch: Batch)
+        /// Returned: drained, or the drain's time was up.
+        case finished
+    }
+
+    enum AfterNap: Equatable {
+        /// Read the batch after the checkpoint again.
+        case read
+        /// Decide again on a batch already read (sent again, unless it went stale).
+        case retry(Batch)
+    }
+
+    enum Event: Equatable {
+        /// The batch after the checkpoint, read.
+        case read(Batch)
+        /// Reading the change log failed.
+        case readFailed
+        /// The server answered the batch in flight, acknowledging `acknowledged`.
+        case answered(acknowledged: Int64)
+        /// The exchange failed with `code`; `token` is the token file's content now.
+        case failed(SyncError.Code, token: String?)
+        /// A nap ended.
+        case woke
+        /// The token file's content (nil: unreadable).
+        case tokenFile(String?)
+    }
+
+    enum Action: Equatable {
+        /// Read the batch after `after` (the checkpoint).
+        case read(after: Int64)
+        /// Move the checkpoint to `token`, then read the batch after it.
+        case keepThenRead(checkpoint: Int64)
+        /// Send `batch`; `readAhead`: also start reading the batch after it meanwhile.
+        case send(Batch, readAhead: Bool)
+        /// Sleep this long; `interruptible`: graceful shutdown ends it at once (the drain begins).
+        case nap(Double, interruptible: Bool)
+        /// Read the token file.
+        case readTokenFile
+        /// Return.
+        case finish
+    }
+
+    /// What the replicator logs and counts: each says what happened, the loop says it in words.
+    enum Note: Equatable {
+        case drainBegan
+        case drainExpired
+        case drained
+        case readFailed(retry: Double)
+        case tokenFileChanged
+        /// The server acknowledged `token`; `outage`: it was away this long, now back.
+        case acknowledged(token: Int64, outage: Double?)
+        case alreadyAhead(token: Int64, through: Int64)
+        case mismatch(serverAhead: Bool, acknowledged: Int64, through: Int64)
+        case tokenRefused
+        case batchRefused(through: Int64)
+        case unreachable(outageBegan: Bool)
+    }
+
+    struct Step: Equatable {
+        var action: Action
+        var notes: [Note] = []
+    }
+
+    private(set) var state = State.reading
+
     struct Timing: Equatable {
         /// A new batch is looked for this often while live.
         var interval: Double = 0.5
@@ -146,6 +235,125 @@ struct ReplicationMachine {
             if let deadline = drainDeadline { wait = min(wait, max(0, deadline - now)) }
             return .unreachable(outageBegan: began, wait: wait)
         }
+    }
+
+    // MARK: Events in, steps out
+
+    /// The first step: read the batch after the checkpoint.
+    mutating func start() -> Step {
+        state = .reading
+        return Step(action: .read(after: acknowledged))
+    }
+
+    /// Graceful shutdown, seen by the loop before it runs a step: the drain begins (once).
+    mutating func shuttingDown(now: Double) -> [Note] {
+        shutdown(now: now) ? [.drainBegan] : []
+    }
+
+    /// What to do after `event`, at `now`.
+    mutating func handle(_ event: Event, now: Double) -> Step {
+        if drainExpired(now: now), state != .finished {
+            state = .finished
+            return Step(action: .finish, notes: [.drainExpired])
+        }
+        switch (state, event) {
+        case (.reading, .read(let batch)):
+            return decide(batch, now: now)
+        case (.reading, .readFailed):
+            return nap(readRetry, then: .read, notes: [.readFailed(retry: readRetry)], now: now)
+        case (.sending(let batch, let started), .answered(let token)):
+            return answered(token, for: batch, now: now, started: started)
+        case (.sending(let batch, let started), .failed(let code, let token)):
+            return failed(code, batch: batch, started: started, token: token, now: now)
+        case (.napping(.read), .woke):
+            state = .reading
+            return Step(action: .read(after: acknowledged))
+        case (.napping(.retry(let batch)), .woke):
+            return decide(batch, now: now)
+        case (.tokenRefused(let refused, let batch), .woke):
+            state = .readingToken(refused: refused, batch: batch)
+            return Step(action: .readTokenFile)
+        case (.readingToken(let refused, let batch), .tokenFile(let content)):
+            guard tokenFile(content) else {
+                state = .tokenRefused(content: refused, batch: batch)
+                return nap(refusedRecheck, then: nil, now: now)
+            }
+            return decide(batch, now: now, notes: [.tokenFileChanged])
+        case (.finished, _):
+            return Step(action: .finish)
+        default:
+            // An event the state does not expect is a bug in the loop: start again from the
+            // checkpoint (nothing is lost: the log after it is read again).
+            assertionFailure("replication: \(event) in \(state)")
+            state = .reading
+            return Step(action: .read(after: acknowledged))
+        }
+    }
+
+    /// A batch read (or held): send it, wait for more, or, draining with nothing left, finish.
+    /// A held batch read after an older checkpoint is stale: the log is read again.
+    private mutating func decide(_ batch: Batch, now: Double, notes: [Note] = []) -> Step {
+        guard batch.from == acknowledged else {
+            state = .reading
+            return Step(action: .read(after: acknowledged), notes: notes)
+        }
+        switch batchRead(nothingNew: batch.through == acknowledged, now: now) {
+        case .drained:
+            state = .finished
+            return Step(action: .finish, notes: notes + [.drained])
+        case .wait(let seconds):
+            return nap(seconds, then: .read, notes: notes, now: now)
+        case .send:
+            state = .sending(batch, started: now)
+            return Step(action: .send(batch, readAhead: batch.after > 0), notes: notes)
+        }
+    }
+
+    private mutating func answered(_ token: Int64, for batch: Batch, now: Double, started: Double) -> Step {
+        switch answered(token, through: batch.through, after: batch.after, now: now) {
+        case .alreadyAhead(let token):
+            state = .reading
+            return Step(
+                action: .keepThenRead(checkpoint: token),
+                notes: [.alreadyAhead(token: token, through: batch.through)]
+            )
+        case .mismatch(let serverAhead, let wait):
+            let note = Note.mismatch(serverAhead: serverAhead, acknowledged: token, through: batch.through)
+            return nap(wait, then: .retry(batch), notes: [note], now: now)
+        case .acknowledged(let token, let outage):
+            state = .reading
+            return Step(action: .keepThenRead(checkpoint: token), notes: [.acknowledged(token: token, outage: outage)])
+        }
+    }
+
+    private mutating func failed(
+        _ code: SyncError.Code,
+        batch: Batch,
+        started: Double,
+        token: String?,
+        now: Double
+    )
+        -> Step
+    {
+        switch failed(code, started: started, token: token, now: now) {
+        case .tokenRefused:
+            let refused = refusedToken ?? ""
+            state = .tokenRefused(content: refused, batch: batch)
+            return nap(refusedRecheck, then: nil, notes: [.tokenRefused], now: now)
+        case .batchRefused(let wait):
+            return nap(wait, then: .retry(batch), notes: [.batchRefused(through: batch.through)], now: now)
+        case .unreachable(let began, let wait):
+            return nap(wait, then: .retry(batch), notes: [.unreachable(outageBegan: began)], now: now)
+        }
+    }
+
+    /// A nap, never past the drain's deadline, that graceful shutdown ends before the drain;
+    /// `then`: what follows it (nil: the state says, as a refused token's does).
+    private mutating func nap(_ seconds: Double, then: AfterNap?, notes: [Note] = [], now: Double) -> Step {
+        if let then { state = .napping(then: then) }
+        var wait = seconds
+        if let deadline = drainDeadline { wait = min(wait, max(0, deadline - now)) }
+        return Step(action: .nap(wait, interruptible: !draining), notes: notes)
     }
 
     /// 1 s, 2 s, 4 s … up to `maxBackoff`, each between half and all of it (jitter, so that a

@@ -70,7 +70,9 @@ public final class Replicator: Service, Sendable {
 
     /// Runs until drained at shutdown (or cancelled). Nothing after its start ends it early: a
     /// failing store or server is logged and retried, never a reason to stop the ranging. What
-    /// to do next is `ReplicationMachine`'s to decide; this reads, sends, sleeps and logs.
+    /// to do next is `ReplicationMachine`'s to decide; this runs its actions (read, send, keep
+    /// the checkpoint, sleep, read the token file), feeds back what came of them, and says its
+    /// notes (`say`).
     public func run() async throws {
         let (store, checkpointName) = (self.store, self.checkpointName)
         let start = ContinuousClock.now
@@ -85,13 +87,6 @@ public final class Replicator: Service, Sendable {
                 maxBackoff: options.maxBackoff / .seconds(1)
             )
         )
-        var clock = ClockFilter()
-        // The batch to send next (after the acknowledged token), and the one after it, read and
-        // encoded while this one is in flight: the kiosk's work overlaps the server's (a backlog
-        // drains at the pace of the slower of the two, not of both in turn). Batches are still
-        // sent one at a time, in order: a newer state of a document can never be overtaken.
-        var current: Prepared?
-        var prefetch: Task<Prepared, any Error>?
         // Retention reads this from the start: what the server acknowledged before a restart.
         status.update { [acknowledged = machine.acknowledged] in $0.acknowledged = acknowledged }
         await publishBacklog(after: machine.acknowledged)
@@ -99,9 +94,136 @@ public final class Replicator: Service, Sendable {
             "replicating",
             metadata: ["upstream": "\(upstream.base)", "from.token": "\(machine.acknowledged)"]
         )
-
+        var io = Exchange()
+        var step = machine.start()
         while true {
-            if Task.isShuttingDownGracefully, machine.shutdown(now: now()) {
+            await say(step.notes, machine, io)
+            if case .finish = step.action { return }
+            if Task.isCancelled { return }
+            let event = await perform(step.action, &io)
+            let drain = Task.isShuttingDownGracefully ? machine.shuttingDown(now: now()) : []
+            step = machine.handle(event, now: now())
+            step.notes = drain + step.notes
+        }
+    }
+
+    /// What the loop holds between actions: the batch the machine holds, read and encoded; the
+    /// one after it, read ahead while this one is in flight (the kiosk's work overlaps the
+    /// server's: a backlog drains at the pace of the slower of the two, not of both in turn;
+    /// batches are still sent one at a time, in order, so a newer state of a document can never
+    /// be overtaken); the server's clock; and what the last action brought back, for `say`.
+    struct Exchange {
+        var current: Prepared?
+        var ahead: (from: Int64, task: Task<Prepared, any Error>)?
+        var clock = ClockFilter()
+        var answer: SyncAnswer?
+        var error: (any Error)?
+    }
+
+    /// Runs one action; the event it comes to.
+    func perform(_ action: ReplicationMachine.Action, _ io: inout Exchange) async -> ReplicationMachine.Event {
+        (io.answer, io.error) = (nil, nil)
+        switch action {
+        case .read(let token):
+            return await read(after: token, &io)
+        case .keepThenRead(let token):
+            // The server committed before it answered: only now does the checkpoint move.
+            // (Should the store refuse the write, the batch is sent again later: a replay
+            // changes nothing.)
+            await keep(checkpoint: token)
+            return await read(after: token, &io)
+        case .send(let batch, let readAhead):
+            return await send(batch, readAhead: readAhead, &io)
+        case .nap(let seconds, let interruptible):
+            await nap(seconds, draining: !interruptible)
+            return .woke
+        case .readTokenFile:
+            return .tokenFile(try? upstream.token())
+        case .finish:
+            return .woke
+        }
+    }
+
+    /// The batch after `token`: the one read ahead when it is that one, else read now.
+    func read(after token: Int64, _ io: inout Exchange) async -> ReplicationMachine.Event {
+        let ahead = io.ahead
+        io.ahead = nil
+        if let ahead, ahead.from == token, let prepared = try? await ahead.task.value {
+            io.current = prepared
+            return .read(prepared.batch)
+        }
+        ahead?.task.cancel()
+        do {
+            let prepared = try await self.prepared(after: token)
+            io.current = prepared
+            return .read(prepared.batch)
+        } catch {
+            io.error = error
+            return .readFailed
+        }
+    }
+
+    /// Sends the batch the machine holds (reading the next meanwhile when asked).
+    func send(
+        _ batch: ReplicationMachine.Batch,
+        readAhead: Bool,
+        _ io: inout Exchange
+    ) async
+        -> ReplicationMachine.Event
+    {
+        guard let prepared = io.current, prepared.batch == batch else {
+            assertionFailure("replication: the batch to send is not the one read")
+            return .failed(.protocolError, token: nil)
+        }
+        let through = prepared.outbox.through
+        if readAhead, io.ahead?.from != through {
+            io.ahead?.task.cancel()
+            io.ahead = (through, Task { try await self.prepared(after: through) })
+        }
+        let sentAt = Date().timeIntervalSince1970
+        let body = SyncBatch.body(
+            kiosk: kiosk,
+            through: through,
+            sentAt: sentAt,
+            clock: io.clock.best,
+            backlog: prepared.after.changes,
+            backlogOldest: prepared.after.oldest?.seconds,
+            documents: prepared.documents
+        )
+        let started = ContinuousClock.now
+        let server = upstream.base
+        defer {
+            if upstream.base != server {
+                logger.notice(
+                    "the site server \(server) failed; moved to \(upstream.base)",
+                    metadata: ["upstream": "\(upstream.base)"]
+                )
+            }
+        }
+        do {
+            let answer = try await upstream.send(body)
+            io.clock.add(
+                ClockSample(
+                    sent: sentAt,
+                    serverReceived: answer.receivedAt,
+                    serverAnswered: answer.serverTime,
+                    received: sentAt + (ContinuousClock.now - started) / .seconds(1)
+                )
+            )
+            io.answer = answer
+            return .answered(acknowledged: answer.acknowledged)
+        } catch {
+            io.error = error
+            return .failed(error.code, token: try? upstream.token())
+        }
+    }
+
+    /// The machine's notes in words, counters and the status line.
+    func say(_ notes: [ReplicationMachine.Note], _ machine: ReplicationMachine, _ io: Exchange) async {
+        let message = (io.error as? SyncError)?.message ?? io.error.map { "\($0)" } ?? ""
+        for note in notes {
+            switch note {
+            case .drainBegan:
                 let left = await backlogChanges(after: machine.acknowledged) ?? 0
                 if left > 0 {
                     logger.notice(
@@ -111,172 +233,93 @@ public final class Replicator: Service, Sendable {
                         ]
                     )
                 }
-            }
-            if Task.isCancelled { return }
-            if machine.drainExpired(now: now()) {
+            case .drainExpired:
                 let left = await backlogChanges(after: machine.acknowledged) ?? -1
                 logger.warning(
                     "drain timed out: \(left) changes not acknowledged by \(upstream.base); kept here and sent at the next start",
                     metadata: ["backlog.changes": "\(left)"]
                 )
-                return
-            }
-
-            // A refused token: wait for the file to change (draining, until the drain's deadline).
-            if machine.refusedToken != nil {
-                guard machine.tokenFile(try? upstream.token()) else {
-                    await nap(machine.refusedRecheck, draining: machine.draining)
-                    continue
-                }
-                logger.notice("the token file changed: replicating again", metadata: ["file": "\(upstream.tokenFile)"])
-                status.update { $0.state = .connecting }
-            }
-
-            if current == nil || current?.from != machine.acknowledged {
-                do { current = try await prepared(after: machine.acknowledged) } catch {
-                    // The store busy or failing: ranging goes on; try again shortly.
-                    logger.error(
-                        "reading the change log failed; retrying in \(Int(machine.readRetry)) s",
-                        metadata: ["error": "\(error)"]
-                    )
-                    await nap(machine.readRetry, draining: machine.draining)
-                    continue
-                }
-            }
-            guard let batch = current else { continue }
-            let outbox = batch.outbox
-            switch machine.batchRead(nothingNew: outbox.through == machine.acknowledged, now: now()) {
             case .drained:
                 logger.info("drained: everything acknowledged", metadata: ["token": "\(machine.acknowledged)"])
-                return
-            case .wait(let seconds):
-                current = nil  // read again after the nap
-                await nap(seconds, draining: false)
-                continue
-            case .send:
-                break
-            }
-            if prefetch == nil, batch.after.changes > 0 {
-                let next = outbox.through
-                prefetch = Task { try await self.prepared(after: next) }
-            }
-
-            let sentAt = Date().timeIntervalSince1970
-            let body = SyncBatch.body(
-                kiosk: kiosk,
-                through: outbox.through,
-                sentAt: sentAt,
-                clock: clock.best,
-                backlog: batch.after.changes,
-                backlogOldest: batch.after.oldest?.seconds,
-                documents: batch.documents
-            )
-            let started = now()
-            let outcome: Result<SyncAnswer, SyncError>
-            let server = upstream.base
-            do { outcome = .success(try await upstream.send(body)) } catch { outcome = .failure(error) }
-            if upstream.base != server {
+            case .readFailed(let retry):
+                // The store busy or failing: ranging goes on; try again shortly.
+                logger.error(
+                    "reading the change log failed; retrying in \(Int(retry)) s",
+                    metadata: ["error": "\(message)"]
+                )
+            case .tokenFileChanged:
+                logger.notice("the token file changed: replicating again", metadata: ["file": "\(upstream.tokenFile)"])
+                status.update { $0.state = .connecting }
+            case .acknowledged(let token, let outage):
+                acknowledged(token, outage: outage, io)
+            case .alreadyAhead(let token, let through):
                 logger.notice(
-                    "the site server \(server) failed; moved to \(upstream.base)",
-                    metadata: ["upstream": "\(upstream.base)"]
+                    "the site server already has changes up to \(token); going on from there",
+                    metadata: ["through": "\(through)"]
                 )
-            }
-            switch outcome {
-            case .success(let answer):
-                clock.add(
-                    ClockSample(
-                        sent: sentAt,
-                        serverReceived: answer.receivedAt,
-                        serverAnswered: answer.serverTime,
-                        received: sentAt + (now() - started)
-                    )
+            case .mismatch(let serverAhead, let answered, let through):
+                logger.error(
+                    serverAhead
+                        ? "the site server has this kiosk's changes up to \(answered), beyond this store's \(through): was the kiosk's store replaced? Nothing is sent until that is settled (on the server: tracer db delete kiosks/\(kiosk) forgets what it acknowledged); retrying"
+                        : "the site server acknowledged token \(answered) for a batch through \(through); retrying"
                 )
-                switch machine.answered(
-                    answer.acknowledged,
-                    through: outbox.through,
-                    after: batch.after.changes,
-                    now: now()
-                ) {
-                case .alreadyAhead(let token):
-                    logger.notice(
-                        "the site server already has changes up to \(token); going on from there",
-                        metadata: ["through": "\(outbox.through)"]
-                    )
-                    await keep(checkpoint: token)
-                    prefetch?.cancel()
-                    prefetch = nil
-                    current = nil
-                case .mismatch(let serverAhead, let wait):
-                    logger.error(
-                        serverAhead
-                            ? "the site server has this kiosk's changes up to \(answer.acknowledged), beyond this store's \(outbox.through): was the kiosk's store replaced? Nothing is sent until that is settled (on the server: tracer db delete kiosks/\(kiosk) forgets what it acknowledged); retrying"
-                            : "the site server acknowledged token \(answer.acknowledged) for a batch through \(outbox.through); retrying"
-                    )
-                    await nap(wait, draining: machine.draining)
-                case .acknowledged(let token, let outage):
-                    // The server committed before it answered: only now does the checkpoint
-                    // move. (Should the store refuse the write, the batch is sent again later:
-                    // a replay changes nothing.)
-                    await keep(checkpoint: token)
-                    current = try? await prefetch?.value  // starts at the token just acknowledged
-                    prefetch = nil
-                    if let outage {
-                        logger.notice(
-                            "the site server is back after \(Int(outage)) s",
-                            metadata: ["upstream": "\(upstream.base)"]
-                        )
-                    }
-                    for r in answer.refused {
-                        logger.error(
-                            "the site server refused a document (kept here, not retried): \(r.reason)",
-                            metadata: ["path": "\(r.path)"]
-                        )
-                    }
-                    status.update {
-                        $0.state = .connected
-                        $0.acknowledged = token
-                        $0.lastAcknowledgement = Date().timeIntervalSince1970
-                        $0.sent += answer.applied + answer.unchanged
-                        $0.refused += answer.refused.count
-                        $0.clockOffset = clock.best?.offset
-                        $0.lastError = nil
-                    }
-                    metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
-                    // What is left is what the batch was read with: no second read of the log.
-                    publish(backlog: batch.after)
-                }
-            case .failure(let e):
-                let failed = machine.failed(e.code, started: started, token: try? upstream.token(), now: now())
+            case .tokenRefused:
                 status.update {
-                    $0.state = failed == .tokenRefused ? .tokenRefused : .retrying
-                    $0.lastError = e.message
+                    $0.state = .tokenRefused
+                    $0.lastError = message
                 }
-                switch failed {
-                case .tokenRefused:
-                    metrics.tokenRefused.record(1)
-                    logger.error(
-                        "the site server refused the token in \(upstream.tokenFile) (\(e.message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
-                    )
-                case .batchRefused(let wait):
-                    // A batch the server cannot take would be refused forever: say so loudly,
-                    // and retry slowly (a newer server may take it).
-                    logger.error(
-                        "the site server refused a batch: \(e.message)",
-                        metadata: ["through": "\(outbox.through)"]
-                    )
-                    await nap(wait, draining: machine.draining)
-                case .unreachable(let outageBegan, let wait):
-                    if outageBegan {
-                        logger.warning(
-                            "the site server is unreachable (\(e.message)); recording goes on and the backlog is kept; retrying with backoff",
-                            metadata: ["upstream": "\(upstream.base)"]
-                        )
-                    }
-                    await publishBacklog(after: machine.acknowledged)
-                    await nap(wait, draining: machine.draining)
+                metrics.tokenRefused.record(1)
+                logger.error(
+                    "the site server refused the token in \(upstream.tokenFile) (\(message)): replication stopped, recording goes on; put a valid kiosk token in the file to resume"
+                )
+            case .batchRefused(let through):
+                status.update {
+                    $0.state = .retrying
+                    $0.lastError = message
                 }
+                // A batch the server cannot take would be refused forever: say so loudly, and
+                // retry slowly (a newer server may take it).
+                logger.error("the site server refused a batch: \(message)", metadata: ["through": "\(through)"])
+            case .unreachable(let began):
+                status.update {
+                    $0.state = .retrying
+                    $0.lastError = message
+                }
+                if began {
+                    logger.warning(
+                        "the site server is unreachable (\(message)); recording goes on and the backlog is kept; retrying with backoff",
+                        metadata: ["upstream": "\(upstream.base)"]
+                    )
+                }
+                await publishBacklog(after: machine.acknowledged)
             }
         }
+    }
+
+    /// An acknowledgement: what the server refused, the status, the counters and the backlog
+    /// (what is left is what the batch was read with: no second read of the log).
+    func acknowledged(_ token: Int64, outage: Double?, _ io: Exchange) {
+        guard let answer = io.answer else { return }
+        if let outage {
+            logger.notice("the site server is back after \(Int(outage)) s", metadata: ["upstream": "\(upstream.base)"])
+        }
+        for r in answer.refused {
+            logger.error(
+                "the site server refused a document (kept here, not retried): \(r.reason)",
+                metadata: ["path": "\(r.path)"]
+            )
+        }
+        status.update {
+            $0.state = .connected
+            $0.acknowledged = token
+            $0.lastAcknowledgement = Date().timeIntervalSince1970
+            $0.sent += answer.applied + answer.unchanged
+            $0.refused += answer.refused.count
+            $0.clockOffset = io.clock.best?.offset
+            $0.lastError = nil
+        }
+        metrics.acknowledged(documents: answer.applied + answer.unchanged, refused: answer.refused.count)
+        if let after = io.current?.after { publish(backlog: after) }
     }
 
     /// A batch read from the store and encoded, waiting to be sent.
@@ -288,6 +331,9 @@ public final class Replicator: Service, Sendable {
         var documents: [UInt8]
         /// What is left after it.
         var after: (changes: Int64, oldest: Timestamp?)
+
+        /// As the machine sees it.
+        var batch: ReplicationMachine.Batch { .init(from: from, through: outbox.through, after: after.changes) }
     }
 
     /// The batch after `token`, read and encoded on the store's reader threads.

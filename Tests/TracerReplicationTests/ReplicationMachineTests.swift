@@ -132,3 +132,129 @@ import TracerAPI
         #expect(m.acknowledged == 200 && m.failures == 0)
     }
 }
+
+/// The replicator's steps: events in, actions and notes out, on a manual clock (seconds), with
+/// no store and no server — every path `Replicator.run` takes, as the loop sees it.
+@Suite struct ReplicationStepTests {
+    typealias M = ReplicationMachine
+
+    func machine(acknowledged: Int64 = 100) -> M {
+        M(acknowledged: acknowledged, now: 1000, fraction: { 1 })
+    }
+
+    @Test func liveBatchesGoOneAfterAnotherThenTheHeartbeatWaits() {
+        var m = machine()
+        #expect(m.start() == M.Step(action: .read(after: 100)))
+        let batch = M.Batch(from: 100, through: 150, after: 20)
+        #expect(m.handle(.read(batch), now: 1000) == M.Step(action: .send(batch, readAhead: true)))
+        #expect(m.state == .sending(batch, started: 1000))
+        #expect(
+            m.handle(.answered(acknowledged: 150), now: 1000.1)
+                == M.Step(action: .keepThenRead(checkpoint: 150), notes: [.acknowledged(token: 150, outage: nil)])
+        )
+        #expect(m.acknowledged == 150)
+        let last = M.Batch(from: 150, through: 170, after: 0)
+        #expect(m.handle(.read(last), now: 1000.2) == M.Step(action: .send(last, readAhead: false)))
+        _ = m.handle(.answered(acknowledged: 170), now: 1000.3)
+        // Nothing new, and the server heard from this kiosk just now: look again in 0.5 s.
+        let none = M.Batch(from: 170, through: 170, after: 0)
+        #expect(m.handle(.read(none), now: 1000.4) == M.Step(action: .nap(0.5, interruptible: true)))
+        #expect(m.handle(.woke, now: 1000.9) == M.Step(action: .read(after: 170)))
+        // Fifteen seconds on, the empty batch goes (the heartbeat).
+        #expect(m.handle(.read(none), now: 1015.3) == M.Step(action: .send(none, readAhead: false)))
+    }
+
+    @Test func anOutageResendsTheSameBatchWithBackoffUntilItIsAcknowledged() {
+        var m = machine()
+        _ = m.start()
+        let batch = M.Batch(from: 100, through: 120, after: 0)
+        _ = m.handle(.read(batch), now: 1000)
+        #expect(
+            m.handle(.failed(.unavailable, token: "A"), now: 1001)
+                == M.Step(action: .nap(1, interruptible: true), notes: [.unreachable(outageBegan: true)])
+        )
+        #expect(m.handle(.woke, now: 1002) == M.Step(action: .send(batch, readAhead: false)))
+        #expect(
+            m.handle(.failed(.unavailable, token: "A"), now: 1003)
+                == M.Step(action: .nap(2, interruptible: true), notes: [.unreachable(outageBegan: false)])
+        )
+        _ = m.handle(.woke, now: 1005)
+        // Back: the outage is counted from the start of the first failed exchange.
+        #expect(
+            m.handle(.answered(acknowledged: 120), now: 1006)
+                == M.Step(action: .keepThenRead(checkpoint: 120), notes: [.acknowledged(token: 120, outage: 6)])
+        )
+    }
+
+    @Test func aRefusedTokenWaitsForTheFileToChangeThenSendsTheSameBatch() {
+        var m = machine()
+        _ = m.start()
+        let batch = M.Batch(from: 100, through: 130, after: 0)
+        _ = m.handle(.read(batch), now: 1000)
+        #expect(
+            m.handle(.failed(.unauthorized, token: "tracer_a"), now: 1000)
+                == M.Step(action: .nap(2, interruptible: true), notes: [.tokenRefused])
+        )
+        #expect(m.state == .tokenRefused(content: "tracer_a", batch: batch))
+        #expect(m.handle(.woke, now: 1002) == M.Step(action: .readTokenFile))
+        #expect(m.handle(.tokenFile("tracer_a"), now: 1002) == M.Step(action: .nap(2, interruptible: true)))
+        #expect(m.handle(.woke, now: 1004) == M.Step(action: .readTokenFile))
+        #expect(m.handle(.tokenFile(nil), now: 1004) == M.Step(action: .nap(2, interruptible: true)))
+        _ = m.handle(.woke, now: 1006)
+        #expect(
+            m.handle(.tokenFile("tracer_b"), now: 1006)
+                == M.Step(action: .send(batch, readAhead: false), notes: [.tokenFileChanged])
+        )
+    }
+
+    @Test func theDrainFinishesWhenAllIsAcknowledgedOrWhenItsTimeIsUp() {
+        var m = machine()
+        _ = m.start()
+        #expect(m.shuttingDown(now: 1000) == [.drainBegan])
+        #expect(m.shuttingDown(now: 1001) == [], "the drain begins once")
+        let batch = M.Batch(from: 100, through: 110, after: 0)
+        #expect(m.handle(.read(batch), now: 1001) == M.Step(action: .send(batch, readAhead: false)))
+        _ = m.handle(.answered(acknowledged: 110), now: 1002)
+        let none = M.Batch(from: 110, through: 110, after: 0)
+        #expect(m.handle(.read(none), now: 1002) == M.Step(action: .finish, notes: [.drained]))
+        #expect(m.state == .finished)
+
+        // The server away through the drain: naps are cut at the deadline and not ended by the
+        // shutdown, and the first event past the deadline finishes.
+        var away = machine()
+        _ = away.start()
+        _ = away.shuttingDown(now: 1000)
+        _ = away.handle(.read(batch), now: 1000)
+        for _ in 0..<5 {
+            _ = away.handle(.failed(.unavailable, token: nil), now: 1050)
+            #expect(away.state == .napping(then: .retry(batch)))
+            #expect(away.handle(.woke, now: 1050) == M.Step(action: .send(batch, readAhead: false)))
+        }
+        #expect(away.state == .sending(batch, started: 1050))
+        #expect(away.handle(.failed(.unavailable, token: nil), now: 1055).action == .nap(5, interruptible: false))
+        #expect(away.handle(.woke, now: 1060) == M.Step(action: .finish, notes: [.drainExpired]))
+    }
+
+    @Test func anAcknowledgementThatDoesNotFitIsRetriedAndOneAheadIsTaken() {
+        var m = machine()
+        _ = m.start()
+        let batch = M.Batch(from: 100, through: 150, after: 40)
+        _ = m.handle(.read(batch), now: 1000)
+        #expect(
+            m.handle(.answered(acknowledged: 900), now: 1000)
+                == M.Step(
+                    action: .nap(1, interruptible: true),
+                    notes: [.mismatch(serverAhead: true, acknowledged: 900, through: 150)]
+                )
+        )
+        #expect(m.acknowledged == 100)
+        #expect(m.handle(.woke, now: 1001) == M.Step(action: .send(batch, readAhead: true)))
+        // An earlier answer was lost: the server has up to 180, within what this store has.
+        #expect(
+            m.handle(.answered(acknowledged: 180), now: 1002)
+                == M.Step(action: .keepThenRead(checkpoint: 180), notes: [.alreadyAhead(token: 180, through: 150)])
+        )
+        // A batch read after an older checkpoint is never sent: the log is read again.
+        #expect(m.handle(.read(batch), now: 1003) == M.Step(action: .read(after: 180)))
+    }
+}
