@@ -134,35 +134,58 @@ public enum Verifier {
         timeZone: TimeZone = .current
     ) -> Verification {
         let statements = Statement.split(page)
-        var deciding: [Statement.Match] = []
-        var rules: [VerificationRule] = []
+        let covid = covidRule(statements)
+        let kind = testKindRule(statements)
+        let result = resultRule(statements, policy: policy)
+        let date = dateRule(page, policy: policy, now: now, timeZone: timeZone)
+        // The words that decide: the disease's best-read mention and the result statements.
+        let deciding = (covid.best.map { [$0] } ?? []) + result.deciding
+        let rules = [covid.rule, kind, result.rule, date.rule, confidenceRule(deciding, policy: policy)]
+        var verification = Verification(
+            accepted: rules.allSatisfy(\.passed),
+            rules: rules,
+            collectedAt: date.collectedAt
+        )
+        // The picture itself, when it is why nothing could be read: the person can take it again.
+        // It comes first: it is what the person can do something about.
+        if verification.decision == .rejected, !result.found || covid.best == nil, let image = imageRule(page) {
+            verification.rules.insert(image, at: 0)
+        }
+        return verification
+    }
 
-        // The disease.
+    /// The disease named, and its best-read mention (which establishes it).
+    static func covidRule(_ statements: [Statement]) -> (rule: VerificationRule, best: Statement.Match?) {
         let covid = statements.compactMap { $0.first(Patterns.covid) }
-        rules.append(
-            VerificationRule(
-                name: "covid",
-                passed: !covid.isEmpty,
-                RuleMessage(covid.isEmpty ? "covid.missing" : "covid.found"),
-                evidence: covid.prefix(3).map(\.evidence)
-            )
+        let rule = VerificationRule(
+            name: "covid",
+            passed: !covid.isEmpty,
+            RuleMessage(covid.isEmpty ? "covid.missing" : "covid.found"),
+            evidence: covid.prefix(3).map(\.evidence)
         )
-        // The disease is established by its best-read mention.
-        if let best = covid.max(by: { $0.confidence < $1.confidence }) { deciding.append(best) }
+        return (rule, covid.max(by: { $0.confidence < $1.confidence }))
+    }
 
-        // The kind of test.
+    /// The kind of test named.
+    static func testKindRule(_ statements: [Statement]) -> VerificationRule {
         let kinds = statements.compactMap { $0.first(Patterns.testKind) }
-        rules.append(
-            VerificationRule(
-                name: "testKind",
-                passed: !kinds.isEmpty,
-                kinds.isEmpty
-                    ? RuleMessage("testKind.missing") : RuleMessage("testKind.found", ["kind": kinds[0].text]),
-                evidence: kinds.prefix(3).map(\.evidence)
-            )
+        return VerificationRule(
+            name: "testKind",
+            passed: !kinds.isEmpty,
+            kinds.isEmpty
+                ? RuleMessage("testKind.missing") : RuleMessage("testKind.found", ["kind": kinds[0].text]),
+            evidence: kinds.prefix(3).map(\.evidence)
         )
+    }
 
-        // The result.
+    /// The result: every result statement positive, near the test's name. `found`: whether any
+    /// result statement was read; `deciding`: the positive ones, when they decide.
+    static func resultRule(
+        _ statements: [Statement],
+        policy: VerificationPolicy
+    ) -> (
+        rule: VerificationRule, found: Bool, deciding: [Statement.Match]
+    ) {
         var results: [(Outcome, Statement.Match)] = []
         for s in statements where s.isResultStatement {
             if let m = s.first(Patterns.negative) {
@@ -173,167 +196,149 @@ public enum Verifier {
                 results.append((.positive, m))
             }
         }
-        let outcomes = Set(results.map(\.0))
-        let resultRule: VerificationRule
-        if results.isEmpty {
-            resultRule = VerificationRule(
-                name: "result",
-                passed: false,
-                RuleMessage("result.missing"),
-                evidence: []
+        guard !results.isEmpty else {
+            return (
+                VerificationRule(name: "result", passed: false, RuleMessage("result.missing"), evidence: []), false, []
             )
-        } else if outcomes == [.positive] {
-            // A positive result statement near the test's name (or naming it) is this test's.
-            let lines = statements.filter { $0.matches(Patterns.covid) }.map(\.line)
-            let distance = results.map { r in lines.map { abs($0 - r.1.line) }.min() ?? Int.max }.min() ?? Int.max
-            if lines.isEmpty || distance < policy.maxResultDistance {
-                resultRule = VerificationRule(
-                    name: "result",
-                    passed: true,
-                    RuleMessage("result.positive"),
-                    evidence: results.map(\.1.evidence)
-                )
-            } else {
-                resultRule = VerificationRule(
-                    name: "result",
-                    passed: false,
-                    RuleMessage(
-                        "result.far",
-                        [
-                            "text": results[0].1.text, "line": "\(results[0].1.line + 1)", "distance": "\(distance)",
-                            "nameLine": "\(lines[0] + 1)",
-                        ]
-                    ),
-                    evidence: results.map(\.1.evidence),
-                    doubtful: true
-                )
-            }
-            deciding += results.map(\.1)
-        } else {
+        }
+        let evidence = results.map(\.1.evidence)
+        guard Set(results.map(\.0)) == [.positive] else {
             // The first statement that is not positive (the evidence holds every one).
             let bad = results.first { $0.0 != .positive }!
             let outcome = ["outcome": ["outcome.\(bad.0.rawValue)"]]
-            resultRule = VerificationRule(
-                name: "result",
-                passed: false,
+            let message =
                 results.first(where: { $0.0 == .positive }).map {
                     RuleMessage("result.contradict", ["text": bad.1.text, "positive": $0.1.text], terms: outcome)
-                } ?? RuleMessage("result.notPositive", ["text": bad.1.text], terms: outcome),
-                evidence: results.map(\.1.evidence)
-            )
+                } ?? RuleMessage("result.notPositive", ["text": bad.1.text], terms: outcome)
+            return (VerificationRule(name: "result", passed: false, message, evidence: evidence), true, [])
         }
-        rules.append(resultRule)
+        // A positive result statement near the test's name (or naming it) is this test's.
+        let lines = statements.filter { $0.matches(Patterns.covid) }.map(\.line)
+        let distance = results.map { r in lines.map { abs($0 - r.1.line) }.min() ?? Int.max }.min() ?? Int.max
+        let rule =
+            lines.isEmpty || distance < policy.maxResultDistance
+            ? VerificationRule(name: "result", passed: true, RuleMessage("result.positive"), evidence: evidence)
+            : VerificationRule(
+                name: "result",
+                passed: false,
+                RuleMessage(
+                    "result.far",
+                    [
+                        "text": results[0].1.text, "line": "\(results[0].1.line + 1)", "distance": "\(distance)",
+                        "nameLine": "\(lines[0] + 1)",
+                    ]
+                ),
+                evidence: evidence,
+                doubtful: true
+            )
+        return (rule, true, results.map(\.1))
+    }
 
-        // The date.
-        let date = DateFinder.collectionDate(page, timeZone: timeZone)
-        var dateRule: VerificationRule
-        var collectedAt: Date?
-        if let found = date {
-            let lowest = found.digitConfidence
-            collectedAt = found.date
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = timeZone
-            let days =
-                calendar.dateComponents(
-                    [.day],
-                    from: calendar.startOfDay(for: found.date),
-                    to: calendar.startOfDay(for: now)
-                ).day ?? 0
-            let shown = found.evidence
-            if lowest < policy.minConfidence {
-                dateRule = VerificationRule(
-                    name: "date",
-                    passed: false,
-                    RuleMessage(
-                        "date.lowConfidence",
-                        ["text": found.text, "confidence": "\(Int(lowest))", "min": "\(Int(policy.minConfidence))"]
-                    ),
-                    evidence: [shown],
-                    doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
-                )
-            } else if let other = found.disagreeing {
-                dateRule = VerificationRule(
-                    name: "date",
-                    passed: false,
-                    RuleMessage("date.twoDates", ["text": found.text, "other": other.text]),
-                    evidence: [shown, other.evidence],
-                    doubtful: days <= policy.maxAgeDays && -days <= policy.maxFutureDays
-                )
-            } else if days > policy.maxAgeDays {
-                dateRule = VerificationRule(
-                    name: "date",
-                    passed: false,
-                    RuleMessage("date.old", ["days": "\(days)", "text": found.text, "max": "\(policy.maxAgeDays)"]),
-                    evidence: [shown]
-                )
-            } else if -days > policy.maxFutureDays {
-                dateRule = VerificationRule(
-                    name: "date",
-                    passed: false,
-                    RuleMessage("date.future", ["text": found.text, "days": "\(-days)"]),
-                    evidence: [shown]
-                )
-            } else {
-                dateRule = VerificationRule(
-                    name: "date",
-                    passed: true,
-                    RuleMessage.collected(found.text, days: days, labelled: found.labelled),
-                    evidence: [shown]
-                )
-            }
-        } else {
-            dateRule = VerificationRule(
+    /// The date the sample was collected: found, read with confidence, one, neither too old nor
+    /// in the future.
+    static func dateRule(
+        _ page: OCRPage,
+        policy: VerificationPolicy,
+        now: Date,
+        timeZone: TimeZone
+    ) -> (
+        rule: VerificationRule, collectedAt: Date?
+    ) {
+        guard let found = DateFinder.collectionDate(page, timeZone: timeZone) else {
+            return (VerificationRule(name: "date", passed: false, RuleMessage("date.missing"), evidence: []), nil)
+        }
+        let lowest = found.digitConfidence
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let days =
+            calendar.dateComponents(
+                [.day],
+                from: calendar.startOfDay(for: found.date),
+                to: calendar.startOfDay(for: now)
+            ).day ?? 0
+        let shown = found.evidence
+        let inRange = days <= policy.maxAgeDays && -days <= policy.maxFutureDays
+        let rule: VerificationRule
+        if lowest < policy.minConfidence {
+            rule = VerificationRule(
                 name: "date",
                 passed: false,
-                RuleMessage("date.missing"),
-                evidence: []
-            )
-        }
-        rules.append(dateRule)
-
-        // The deciding words' confidence.
-        let weak = deciding.filter { $0.confidence < policy.minConfidence }
-        rules.append(
-            VerificationRule(
-                name: "confidence",
-                passed: weak.isEmpty && !deciding.isEmpty,
-                deciding.isEmpty
-                    ? RuleMessage("confidence.nothing")
-                    : weak.isEmpty
-                        ? RuleMessage("confidence.good", ["min": "\(Int(policy.minConfidence))"])
-                        : RuleMessage(
-                            "confidence.low",
-                            ["words": weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", ")]
-                        ),
-                evidence: (weak.isEmpty ? deciding : weak).map(\.evidence),
-                // Low confidence in words that were found is a person's to judge; nothing found is not.
-                doubtful: !deciding.isEmpty
-            )
-        )
-        // The picture itself, when it is why nothing could be read: the person can take it again.
-        var verification = Verification(accepted: rules.allSatisfy(\.passed), rules: rules, collectedAt: collectedAt)
-        // It comes first: it is what the person can do something about.
-        if verification.decision == .rejected, results.isEmpty || covid.isEmpty, let q = page.quality,
-            !q.problems.isEmpty
-        {
-            verification.rules.insert(
-                VerificationRule(
-                    name: "image",
-                    passed: false,
-                    RuleMessage(
-                        "image.retake",
-                        [
-                            "edge": String(format: "%.1f", q.edgeWidth), "noise": String(format: "%.1f", q.noise),
-                            "contrast": "\(Int(q.contrast))",
-                        ],
-                        terms: ["problems": q.problemKeys.map { "image.\($0)" }]
-                    ),
-                    evidence: []
+                RuleMessage(
+                    "date.lowConfidence",
+                    ["text": found.text, "confidence": "\(Int(lowest))", "min": "\(Int(policy.minConfidence))"]
                 ),
-                at: 0
+                evidence: [shown],
+                doubtful: inRange
+            )
+        } else if let other = found.disagreeing {
+            rule = VerificationRule(
+                name: "date",
+                passed: false,
+                RuleMessage("date.twoDates", ["text": found.text, "other": other.text]),
+                evidence: [shown, other.evidence],
+                doubtful: inRange
+            )
+        } else if days > policy.maxAgeDays {
+            rule = VerificationRule(
+                name: "date",
+                passed: false,
+                RuleMessage("date.old", ["days": "\(days)", "text": found.text, "max": "\(policy.maxAgeDays)"]),
+                evidence: [shown]
+            )
+        } else if -days > policy.maxFutureDays {
+            rule = VerificationRule(
+                name: "date",
+                passed: false,
+                RuleMessage("date.future", ["text": found.text, "days": "\(-days)"]),
+                evidence: [shown]
+            )
+        } else {
+            rule = VerificationRule(
+                name: "date",
+                passed: true,
+                RuleMessage.collected(found.text, days: days, labelled: found.labelled),
+                evidence: [shown]
             )
         }
-        return verification
+        return (rule, found.date)
+    }
+
+    /// The deciding words read with enough confidence. Low confidence in words that were found
+    /// is a person's to judge; nothing found is not.
+    static func confidenceRule(_ deciding: [Statement.Match], policy: VerificationPolicy) -> VerificationRule {
+        let weak = deciding.filter { $0.confidence < policy.minConfidence }
+        return VerificationRule(
+            name: "confidence",
+            passed: weak.isEmpty && !deciding.isEmpty,
+            deciding.isEmpty
+                ? RuleMessage("confidence.nothing")
+                : weak.isEmpty
+                    ? RuleMessage("confidence.good", ["min": "\(Int(policy.minConfidence))"])
+                    : RuleMessage(
+                        "confidence.low",
+                        ["words": weak.map { "\"\($0.text)\" \(Int($0.confidence))%" }.joined(separator: ", ")]
+                    ),
+            evidence: (weak.isEmpty ? deciding : weak).map(\.evidence),
+            doubtful: !deciding.isEmpty
+        )
+    }
+
+    /// The picture's own problems (blur, noise, contrast), when it has any.
+    static func imageRule(_ page: OCRPage) -> VerificationRule? {
+        guard let q = page.quality, !q.problems.isEmpty else { return nil }
+        return VerificationRule(
+            name: "image",
+            passed: false,
+            RuleMessage(
+                "image.retake",
+                [
+                    "edge": String(format: "%.1f", q.edgeWidth), "noise": String(format: "%.1f", q.noise),
+                    "contrast": "\(Int(q.contrast))",
+                ],
+                terms: ["problems": q.problemKeys.map { "image.\($0)" }]
+            ),
+            evidence: []
+        )
     }
 
     enum Outcome: String, Hashable {
