@@ -100,16 +100,38 @@ public final class API: AsyncShutdown {
         await ocr.close()
     }
 
+    /// Every route, by whom it serves. Every read and write of the store runs on the store's own
+    /// threads (`reading`, `writing`), never on the cooperative threads that every request and
+    /// stream shares.
     public func router() -> Router<TracerContext> {
         let router = Router(context: TracerContext.self)
         router.add(middleware: ErrorMiddleware())
         let table = MethodTable.Box()
         router.add(middleware: MethodNotAllowedMiddleware { table.table.withLock { $0 } })
+        pages(router)
+        tokenHolderRoutes(router)
+        healthTeamRoutes(router)
+        siteRoutes(router)
+        let routes = MethodTable(router.routes)
+        table.table.withLock { $0 = routes }
+        return router
+    }
+
+    /// The pages (the dashboard, the person's page and its worker), the API's document, health and
+    /// features: no token.
+    func pages(_ router: Router<TracerContext>) {
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         router.get("/me") { _, _ in PersonPage.response() }
         router.get("/me/sw.js") { _, _ in PersonPage.worker() }
+        router.get("/health") { [self] _, _ in await health() }
+        router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
+    }
+
+    /// What a person's page and any token holder use: the link exchanged, push subscriptions, the
+    /// token itself, the device's status, the watch, the responses' texts.
+    func tokenHolderRoutes(_ router: Router<TracerContext>) {
         router.post("/v1/links") { [self] request, context in try await exchangeLink(request, context) }
         router.post("/v1/devices/:id/push") { [self] request, context in
             try await subscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
@@ -140,10 +162,55 @@ public final class API: AsyncShutdown {
             try await authorize(request, context, [.admin, .kiosk, .device])
             return JSONBody.response(encoding: page)
         }
-        router.get("/health") { [self] _, _ in await health() }
-        router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
-        // Every read and write of the store runs on the store's own threads (`reading`,
-        // `writing`), never on the cooperative threads that every request and stream shares.
+        router.get("/v1/devices/:id") { [self] request, context in
+            let id = try Self.key(context.parameters.require("id"), "device id")
+            // The token, the device and its exposures: one statement, one snapshot.
+            // Not a kiosk's: a stolen kiosk token must not tell whose badge is positive or exposed.
+            let (_, status) = try await authorize(
+                request,
+                context,
+                [.admin, .device],
+                reading: [Collections.device(id)],
+                collections: [Collections.exposures(of: id)]
+            ) { who, read in
+                if who.role == .device, who.deviceID != id {
+                    throw APIError.forbidden("a device token reads its own device only")
+                }
+                return ExposureJSON.status(
+                    id,
+                    document: read.documents[0],
+                    exposures: Exposure.ordered(read.collections[0])
+                ).value
+            }
+            return JSONBody.response(status)
+        }
+        router.get("/v1/responses") { [self] request, context in
+            try await authorize(request, context, [.admin, .kiosk, .device])
+            return try await store.reading { JSONBody.response(encoding: try self.responses()) }
+        }
+        router.post("/v1/watch/ticket") { [self] request, context in
+            let who = try await authorize(request, context, [.admin, .device])
+            let path = try Watch.checkedPath(request, who)
+            let ticket = WatchTicket.make(
+                tokenID: who.tokenID,
+                path: path,
+                now: clock().timeIntervalSince1970,
+                key: watchKey
+            )
+            return JSONBody.response(
+                encoding: Responses.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
+                status: .created
+            )
+        }
+        router.get("/v1/watch") { [self] request, context in
+            let who = try await watcher(request, context)
+            return try await store.reading { try Watch.response(self, request, who) }
+        }
+    }
+
+    /// The health team's: exposures per beacon and per report, reports (sent by any holder), their
+    /// images, flagging, revoking and review.
+    func healthTeamRoutes(_ router: Router<TracerContext>) {
         router.get("/v1/beacons") { [self] request, context in
             try await authorize(request, context, [.admin])
             return try await store.reading { JSONBody.response(encoding: try self.beacons()) }
@@ -171,28 +238,6 @@ public final class API: AsyncShutdown {
                 throw APIError(.notFound, .notFound, "no report \(id)")
             }
             return JSONBody.response(found.value)
-        }
-        router.get("/v1/devices/:id") { [self] request, context in
-            let id = try Self.key(context.parameters.require("id"), "device id")
-            // The token, the device and its exposures: one statement, one snapshot.
-            // Not a kiosk's: a stolen kiosk token must not tell whose badge is positive or exposed.
-            let (_, status) = try await authorize(
-                request,
-                context,
-                [.admin, .device],
-                reading: [Collections.device(id)],
-                collections: [Collections.exposures(of: id)]
-            ) { who, read in
-                if who.role == .device, who.deviceID != id {
-                    throw APIError.forbidden("a device token reads its own device only")
-                }
-                return ExposureJSON.status(
-                    id,
-                    document: read.documents[0],
-                    exposures: Exposure.ordered(read.collections[0])
-                ).value
-            }
-            return JSONBody.response(status)
         }
         router.post("/v1/reports") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk, .device])
@@ -259,10 +304,11 @@ public final class API: AsyncShutdown {
                 who
             )
         }
-        router.get("/v1/responses") { [self] request, context in
-            try await authorize(request, context, [.admin, .kiosk, .device])
-            return try await store.reading { JSONBody.response(encoding: try self.responses()) }
-        }
+    }
+
+    /// The site's machinery: kiosks' sync, the kiosks, the published site, its calibration, the
+    /// badges' ids.
+    func siteRoutes(_ router: Router<TracerContext>) {
         router.post("/v1/sync") { [self] request, context in
             let who = try await authorize(request, context, [.kiosk, .admin])
             return try await sync.handle(request, who)
@@ -283,27 +329,6 @@ public final class API: AsyncShutdown {
             let who = try await authorize(request, context, [.admin, .kiosk])
             return try await store.reading { try self.badgeIDs(request, who) }
         }
-        router.post("/v1/watch/ticket") { [self] request, context in
-            let who = try await authorize(request, context, [.admin, .device])
-            let path = try Watch.checkedPath(request, who)
-            let ticket = WatchTicket.make(
-                tokenID: who.tokenID,
-                path: path,
-                now: clock().timeIntervalSince1970,
-                key: watchKey
-            )
-            return JSONBody.response(
-                encoding: Responses.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
-                status: .created
-            )
-        }
-        router.get("/v1/watch") { [self] request, context in
-            let who = try await watcher(request, context)
-            return try await store.reading { try Watch.response(self, request, who) }
-        }
-        let routes = MethodTable(router.routes)
-        table.table.withLock { $0 = routes }
-        return router
     }
 
     // MARK: Who is asking
