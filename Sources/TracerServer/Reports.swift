@@ -157,6 +157,44 @@ extension API {
     /// rules, 413 over the size limit, 415 not a form.
     func report(_ request: Request, _ context: TracerContext, _ who: Principal) async throws -> Response {
         let started = Date()
+        let (form, image) = try await reportForm(request)
+        let answers = try Self.answers(form)
+        let device = try await reporter(form, who, since: started)
+        let data = Data(buffer: image.body)
+        let page = try await read(data, name: Form.filename(image) ?? "upload")
+        let desk = self.desk
+        let read = desk.verify(page, now: started)
+        let verification = try await store.reading { try desk.withHistory(read, device: device ?? "") }
+        if form.text("dryRun") == "true", let status = desk.disposition(verification) {
+            return JSONBody.response(
+                encoding: Responses.ReportOutcome(
+                    accepted: status == .accepted,
+                    deviceId: device,
+                    status: status.rawValue,
+                    dryRun: true,
+                    decision: status.rawValue,
+                    doubts: verification.doubts,
+                    rules: verification.rules.map(Responses.Rule.init),
+                    collectedAt: Self.iso(verification.collectedAt)
+                ),
+                status: .ok
+            )
+        }
+        let reporter = device ?? ""
+        let outcome = try await store.writing {
+            try desk.submit(
+                verification,
+                imageSHA256: Digest.sha256Hex(data),
+                image: data,
+                device: reporter,
+                answers: answers
+            )
+        }
+        return try Self.response(outcome, context)
+    }
+
+    /// The form, its size checked before and after it is read, and its image part.
+    func reportForm(_ request: Request) async throws -> (Form, MultipartPart) {
         guard let contentType = request.headers[.contentType], let boundary = Form.boundary(contentType) else {
             throw APIError(
                 .unsupportedMediaType,
@@ -184,24 +222,34 @@ extension API {
                 "the image is \(image.body.readableBytes) bytes; the limit is \(ImageLimits().maxBytes)"
             )
         }
+        return (form, image)
+    }
+
+    /// The `answers` part: `{"symptoms": true, "tested": false}`, either or both, or none.
+    static func answers(_ form: Form) throws -> [String: Bool] {
         var answers: [String: Bool] = [:]
-        if let text = form.text("answers") {
-            let value: Value
-            do { value = try JSON.parse(text) } catch {
-                throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
-            }
-            guard case .map(let object) = value else {
-                throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
-            }
-            for (key, value) in object {
-                guard ["symptoms", "tested"].contains(key), case .bool(let b) = value else {
-                    throw APIError.badRequest(
-                        "answers takes \"symptoms\" and \"tested\" as true or false, not \"\(key.prefix(40))\""
-                    )
-                }
-                answers[key] = b
-            }
+        guard let text = form.text("answers") else { return answers }
+        let value: Value
+        do { value = try JSON.parse(text) } catch {
+            throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
         }
+        guard case .map(let object) = value else {
+            throw APIError.badRequest("the 'answers' part is not a JSON object: \(text.prefix(80))")
+        }
+        for (key, value) in object {
+            guard ["symptoms", "tested"].contains(key), case .bool(let b) = value else {
+                throw APIError.badRequest(
+                    "answers takes \"symptoms\" and \"tested\" as true or false, not \"\(key.prefix(40))\""
+                )
+            }
+            answers[key] = b
+        }
+        return answers
+    }
+
+    /// Who reports: a device token's own device; else the `deviceId` part, or the one device at
+    /// immediate range of the `anchor` kiosk.
+    func reporter(_ form: Form, _ who: Principal, since started: Date) async throws -> String? {
         var device = try form.text("deviceId").map { try Self.key($0, "device id") }
         if who.role == .device {
             if let device, device != who.deviceID {
@@ -220,10 +268,9 @@ extension API {
                 "give a 'deviceId' part, or an 'anchor' part on a kiosk"
             )
         }
-        let desk = self.desk
+        let (desk, named) = (self.desk, device)
         do {
-            let named = device
-            device = try await store.reading { try desk.reporter(device: named, kiosk: anchor, since: started) }
+            return try await store.reading { try desk.reporter(device: named, kiosk: anchor, since: started) }
         } catch let e as SelfReportError {
             throw APIError(
                 .unprocessableContent,
@@ -232,11 +279,12 @@ extension API {
                     ? "\(e.message) in the 30 s before the upload: give deviceId" : "\(e.message): give deviceId"
             )
         }
+    }
 
-        let data = Data(buffer: image.body)
-        let page: OCRPage
+    /// The image read by OCR; a pool too busy, or too slow, is a 503 to retry; not an image, 422.
+    func read(_ data: Data, name: String) async throws -> OCRPage {
         do {
-            page = try await ocr.read(data: data, name: Form.filename(image) ?? "upload")
+            return try await ocr.read(data: data, name: name)
         } catch let e as OCRError where e.code == .busy {
             var error = APIError(.serviceUnavailable, .busy, e.description)
             error.headers[.retryAfter] = "\(Self.ocrRetryAfter)"
@@ -250,40 +298,30 @@ extension API {
             // Not an image, a truncated one, too many pixels: the client's input.
             throw APIError(.unprocessableContent, .unreadableImage, e.description)
         }
-        let read = desk.verify(page, now: started)
-        let reporting = device ?? ""
-        let verification = try await store.reading { try desk.withHistory(read, device: reporting) }
-        if form.text("dryRun") == "true", let status = desk.disposition(verification) {
+    }
+
+    /// What became of a submitted report, as the answer: 201 or 200 recorded, 202 held for the
+    /// health team, 422 decided before or rejected.
+    static func response(_ outcome: SelfReportDesk.Outcome, _ context: TracerContext) throws -> Response {
+        switch outcome {
+        case .recorded(let recorded, let verification, let flagging, let flagged):
+            if !flagged { context.logger.error("\(flagging)") }
             return JSONBody.response(
                 encoding: Responses.ReportOutcome(
-                    accepted: status == .accepted,
-                    deviceId: device,
-                    status: status.rawValue,
-                    dryRun: true,
-                    decision: status.rawValue,
-                    doubts: verification.doubts,
+                    accepted: true,
+                    reportId: recorded.id,
+                    deviceId: recorded.deviceID,
+                    created: recorded.created,
+                    status: Report.Status.accepted.rawValue,
+                    flagging: flagging,
+                    flagged: flagged,
+                    decision: Report.Status.accepted.rawValue,
                     rules: verification.rules.map(Responses.Rule.init),
-                    collectedAt: Self.iso(verification.collectedAt)
+                    collectedAt: iso(verification.collectedAt)
                 ),
-                status: .ok
+                status: recorded.created ? .created : .ok
             )
-        }
-        let (reporter, given) = (device ?? "", answers)
-        let outcome = try await store.writing {
-            try desk.submit(
-                verification,
-                imageSHA256: Digest.sha256Hex(data),
-                image: data,
-                device: reporter,
-                answers: given
-            )
-        }
-        let recorded: RecordedReport
-        let flagging: String
-        let flagged: Bool
-        switch outcome {
-        case .recorded(let r, _, let line, let ok): (recorded, flagging, flagged) = (r, line, ok)
-        case .held(let r, _):
+        case .held(let r, let verification):
             return JSONBody.response(
                 encoding: Responses.ReportOutcome(
                     accepted: false,
@@ -295,7 +333,7 @@ extension API {
                     decision: Report.Status.pending.rawValue,
                     doubts: verification.doubts,
                     rules: verification.rules.map(Responses.Rule.init),
-                    collectedAt: Self.iso(verification.collectedAt)
+                    collectedAt: iso(verification.collectedAt)
                 ),
                 status: .accepted
             )
@@ -316,26 +354,10 @@ extension API {
                 accepted: false,
                 decision: "rejected",
                 rules: verification.rules.map(Responses.Rule.init),
-                collectedAt: Self.iso(verification.collectedAt)
+                collectedAt: iso(verification.collectedAt)
             )
             throw e
         }
-        if !flagged { context.logger.error("\(flagging)") }
-        return JSONBody.response(
-            encoding: Responses.ReportOutcome(
-                accepted: true,
-                reportId: recorded.id,
-                deviceId: recorded.deviceID,
-                created: recorded.created,
-                status: Report.Status.accepted.rawValue,
-                flagging: flagging,
-                flagged: flagged,
-                decision: Report.Status.accepted.rawValue,
-                rules: verification.rules.map(Responses.Rule.init),
-                collectedAt: Self.iso(verification.collectedAt)
-            ),
-            status: recorded.created ? .created : .ok
-        )
     }
 
     /// Seconds a client is told to wait when every OCR thread is busy: about two pages' time.
