@@ -143,148 +143,9 @@ private struct Reader {
         let root = Node.mapping(top)
         let f = try fields(root, "the map", allowed: ["site", "deviceUUIDs", "rooms", "anchors", "settings"])
         let name = try string(f["site"], "site", parent: mark)
-
-        guard let uuidNodes = f["deviceUUIDs"]?.sequence, !uuidNodes.isEmpty else {
-            throw fail(f["deviceUUIDs"] ?? nil, "deviceUUIDs must list at least one proximity UUID")
-        }
-        var deviceUUIDs = Set<UUIDBytes>()
-        var deviceUUIDOrder: [UUIDBytes] = []
-        for n in uuidNodes {
-            let u = try uuid(n, "a device UUID", parent: mark)
-            if deviceUUIDs.insert(u).inserted { deviceUUIDOrder.append(u) }
-        }
-
-        guard let roomNodes = f["rooms"]?.sequence, !roomNodes.isEmpty else {
-            throw fail(f["rooms"] ?? nil, "rooms must list at least one room")
-        }
-        var rooms: [Room] = []
-        var roomLines: [String: Int] = [:]
-        for n in roomNodes {
-            let r = try fields(n, "a room", allowed: ["key", "name", "building", "floor", "outline", "use"])
-            let key = try string(r["key"], "a room's key", parent: n.mark)
-            if let first = roomLines[key] {
-                throw fail(r["key"], "duplicate room key '\(key)' (first on line \(first))")
-            }
-            roomLines[key] = n.mark?.line ?? 0
-            guard let outlineNode = r["outline"], let corners = outlineNode.sequence, corners.count >= 3 else {
-                throw fail(r["outline"] ?? n, "room '\(key)': outline must list at least three [x, y] corners")
-            }
-            let outline = try corners.map { try point($0, "room '\(key)': a corner", parent: outlineNode.mark) }
-            var use = Room.Use.work
-            if let u = r["use"] {
-                let text = try string(u, "room '\(key)': use", parent: n.mark)
-                guard let value = Room.Use(rawValue: text) else {
-                    throw fail(
-                        u,
-                        "room '\(key)': use must be one of \(Room.Use.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'"
-                    )
-                }
-                use = value
-            }
-            rooms.append(
-                Room(
-                    key: key,
-                    name: try r["name"].map { try string($0, "room '\(key)': name", parent: n.mark) } ?? key,
-                    building: r["building"]?.scalar?.string,
-                    floor: try r["floor"].map {
-                        try integer($0, "room '\(key)': floor", in: -20...200, parent: n.mark)
-                    },
-                    outline: outline,
-                    use: use
-                )
-            )
-        }
-
-        guard let anchorNodes = f["anchors"]?.sequence, !anchorNodes.isEmpty else {
-            throw fail(f["anchors"] ?? nil, "anchors must list at least one kiosk or beacon")
-        }
-        var anchors: [Anchor] = []
-        var anchorLines: [String: Int] = [:]
-        var identities: [String: String] = [:]
-        for n in anchorNodes {
-            let a = try fields(
-                n,
-                "an anchor",
-                allowed: [
-                    "key", "kind", "room", "position", "uuid", "major", "minor", "measuredPower", "receiverOffset",
-                    "pathLossExponent",
-                ]
-            )
-            let key = try string(a["key"], "an anchor's key", parent: n.mark)
-            if let first = anchorLines[key] {
-                throw fail(a["key"], "duplicate anchor key '\(key)' (first on line \(first))")
-            }
-            anchorLines[key] = n.mark?.line ?? 0
-            let kindText = try string(a["kind"], "anchor '\(key)': kind", parent: n.mark)
-            guard let kind = Anchor.Kind(rawValue: kindText) else {
-                throw fail(a["kind"], "anchor '\(key)': kind must be kiosk or beacon, not '\(kindText)'")
-            }
-            let roomKey = try string(a["room"], "anchor '\(key)': room", parent: n.mark)
-            guard let room = rooms.first(where: { $0.key == roomKey }) else {
-                throw fail(a["room"], "anchor '\(key)': unknown room '\(roomKey)'")
-            }
-            let position = try point(a["position"], "anchor '\(key)': position", parent: n.mark)
-            guard room.contains(position) else {
-                throw fail(
-                    a["position"],
-                    "anchor '\(key)': position [\(position.x), \(position.y)] is outside room '\(roomKey)'"
-                )
-            }
-            var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
-            // A beacon always advertises; a kiosk may too (`tracer advertise` beside its daemon),
-            // so that the kiosks hear each other and the site calibrates itself.
-            if kind == .beacon || a["uuid"] != nil || a["major"] != nil || a["minor"] != nil {
-                let u = try uuid(a["uuid"], "\(kind) '\(key)': uuid", parent: n.mark)
-                let major = try integer(a["major"], "\(kind) '\(key)': major", in: 0...65535, parent: n.mark)
-                let minor = try integer(a["minor"], "\(kind) '\(key)': minor", in: 0...65535, parent: n.mark)
-                if deviceUUIDs.contains(u) {
-                    throw fail(
-                        a["uuid"],
-                        "\(kind) '\(key)': uuid \(u) is one of deviceUUIDs: its adverts would be taken for a person's"
-                    )
-                }
-                let text = "\(u):\(major):\(minor)"
-                if let other = identities[text] {
-                    throw fail(n, "\(kind) '\(key)' advertises the same uuid, major and minor as '\(other)'")
-                }
-                identities[text] = key
-                identity = (u, UInt16(major), UInt16(minor))
-            }
-            let power = try a["measuredPower"].map {
-                try integer($0, "anchor '\(key)': measuredPower", in: -127...(-1), parent: n.mark)
-            }
-            var offset: Double?
-            if let o = a["receiverOffset"] {
-                guard kind == .kiosk else { throw fail(o, "beacon '\(key)': receiverOffset is for kiosks (receivers)") }
-                offset = try number(o, "kiosk '\(key)': receiverOffset", parent: n.mark)
-                guard (-40.0...40.0).contains(offset!) else {
-                    throw fail(o, "kiosk '\(key)': receiverOffset must be from -40 to 40 dB, not \(offset!)")
-                }
-            }
-            var exponent: Double?
-            if let o = a["pathLossExponent"] {
-                guard kind == .kiosk else {
-                    throw fail(o, "beacon '\(key)': pathLossExponent is for kiosks (receivers)")
-                }
-                exponent = try number(o, "kiosk '\(key)': pathLossExponent", parent: n.mark)
-                guard (1.0...6.0).contains(exponent!) else {
-                    throw fail(o, "kiosk '\(key)': pathLossExponent must be from 1 to 6, not \(exponent!)")
-                }
-            }
-            anchors.append(
-                Anchor(
-                    key: key,
-                    kind: kind,
-                    room: roomKey,
-                    position: position,
-                    identity: identity,
-                    measuredPower: power,
-                    receiverOffset: offset,
-                    pathLossExponent: exponent
-                )
-            )
-        }
-
+        let (deviceUUIDs, deviceUUIDOrder) = try self.deviceUUIDs(f["deviceUUIDs"] ?? nil, mark: mark)
+        let rooms = try self.rooms(f["rooms"] ?? nil)
+        let anchors = try self.anchors(f["anchors"] ?? nil, rooms: rooms, deviceUUIDs: deviceUUIDs)
         var ranging = RangingSettings()
         var exposure = ExposureSettings()
         var verification = VerificationSettings()
@@ -315,6 +176,180 @@ private struct Reader {
         }
         site.deviceUUIDOrder = deviceUUIDOrder
         return site
+    }
+
+    /// `deviceUUIDs`: at least one; each once, in the map's order.
+    func deviceUUIDs(_ node: Node?, mark: Mark?) throws -> (Set<UUIDBytes>, [UUIDBytes]) {
+        guard let uuidNodes = node?.sequence, !uuidNodes.isEmpty else {
+            throw fail(node, "deviceUUIDs must list at least one proximity UUID")
+        }
+        var deviceUUIDs = Set<UUIDBytes>()
+        var deviceUUIDOrder: [UUIDBytes] = []
+        for n in uuidNodes {
+            let u = try uuid(n, "a device UUID", parent: mark)
+            if deviceUUIDs.insert(u).inserted { deviceUUIDOrder.append(u) }
+        }
+        return (deviceUUIDs, deviceUUIDOrder)
+    }
+
+    /// `rooms`: at least one, each key once.
+    func rooms(_ node: Node?) throws -> [Room] {
+        guard let roomNodes = node?.sequence, !roomNodes.isEmpty else {
+            throw fail(node, "rooms must list at least one room")
+        }
+        var rooms: [Room] = []
+        var roomLines: [String: Int] = [:]
+        for n in roomNodes { rooms.append(try room(n, seen: &roomLines)) }
+        return rooms
+    }
+
+    /// One room: its key (not one of `seen`'s: key → line), name, building, floor, outline (three
+    /// corners or more) and use.
+    func room(_ n: Node, seen roomLines: inout [String: Int]) throws -> Room {
+        let r = try fields(n, "a room", allowed: ["key", "name", "building", "floor", "outline", "use"])
+        let key = try string(r["key"], "a room's key", parent: n.mark)
+        if let first = roomLines[key] {
+            throw fail(r["key"], "duplicate room key '\(key)' (first on line \(first))")
+        }
+        roomLines[key] = n.mark?.line ?? 0
+        guard let outlineNode = r["outline"], let corners = outlineNode.sequence, corners.count >= 3 else {
+            throw fail(r["outline"] ?? n, "room '\(key)': outline must list at least three [x, y] corners")
+        }
+        let outline = try corners.map { try point($0, "room '\(key)': a corner", parent: outlineNode.mark) }
+        var use = Room.Use.work
+        if let u = r["use"] {
+            let text = try string(u, "room '\(key)': use", parent: n.mark)
+            guard let value = Room.Use(rawValue: text) else {
+                throw fail(
+                    u,
+                    "room '\(key)': use must be one of \(Room.Use.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'"
+                )
+            }
+            use = value
+        }
+        return Room(
+            key: key,
+            name: try r["name"].map { try string($0, "room '\(key)': name", parent: n.mark) } ?? key,
+            building: r["building"]?.scalar?.string,
+            floor: try r["floor"].map {
+                try integer($0, "room '\(key)': floor", in: -20...200, parent: n.mark)
+            },
+            outline: outline,
+            use: use
+        )
+    }
+
+    /// `anchors`: at least one, each key once, no two advertising the same identity.
+    func anchors(_ node: Node?, rooms: [Room], deviceUUIDs: Set<UUIDBytes>) throws -> [Anchor] {
+        guard let anchorNodes = node?.sequence, !anchorNodes.isEmpty else {
+            throw fail(node, "anchors must list at least one kiosk or beacon")
+        }
+        var anchors: [Anchor] = []
+        var anchorLines: [String: Int] = [:]
+        var identities: [String: String] = [:]
+        for n in anchorNodes {
+            anchors.append(
+                try anchor(n, rooms: rooms, deviceUUIDs: deviceUUIDs, seen: &anchorLines, identities: &identities)
+            )
+        }
+        return anchors
+    }
+
+    /// One anchor: a kiosk or a beacon in a room, where it is, what it advertises, and a kiosk's
+    /// receiver tuning. `seen`: the keys before it (key → line); `identities`: what the anchors
+    /// before it advertise (uuid:major:minor → key).
+    func anchor(
+        _ n: Node,
+        rooms: [Room],
+        deviceUUIDs: Set<UUIDBytes>,
+        seen anchorLines: inout [String: Int],
+        identities: inout [String: String]
+    ) throws -> Anchor {
+        let a = try fields(
+            n,
+            "an anchor",
+            allowed: [
+                "key", "kind", "room", "position", "uuid", "major", "minor", "measuredPower", "receiverOffset",
+                "pathLossExponent",
+            ]
+        )
+        let key = try string(a["key"], "an anchor's key", parent: n.mark)
+        if let first = anchorLines[key] {
+            throw fail(a["key"], "duplicate anchor key '\(key)' (first on line \(first))")
+        }
+        anchorLines[key] = n.mark?.line ?? 0
+        let kindText = try string(a["kind"], "anchor '\(key)': kind", parent: n.mark)
+        guard let kind = Anchor.Kind(rawValue: kindText) else {
+            throw fail(a["kind"], "anchor '\(key)': kind must be kiosk or beacon, not '\(kindText)'")
+        }
+        let roomKey = try string(a["room"], "anchor '\(key)': room", parent: n.mark)
+        guard let room = rooms.first(where: { $0.key == roomKey }) else {
+            throw fail(a["room"], "anchor '\(key)': unknown room '\(roomKey)'")
+        }
+        let position = try point(a["position"], "anchor '\(key)': position", parent: n.mark)
+        guard room.contains(position) else {
+            throw fail(
+                a["position"],
+                "anchor '\(key)': position [\(position.x), \(position.y)] is outside room '\(roomKey)'"
+            )
+        }
+        var identity: (uuid: UUIDBytes, major: UInt16, minor: UInt16)?
+        // A beacon always advertises; a kiosk may too (`tracer advertise` beside its daemon),
+        // so that the kiosks hear each other and the site calibrates itself.
+        if kind == .beacon || a["uuid"] != nil || a["major"] != nil || a["minor"] != nil {
+            let u = try uuid(a["uuid"], "\(kind) '\(key)': uuid", parent: n.mark)
+            let major = try integer(a["major"], "\(kind) '\(key)': major", in: 0...65535, parent: n.mark)
+            let minor = try integer(a["minor"], "\(kind) '\(key)': minor", in: 0...65535, parent: n.mark)
+            if deviceUUIDs.contains(u) {
+                throw fail(
+                    a["uuid"],
+                    "\(kind) '\(key)': uuid \(u) is one of deviceUUIDs: its adverts would be taken for a person's"
+                )
+            }
+            let text = "\(u):\(major):\(minor)"
+            if let other = identities[text] {
+                throw fail(n, "\(kind) '\(key)' advertises the same uuid, major and minor as '\(other)'")
+            }
+            identities[text] = key
+            identity = (u, UInt16(major), UInt16(minor))
+        }
+        let power = try a["measuredPower"].map {
+            try integer($0, "anchor '\(key)': measuredPower", in: -127...(-1), parent: n.mark)
+        }
+        let (offset, exponent) = try receiverTuning(a, kind: kind, key: key, mark: n.mark)
+        return Anchor(
+            key: key,
+            kind: kind,
+            room: roomKey,
+            position: position,
+            identity: identity,
+            measuredPower: power,
+            receiverOffset: offset,
+            pathLossExponent: exponent
+        )
+    }
+
+    /// A kiosk's `receiverOffset` (-40 to 40 dB) and `pathLossExponent` (1 to 6); a beacon has neither.
+    func receiverTuning(_ a: [String: Node], kind: Anchor.Kind, key: String, mark: Mark?) throws -> (Double?, Double?) {
+        var offset: Double?
+        if let o = a["receiverOffset"] {
+            guard kind == .kiosk else { throw fail(o, "beacon '\(key)': receiverOffset is for kiosks (receivers)") }
+            offset = try number(o, "kiosk '\(key)': receiverOffset", parent: mark)
+            guard (-40.0...40.0).contains(offset!) else {
+                throw fail(o, "kiosk '\(key)': receiverOffset must be from -40 to 40 dB, not \(offset!)")
+            }
+        }
+        var exponent: Double?
+        if let o = a["pathLossExponent"] {
+            guard kind == .kiosk else {
+                throw fail(o, "beacon '\(key)': pathLossExponent is for kiosks (receivers)")
+            }
+            exponent = try number(o, "kiosk '\(key)': pathLossExponent", parent: mark)
+            guard (1.0...6.0).contains(exponent!) else {
+                throw fail(o, "kiosk '\(key)': pathLossExponent must be from 1 to 6, not \(exponent!)")
+            }
+        }
+        return (offset, exponent)
     }
 
     /// `settings: guidance: {text: …, link: https://…}`: what the person's page says to do next.
