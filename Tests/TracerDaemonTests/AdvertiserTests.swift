@@ -55,3 +55,75 @@ import TracerTesting
         )
     }
 }
+
+/// The advertiser's steps on a manual clock, with no bus: every path `Advertiser.advertise` takes.
+@Suite struct AdvertiserMachineTests {
+    typealias M = AdvertiserMachine
+
+    /// Ids that change every 100 s: major = the epoch's number, minor 7.
+    static func rotating(_ t: Double) -> (major: UInt16, minor: UInt16, until: Double?) {
+        let epoch = (t / 100).rounded(.down)
+        return (UInt16(epoch), 7, (epoch + 1) * 100)
+    }
+
+    @Test func aFixedBeaconRegistersOnceWaitsAndIsTakenDownAtTheStop() {
+        var m = M(adapter: "hci0") { _ in (1, 2, nil) }
+        let advert = M.Advert(path: "/org/tracer/advertisement1", major: 1, minor: 2, until: nil)
+        #expect(m.start(now: 1000) == .register(advert, replacing: nil))
+        #expect(m.handle(.registered) == .wait(until: nil, announce: advert))
+        #expect(m.handle(.tick(now: 5000)) == .wait(until: nil, announce: nil))
+        #expect(m.handle(.stop) == .unregister(advert))
+        #expect(m.handle(.tick(now: 5001)) == .finish(nil))
+        #expect(m.state == .finished)
+    }
+
+    @Test func aBadgeReplacesItsAdvertWhenTheEpochEnds() {
+        var m = M(adapter: "hci1", id: Self.rotating)
+        let first = M.Advert(path: "/org/tracer/advertisement1", major: 10, minor: 7, until: 1100)
+        let second = M.Advert(path: "/org/tracer/advertisement2", major: 11, minor: 7, until: 1200)
+        #expect(m.start(now: 1050) == .register(first, replacing: nil))
+        #expect(m.handle(.registered) == .wait(until: 1100, announce: first))
+        #expect(m.handle(.tick(now: 1099.8)) == .wait(until: 1100, announce: nil))
+        #expect(m.handle(.tick(now: 1100)) == .register(second, replacing: first))
+        #expect(m.handle(.registered) == .wait(until: 1200, announce: second))
+        // Stopped while a new advert was being registered: the one BlueZ took is taken down.
+        #expect(
+            m.handle(.tick(now: 1200.1))
+                == .register(
+                    M.Advert(path: "/org/tracer/advertisement3", major: 12, minor: 7, until: 1300),
+                    replacing: second
+                )
+        )
+        #expect(
+            m.handle(.stop)
+                == .unregister(M.Advert(path: "/org/tracer/advertisement3", major: 12, minor: 7, until: 1300))
+        )
+        #expect(m.handle(.tick(now: 1201)) == .finish(nil))
+    }
+
+    @Test func aRefusalOrTheBusGoingAwayEndsItWithTheReason() {
+        let notReady = AdvertiseError(DBusError(name: "org.bluez.Error.NotReady", message: "off"), adapter: "hci1")
+        var refused = M(adapter: "hci1", id: Self.rotating)
+        _ = refused.start(now: 1000)
+        #expect(refused.handle(.refused(notReady)) == .finish(notReady))
+        #expect(notReady.code == .poweredOff)
+        // Refused at an epoch's change: the old advert was taken down before, nothing is left.
+        var rotating = M(adapter: "hci1", id: Self.rotating)
+        _ = rotating.start(now: 1000)
+        _ = rotating.handle(.registered)
+        guard case .register(_, replacing: .some) = rotating.handle(.tick(now: 1100)) else {
+            Issue.record("the epoch's end replaces the advert")
+            return
+        }
+        #expect(rotating.handle(.refused(notReady)) == .finish(notReady))
+        var gone = M(adapter: "hci0") { _ in (1, 2, nil) }
+        _ = gone.start(now: 1000)
+        _ = gone.handle(.registered)
+        guard case .finish(let error?) = gone.handle(.busGone) else {
+            Issue.record("the bus going away ends the advertiser with an error")
+            return
+        }
+        #expect(error.code == .noBus && error.context == "hci0: org.freedesktop.DBus.Error.Disconnected")
+        #expect(gone.state == .finished)
+    }
+}

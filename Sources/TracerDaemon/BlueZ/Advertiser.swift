@@ -116,7 +116,8 @@ public final class Advertiser: Service, Sendable {
         try outcome.get()
     }
 
-    /// The advertising loop, on its own thread: D-Bus calls are answered while it waits.
+    /// The advertising loop, on its own thread: D-Bus calls are answered while it waits. What to
+    /// do next is `AdvertiserMachine`'s to decide; this runs its actions on the bus.
     func advertise() throws {
         let bus: DBusConnection
         do { bus = try busAddress.map { try DBusConnection(address: $0) } ?? DBusConnection.system() } catch let e
@@ -124,96 +125,100 @@ public final class Advertiser: Service, Sendable {
         {
             throw AdvertiseError(e, adapter: adapter)
         }
-        let adapterPath = "/org/bluez/\(adapter)"
-        var current: String?
-        var serial = 0
-        defer {
-            if let current {
-                _ = try? bus.callDispatching(
-                    destination: "org.bluez",
-                    path: adapterPath,
-                    interface: Self.managerInterface,
-                    method: "UnregisterAdvertisement",
-                    [.objectPath(current)],
-                    timeout: .seconds(2)
-                )
-                bus.unexport(current)
+        var machine = AdvertiserMachine(adapter: adapter) { [self] in id(at: $0) }
+        var action = machine.start(now: clock())
+        while true {
+            let event: AdvertiserMachine.Event
+            switch action {
+            case .register(let advert, let replacing):
+                export(advert, on: bus)
+                if let replacing { takeDown(replacing, on: bus, timeout: .seconds(5)) }
+                do {
+                    _ = try bus.callDispatching(
+                        destination: "org.bluez",
+                        path: adapterPath,
+                        interface: Self.managerInterface,
+                        method: "RegisterAdvertisement",
+                        [.objectPath(advert.path), .dictionary(key: "s", value: "v", [])]
+                    )
+                    event = .registered
+                } catch let e as DBusError {
+                    bus.unexport(advert.path)
+                    event = .refused(AdvertiseError(e, adapter: adapter))
+                }
+            case .wait(let until, let announce):
+                if let announce { started(announce.major, announce.minor, announce.until) }
+                // A short wait, answering BlueZ meanwhile: the stop and the epoch's end are seen
+                // within 200 ms.
+                if stopped.isSet {
+                    event = .stop
+                } else if until.map({ clock() >= $0 }) == true {
+                    event = .tick(now: clock())
+                } else {
+                    event = bus.receive(timeout: .milliseconds(200)) == nil ? .busGone : .tick(now: clock())
+                }
+            case .unregister(let advert):
+                takeDown(advert, on: bus, timeout: .seconds(2))
+                event = .tick(now: clock())
+            case .finish(let error):
+                if let error { throw error }
+                return
             }
+            action = machine.handle(event)
         }
-        while !stopped.isSet {
-            let now = clock()
-            let (major, minor, until) = id(at: now)
-            serial += 1
-            let path = "/org/tracer/advertisement\(serial)"
-            let properties = self.properties(major: major, minor: minor)
-            bus.export(path) { call in
-                switch (call.interface, call.member) {
-                case ("org.freedesktop.DBus.Properties", "GetAll"):
-                    return .success([properties])
-                case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
-                    return .success([
-                        .dictionary(
-                            key: "o",
-                            value: "a{sa{sv}}",
-                            [
-                                .init(
-                                    .objectPath(path),
-                                    .dictionary(
-                                        key: "s",
-                                        value: "a{sv}",
-                                        [.init(.string(Self.advertisementInterface), properties)]
-                                    )
+    }
+
+    var adapterPath: String { "/org/bluez/\(adapter)" }
+
+    /// The advertisement's object, answering BlueZ's `GetAll` and `Release`.
+    func export(_ advert: AdvertiserMachine.Advert, on bus: DBusConnection) {
+        let properties = self.properties(major: advert.major, minor: advert.minor)
+        let path = advert.path
+        bus.export(path) { call in
+            switch (call.interface, call.member) {
+            case ("org.freedesktop.DBus.Properties", "GetAll"):
+                return .success([properties])
+            case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+                return .success([
+                    .dictionary(
+                        key: "o",
+                        value: "a{sa{sv}}",
+                        [
+                            .init(
+                                .objectPath(path),
+                                .dictionary(
+                                    key: "s",
+                                    value: "a{sv}",
+                                    [.init(.string(Self.advertisementInterface), properties)]
                                 )
-                            ]
-                        )
-                    ])
-                case (Self.advertisementInterface, "Release"):
-                    return .success([])
-                default:
-                    return .failure(
-                        DBusError(
-                            name: "org.freedesktop.DBus.Error.UnknownMethod",
-                            message: "\(call.interface).\(call.member)"
-                        )
+                            )
+                        ]
                     )
-                }
-            }
-            if let old = current {
-                _ = try? bus.callDispatching(
-                    destination: "org.bluez",
-                    path: adapterPath,
-                    interface: Self.managerInterface,
-                    method: "UnregisterAdvertisement",
-                    [.objectPath(old)],
-                    timeout: .seconds(5)
-                )
-                bus.unexport(old)
-                current = nil
-            }
-            do {
-                _ = try bus.callDispatching(
-                    destination: "org.bluez",
-                    path: adapterPath,
-                    interface: Self.managerInterface,
-                    method: "RegisterAdvertisement",
-                    [.objectPath(path), .dictionary(key: "s", value: "v", [])]
-                )
-            } catch let e as DBusError {
-                bus.unexport(path)
-                throw AdvertiseError(e, adapter: adapter)
-            }
-            current = path
-            started(major, minor, until)
-            // Until the next epoch (a badge) or shutdown, answering BlueZ meanwhile.
-            while !stopped.isSet, until.map({ clock() < $0 }) ?? true {
-                guard bus.receive(timeout: .milliseconds(200)) != nil else {
-                    throw AdvertiseError(
-                        DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the system bus went away"),
-                        adapter: adapter
+                ])
+            case (Self.advertisementInterface, "Release"):
+                return .success([])
+            default:
+                return .failure(
+                    DBusError(
+                        name: "org.freedesktop.DBus.Error.UnknownMethod",
+                        message: "\(call.interface).\(call.member)"
                     )
-                }
+                )
             }
         }
+    }
+
+    /// Unregisters the advert (BlueZ's failure to is not this program's to report) and unexports it.
+    func takeDown(_ advert: AdvertiserMachine.Advert, on bus: DBusConnection, timeout: Duration) {
+        _ = try? bus.callDispatching(
+            destination: "org.bluez",
+            path: adapterPath,
+            interface: Self.managerInterface,
+            method: "UnregisterAdvertisement",
+            [.objectPath(advert.path)],
+            timeout: timeout
+        )
+        bus.unexport(advert.path)
     }
 }
 
