@@ -123,6 +123,27 @@ import Testing
         #expect(s.at(5.9).isEmpty)
     }
 
+    /// Discovery asked for is not asked again until BlueZ answers, however long that takes; the
+    /// machine's state says where it is (due, requested, armed), and the adapter it holds.
+    @Test func discoveryIsAskedForOnceUntilAnswered() {
+        var m = Machine(adapter: "hci0", timing: .init())
+        _ = m.handle(.connected(bluezIsUp: true), now: 0)
+        let actions = m.handle(
+            .objects(adapters: [.init(path: Self.hci0, powered: true, discovering: false)], devices: [:]),
+            now: 0
+        )
+        #expect(actions == [.arm(adapter: Self.hci0)])
+        #expect(m.current?.discovery == .requested && m.current?.name == "hci0")
+        for t in stride(from: 1.0, through: 600, by: 7) { #expect(m.handle(.tick, now: t).isEmpty) }
+        _ = m.handle(.armed, now: 601)
+        #expect(m.current?.discovery == .armed(since: 601, lastHeard: 601) && m.armed)
+        _ = m.handle(.interfacesRemoved(path: Self.hci0, adapter: true, device: false), now: 602)
+        #expect(m.current == nil && !m.armed && m.state == .adapterRemoved("hci0"))
+        // An answer that comes after the adapter went is not taken for scanning.
+        _ = m.handle(.armed, now: 603)
+        #expect(m.state == .adapterRemoved("hci0"))
+    }
+
     @Test func aFailedStartIsRetriedEverySecondAndSaidOnce() {
         var s = Scanning()
         _ = s.at(1, .adapterChanged(path: Self.hci0, powered: false, discovering: false))

@@ -86,22 +86,41 @@ struct BlueZStateMachine {
         var lastSeen: Double
     }
 
+    /// Where discovery is on the adapter.
+    enum Discovery: Equatable {
+        /// Not started: start it at `at` (once the adapter is powered).
+        case due(at: Double)
+        /// Started, and not answered yet (`.armed` or `.armFailed`): not asked again meanwhile.
+        case requested
+        /// StartDiscovery succeeded at `since`; `lastHeard`: the last activity (the stall
+        /// watchdog's clock).
+        case armed(since: Double, lastHeard: Double)
+    }
+
+    /// The adapter scanned with, and what the machine knows of it.
+    struct Adapter: Equatable {
+        var path: String
+        var powered: Bool
+        /// Whether BlueZ says it is discovering.
+        var discovering: Bool
+        var discovery: Discovery
+        /// Its devices, by object path.
+        var devices: [String: Device] = [:]
+
+        var name: String { String(path.split(separator: "/").last ?? "") }
+    }
+
     let adapterName: String?
     let timing: Timing
+    /// What the source is doing, as the status line says it.
     private(set) var state = BlueZState.starting
+    /// The adapter in use (nil: waiting for bluetoothd or an adapter; `state` says which).
+    private(set) var current: Adapter?
     private(set) var counters = Counters()
-    private(set) var adapterPath: String?
-    private(set) var devices: [String: Device] = [:]
-    var powered = false
-    var discovering = false
-    /// StartDiscovery succeeded and has not been undone since.
-    private(set) var armed = false
-    var nextArm = 0.0
-    var armedAt = 0.0
-    var lastActivity = 0.0
-    var nextSweep = 0.0
+    /// When devices unseen for `forgetAfter` are next looked for.
+    private var nextSweep = 0.0
     /// The last waiting state logged, so each is said once.
-    var said: BlueZState?
+    private var said: BlueZState?
 
     static let appleCompany: UInt16 = 0x004C
 
@@ -110,7 +129,13 @@ struct BlueZStateMachine {
         self.timing = timing
     }
 
-    var adapter: String { adapterPath.map { String($0.split(separator: "/").last ?? "") } ?? "" }
+    var adapterPath: String? { current?.path }
+    var adapter: String { current?.name ?? "" }
+    var devices: [String: Device] { current?.devices ?? [:] }
+    /// StartDiscovery succeeded and has not been undone since.
+    var armed: Bool {
+        if case .armed = current?.discovery { true } else { false }
+    }
 
     mutating func handle(_ event: Event, now: Double) -> [Action] {
         var actions: [Action] = []
@@ -125,51 +150,51 @@ struct BlueZStateMachine {
         case .bluezLeft:
             lose(.bluetoothdLeft, &actions)
         case .adapterAdded:
-            if adapterPath == nil { actions.append(.readObjects) }
+            if current == nil { actions.append(.readObjects) }
         case .deviceAdded(let path, let properties):
             guard isOurs(path) else { break }
             var device = Device(lastSeen: now)
             device.properties.merge(properties)
-            devices[path] = device
+            current?.devices[path] = device
             heard(device, rssiChanged: properties.rssi != nil, now: now, &actions)
         case .deviceChanged(let path, let changed):
             guard isOurs(path) else { break }
-            var device = devices[path] ?? Device(lastSeen: 0)
+            var device = current?.devices[path] ?? Device(lastSeen: 0)
             device.lastSeen = now
             device.properties.merge(changed)
-            devices[path] = device
+            current?.devices[path] = device
             counters.deviceSignals += 1
             heard(device, rssiChanged: changed.rssi != nil || changed.manufacturerData != nil, now: now, &actions)
         case .adapterChanged(let path, let on, let isDiscovering):
-            guard path == adapterPath else { break }
-            if let on, on != powered {
-                powered = on
-                armed = false
+            guard var adapter = current, path == adapter.path else { break }
+            if let on, on != adapter.powered {
+                adapter.powered = on
+                adapter.discovery = .due(at: now)
                 if on {
-                    actions.append(.log(.notice, "adapter \(adapter) powered on"))
-                    nextArm = now
+                    actions.append(.log(.notice, "adapter \(adapter.name) powered on"))
                 } else {
-                    discovering = false
-                    wait(.poweredOff(adapter), &actions)
+                    adapter.discovering = false
+                    wait(.poweredOff(adapter.name), &actions)
                 }
             }
-            if let isDiscovering { discovering = isDiscovering }
+            if let isDiscovering { adapter.discovering = isDiscovering }
+            current = adapter
         case .interfacesRemoved(let path, let adapterGone, let deviceGone):
-            if path == adapterPath, adapterGone {
+            if path == current?.path, adapterGone {
                 lose(.adapterRemoved(adapter), &actions)
             } else if deviceGone {
-                devices[path] = nil
+                current?.devices[path] = nil
             }
         case .armed:
-            armed = true
-            armedAt = now
-            lastActivity = now
+            guard current != nil else { break }
+            current?.discovery = .armed(since: now, lastHeard: now)
             said = nil
             counters.discoveryStarts += 1
             state = .scanning(adapter)
             actions.append(.log(.notice, "scanning on \(adapter)"))
         case .armFailed(let reason):
-            nextArm = now + timing.retryArm
+            guard current != nil else { break }
+            current?.discovery = .due(at: now + timing.retryArm)
             wait(.discoveryFailed(adapter, reason: reason), &actions)
         case .deviceForgotten:
             counters.devicesRemoved += 1
@@ -189,7 +214,7 @@ struct BlueZStateMachine {
     ) {
         guard let objects else {
             actions.append(.log(.warning, "cannot read BlueZ's objects"))
-            adapterPath = nil
+            current = nil
             return
         }
         let sorted = adapters.sorted { $0.path < $1.path }
@@ -200,30 +225,28 @@ struct BlueZStateMachine {
                 sorted.first { $0.powered } ?? sorted.first
             }
         guard let chosen else {
-            adapterPath = nil
-            devices = [:]
+            current = nil
             wait(.noAdapter(named: adapterName), &actions)
             return
         }
-        adapterPath = chosen.path
-        powered = chosen.powered
-        discovering = chosen.discovering
-        armed = false
-        nextArm = now
-        devices = [:]
-        for (path, properties) in objects where isOurs(path) {
+        var adapter = Adapter(
+            path: chosen.path,
+            powered: chosen.powered,
+            discovering: chosen.discovering,
+            discovery: .due(at: now)
+        )
+        for (path, properties) in objects where path.hasPrefix(chosen.path + "/") {
             var device = Device(lastSeen: now)
             device.properties.merge(properties)
-            devices[path] = device
+            adapter.devices[path] = device
         }
-        if !powered { wait(.poweredOff(adapter), &actions) }
+        current = adapter
+        if !adapter.powered { wait(.poweredOff(adapter.name), &actions) }
     }
 
     /// bluetoothd or the adapter is gone: nothing to scan with until it is back.
     mutating func lose(_ why: BlueZState, _ actions: inout [Action]) {
-        adapterPath = nil
-        armed = false
-        devices = [:]
+        current = nil
         wait(why, &actions)
     }
 
@@ -242,7 +265,7 @@ struct BlueZStateMachine {
 
     /// Activity; and an advert when the RSSI (or the data) changed and it carries Apple's data.
     mutating func heard(_ device: Device, rssiChanged: Bool, now: Double, _ actions: inout [Action]) {
-        lastActivity = now
+        if case .armed(let since, _) = current?.discovery { current?.discovery = .armed(since: since, lastHeard: now) }
         let data = device.properties.manufacturerData ?? []
         guard rssiChanged, let rssi = device.properties.rssi, data.contains(where: { $0.company == Self.appleCompany })
         else { return }
@@ -251,36 +274,36 @@ struct BlueZStateMachine {
 
     /// Arming, the discovery that ended under us, the stall watchdog, and forgetting devices.
     mutating func timers(_ now: Double, _ actions: inout [Action]) {
-        guard let adapterPath else { return }
-        if powered, !armed, now >= nextArm {
+        guard var adapter = current else { return }
+        defer { current = adapter }
+        switch adapter.discovery {
+        case .due(let at) where adapter.powered && now >= at:
             // Answered by .armed or .armFailed; until then, not again.
-            nextArm = .infinity
-            actions.append(.arm(adapter: adapterPath))
-        }
-        if armed, !discovering, now - armedAt > timing.armSettle {
-            armed = false
-            nextArm = now
-        }
-        if armed, discovering, now - lastActivity > timing.stallTimeout {
+            adapter.discovery = .requested
+            actions.append(.arm(adapter: adapter.path))
+        case .armed(let since, _) where !adapter.discovering && now - since > timing.armSettle:
+            // BlueZ turned discovery off under us (another client, a reset): start it again.
+            adapter.discovery = .due(at: now)
+        case .armed(_, let lastHeard) where adapter.discovering && now - lastHeard > timing.stallTimeout:
             actions.append(
                 .log(
                     .warning,
-                    "nothing heard on \(adapter) for \(Int(now - lastActivity)) s while discovering; restarting discovery"
+                    "nothing heard on \(adapter.name) for \(Int(now - lastHeard)) s while discovering; restarting discovery"
                 )
             )
-            actions.append(.stopDiscovery(adapter: adapterPath))
-            armed = false
-            nextArm = now
-            lastActivity = now
+            actions.append(.stopDiscovery(adapter: adapter.path))
+            adapter.discovery = .due(at: now)
             counters.watchdogRestarts += 1
+        default:
+            break
         }
         if now >= nextSweep {
             nextSweep = now + min(5, timing.forgetAfter / 2)
             let horizon = now - timing.forgetAfter
-            for (path, device) in devices.sorted(by: { $0.key < $1.key })
+            for (path, device) in adapter.devices.sorted(by: { $0.key < $1.key })
             where device.lastSeen < horizon && !device.properties.kept {
-                devices[path] = nil
-                actions.append(.removeDevice(adapter: adapterPath, device: path))
+                adapter.devices[path] = nil
+                actions.append(.removeDevice(adapter: adapter.path, device: path))
             }
         }
     }
