@@ -33,16 +33,8 @@ public final class PushDelivery: Sendable {
     /// The longest the loop sleeps with nothing owed (it wakes at once when a push is owed).
     let idle: Duration
 
-    struct Owed: Sendable {
-        var failures = 0
-        var failingSince: Double?
-        /// When it may be tried next.
-        var due: Double
-        /// Bumped by each new change owed, so that a push sent before a change does not settle it.
-        var generation = 0
-    }
-
-    private let owed = Mutex<[DocumentPath: Owed]>([:])
+    /// Every subscription owed a push, or with one on its way, each a state machine of its own.
+    private let owed = Mutex<[DocumentPath: SubscriptionPush]>([:])
     /// The loop's wake-up: a waiting loop's continuation, or a signal given while it was busy.
     private let wake = Mutex<(waiter: CheckedContinuation<Void, Never>?, pending: Bool)>((nil, false))
 
@@ -120,7 +112,7 @@ public final class PushDelivery: Sendable {
                 if owed[doc.path] == nil {
                     owed[doc.path] = Self.owed(doc, due: now)
                 } else {
-                    owed[doc.path]!.generation += 1
+                    _ = owed[doc.path]!.handle(.changed(now: now), backoff: backoff, giveUpAfter: Self.giveUpAfter)
                 }
             }
         }
@@ -128,11 +120,11 @@ public final class PushDelivery: Sendable {
     }
 
     /// What is owed to a stored subscription: its failures so far (a restart keeps the 24 h bound).
-    static func owed(_ doc: DocumentSnapshot, due: Double) -> Owed {
-        Owed(
+    static func owed(_ doc: DocumentSnapshot, due: Double) -> SubscriptionPush {
+        SubscriptionPush(
+            due: due,
             failures: Int(doc[Self.failures]?.doubleValue ?? 0),
-            failingSince: doc[Self.failingSince]?.timestampValue?.seconds,
-            due: due
+            failingSince: doc[Self.failingSince]?.timestampValue?.seconds
         )
     }
 
@@ -152,21 +144,21 @@ public final class PushDelivery: Sendable {
             for doc in stored where owed[doc.path] == nil { owed[doc.path] = Self.owed(doc, due: now) }
         }
         try await withThrowingTaskGroup(of: Attempt?.self) { group in
-            var inFlight = Set<DocumentPath>()
             var waiting = false
             while true {
                 try Task.checkCancellation()
                 let now = self.now()
+                // The pushes due now, oldest first, as many as may be in flight; each started.
                 let (due, next) = owed.withLock { owed in
-                    let waiting = owed.filter { !inFlight.contains($0.key) }
-                    let due = waiting.filter { $0.value.due <= now }.sorted { $0.value.due < $1.value.due }
-                        .prefix(max(0, Self.concurrency - inFlight.count)).map { ($0.key, $0.value.generation) }
-                    return (due, waiting.values.map(\.due).filter { $0 > now }.min())
+                    let inFlight = owed.values.count { $0.due == nil }
+                    let due = owed.compactMap { path, push in push.due.flatMap { $0 <= now ? (path, $0) : nil } }
+                        .sorted { $0.1 < $1.1 }.prefix(max(0, Self.concurrency - inFlight)).map(\.0)
+                    for path in due {
+                        _ = owed[path]!.handle(.started, backoff: backoff, giveUpAfter: Self.giveUpAfter)
+                    }
+                    return (due, owed.values.compactMap(\.due).filter { $0 > now }.min())
                 }
-                for (path, generation) in due {
-                    inFlight.insert(path)
-                    group.addTask { await self.attempt(path, generation: generation) }
-                }
+                for path in due { group.addTask { await self.attempt(path) } }
                 if !waiting {
                     // Asleep until a push is owed or the next retry is due: no polling.
                     waiting = true
@@ -184,7 +176,6 @@ public final class PushDelivery: Sendable {
                 }
                 guard let next = try await group.next() else { continue }
                 if let attempt = next {
-                    inFlight.remove(attempt.path)
                     // Its next attempt may be due before the loop's wait ends: wait anew after it.
                     defer { signal() }
                     do { try await settle(attempt) } catch {
@@ -193,12 +184,22 @@ public final class PushDelivery: Sendable {
                             "could not record a push's outcome; it is tried again",
                             metadata: ["error": "\(error)"]
                         )
-                        owed.withLock { $0[attempt.path]?.due = self.now() + 1 }
+                        _ = handle(.storeFailed(now: self.now()), attempt.path)
                     }
                 } else {
                     waiting = false
                 }
             }
+        }
+    }
+
+    /// Feeds an event to the subscription's machine; the table forgets it once it is done.
+    func handle(_ event: SubscriptionPush.Event, _ path: DocumentPath) -> SubscriptionPush.Action {
+        owed.withLock { owed in
+            guard var push = owed[path] else { return .none }
+            let action = push.handle(event, backoff: backoff, giveUpAfter: Self.giveUpAfter)
+            owed[path] = push.state == .done ? nil : push
+            return action
         }
     }
 
@@ -209,50 +210,53 @@ public final class PushDelivery: Sendable {
             case vanished
         }
         let path: DocumentPath
-        let generation: Int
         /// The stored `owedAt` when the attempt began: a later change keeps it owed.
         let owedAt: Value?
         let outcome: Outcome
     }
 
-    func attempt(_ path: DocumentPath, generation: Int) async -> Attempt {
+    func attempt(_ path: DocumentPath) async -> Attempt {
         let store = self.store
         let doc = try? await store.reading { try store.get(path) }
         guard let doc, doc.exists else {
-            return Attempt(path: path, generation: generation, owedAt: nil, outcome: .vanished)
+            return Attempt(path: path, owedAt: nil, outcome: .vanished)
         }
         guard let subscription = PushSubscription(doc) else {
             return Attempt(
                 path: path,
-                generation: generation,
                 owedAt: doc[Self.owedAt],
                 outcome: .sent(.refused("the stored subscription cannot be read"))
             )
         }
         let outcome = await sender.send(Self.payload, to: subscription)
-        return Attempt(path: path, generation: generation, owedAt: doc[Self.owedAt], outcome: .sent(outcome))
+        return Attempt(path: path, owedAt: doc[Self.owedAt], outcome: .sent(outcome))
     }
 
+    /// The push service's answer, through the subscription's machine, written and said.
     func settle(_ attempt: Attempt) async throws {
+        let now = self.now()
+        let event: SubscriptionPush.Event =
+            switch attempt.outcome {
+            case .vanished: .vanished
+            case .sent(.delivered): .delivered(now: now)
+            case .sent(.failed): .failed(now: now)
+            case .sent(.gone): .gone
+            case .sent(.refused): .refused
+            }
         let path = attempt.path
         let store = self.store
         let host = { (doc: DocumentSnapshot?) in
             URLComponents(string: doc?["endpoint"]?.stringValue ?? "")?.host ?? "?"
         }
+        let why: String
         switch attempt.outcome {
-        case .vanished:
-            owed.withLock { _ = $0.removeValue(forKey: path) }
-        case .sent(.delivered):
-            let again = owed.withLock { owed -> Bool in
-                guard let entry = owed[path] else { return false }
-                if entry.generation != attempt.generation {
-                    // A change came while this push was on its way: one more is owed.
-                    owed[path] = Owed(due: self.now(), generation: entry.generation)
-                    return true
-                }
-                owed[path] = nil
-                return false
-            }
+        case .sent(.failed(let text)), .sent(.refused(let text)): why = text
+        default: why = ""
+        }
+        switch handle(event, path) {
+        case .none:
+            break
+        case .settle(let stillOwed):
             let owedAt = attempt.owedAt
             try await store.writing {
                 try store.runTransaction { t in
@@ -260,72 +264,54 @@ public final class PushDelivery: Sendable {
                     guard doc.exists else { return }
                     var fields: [FieldPath: Value] = [Self.failures: .delete, Self.failingSince: .delete]
                     // Settled unless a change was owed after the attempt read it.
-                    if !again, doc[Self.owedAt] == owedAt { fields[Self.owedAt] = .delete }
+                    if !stillOwed, doc[Self.owedAt] == owedAt { fields[Self.owedAt] = .delete }
                     t.update(path, fields)
                 }
             }
-        case .sent(.gone), .sent(.refused):
-            owed.withLock { _ = $0.removeValue(forKey: path) }
+        case .recordFailure(let failures, let since, let retryIn):
+            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
+                let doc = try store.get(path)
+                guard doc.exists else { return nil }
+                try store.update(
+                    path,
+                    [
+                        Self.failures: .integer(Int64(failures)),
+                        Self.failingSince: .timestamp(Timestamp(seconds: since)),
+                    ]
+                )
+                return doc
+            }
+            guard let doc else {
+                _ = handle(.vanished, path)
+                return
+            }
+            logger.warning(
+                "a push service did not take a push; retrying that browser later",
+                metadata: [
+                    "push.host": "\(host(doc))", "error": "\(why)", "retry.seconds": "\(Int(retryIn.rounded()))",
+                ]
+            )
+        case .drop(let reason):
             let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
                 let doc = try store.get(path)
                 if doc.exists { try store.delete(path) }
                 return doc
             }
-            if case .sent(.refused(let why)) = attempt.outcome {
+            switch reason {
+            case .refused:
                 logger.warning(
                     "dropped a push subscription this site does not send to",
                     metadata: ["subscription": "\(path)", "reason": "\(why)"]
                 )
-            } else {
+            case .gone:
                 logger.notice(
                     "dropped a subscription its push service says is gone",
                     metadata: ["push.host": "\(host(doc))"]
                 )
-            }
-        case .sent(.failed(let why)):
-            let now = self.now()
-            let (state, dropped) = owed.withLock { owed -> (Owed?, Bool) in
-                guard var entry = owed[path] else { return (nil, false) }
-                entry.failures += 1
-                entry.failingSince = entry.failingSince ?? now
-                if now - entry.failingSince! >= Self.giveUpAfter {
-                    owed[path] = nil
-                    return (entry, true)
-                }
-                entry.due = now + backoff.delay(after: entry.failures) / .seconds(1)
-                owed[path] = entry
-                return (entry, false)
-            }
-            guard let state else { return }
-            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
-                let doc = try store.get(path)
-                guard doc.exists else { return nil }
-                if dropped {
-                    try store.delete(path)
-                } else {
-                    try store.update(
-                        path,
-                        [
-                            Self.failures: .integer(Int64(state.failures)),
-                            Self.failingSince: .timestamp(Timestamp(seconds: state.failingSince ?? now)),
-                        ]
-                    )
-                }
-                return doc
-            }
-            if doc == nil { owed.withLock { _ = $0.removeValue(forKey: path) } }
-            if dropped {
+            case .failedTooLong:
                 logger.warning(
                     "dropped a push subscription whose push service failed for 24 hours",
-                    metadata: ["push.host": "\(host(doc))", "error": "\(why)", "failures": "\(state.failures)"]
-                )
-            } else {
-                logger.warning(
-                    "a push service did not take a push; retrying that browser later",
-                    metadata: [
-                        "push.host": "\(host(doc))", "error": "\(why)",
-                        "retry.seconds": "\(Int((state.due - now).rounded()))",
-                    ]
+                    metadata: ["push.host": "\(host(doc))", "error": "\(why)"]
                 )
             }
         }
