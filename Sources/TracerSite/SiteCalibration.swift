@@ -74,89 +74,20 @@ public enum SiteCalibration {
     /// Fits the hearings that overlap `from`–`to`. Nil when no kiosk heard another anchor of the
     /// map often enough.
     public static func fit(_ hearings: [KioskHearing], site: Site, from: Double, to: Double) -> Fit? {
-        let kiosks = site.anchors.filter { $0.kind == .kiosk }
-        let beacons = site.anchors.filter { $0.kind == .beacon }
-        var kioskIndex: [String: Int] = [:]
-        for (i, k) in kiosks.enumerated() { kioskIndex[k.key] = i }
-        var beaconIndex: [String: Int] = [:]
-        for (i, b) in beacons.enumerated() { beaconIndex[b.key] = i }
-        var roomIndex: [String: Int] = [:]
-        for (i, r) in site.rooms.enumerated() { roomIndex[r.key] = i }
-
+        let u = Unknowns(site)
         var links: [LinkKey: LinkSums] = [:]
         var used = 0
         // The weakest advert any kiosk reported: the adapters' floor, near enough.
         var floor = Double.infinity
         for h in hearings where h.end > from && h.start < to && h.count > 0 && h.receiver != h.emitter {
-            guard kioskIndex[h.receiver] != nil, kioskIndex[h.emitter] != nil || beaconIndex[h.emitter] != nil
+            guard u.kioskIndex[h.receiver] != nil, u.kioskIndex[h.emitter] != nil || u.beaconIndex[h.emitter] != nil
             else { continue }
             links[LinkKey(h), default: LinkSums()].add(h)
             floor = min(floor, h.weakest)
             used += 1
         }
-        // Unknowns: r (kiosks), δ = t − r (kiosks), t (beacons), n, W.
-        let n = kiosks.count
-        let b = beacons.count
-        let p = 2 * n + b + 2
-        let iN = 2 * n + b
-        let iW = iN + 1
-        struct Row {
-            var terms: [(Int, Double)]
-            var y: Double
-            /// The link's claimed power and its adverts' spread, to predict its raw mean.
-            var power: Double
-            var spread: Double
-            var receiver: Int
-            var emitter: Int?
-        }
-        var rows: [Row] = []
-        var heard = [Int](repeating: 0, count: n)
-        var heardBy = [Int](repeating: 0, count: n)
-        for (link, l) in links {
-            let emitter = link.emitter
-            let i = kioskIndex[link.receiver]!
-            let rx = kiosks[i]
-            guard let rxRoom = roomIndex[rx.room] else { continue }
-            // A link whose adverts reach down to the floor lost its weakest ones there, and
-            // its mean reads high: through walls, that is most of what tells a wall's loss.
-            guard let mean = l.corrected(floor: floor) else { continue }
-            let anchor = site.anchor(emitter)!
-            guard let txRoom = roomIndex[anchor.room] else { continue }
-            let d = max(0.5, anchor.position.distance(to: rx.position))
-            let walls = Double(
-                anchor.room == rx.room
-                    ? 0
-                    : Room.walls(from: anchor.position, in: txRoom, to: rx.position, in: rxRoom, rooms: site.rooms)
-            )
-            var terms: [(Int, Double)] = [(i, 1)]
-            if let j = kioskIndex[emitter] {
-                terms += [(j, 1), (n + j, 1)]
-            } else {
-                terms.append((2 * n + beaconIndex[emitter]!, 1))
-            }
-            terms += [(iN, -10 * log10(d)), (iW, -walls)]
-            rows.append(
-                Row(
-                    terms: terms,
-                    y: mean - l.power,
-                    power: l.power,
-                    spread: l.spread,
-                    receiver: i,
-                    emitter: kioskIndex[emitter]
-                )
-            )
-        }
+        let rows = Self.rows(links, site: site, unknowns: u, floor: floor)
         guard !rows.isEmpty else { return nil }
-
-        // Priors as (index, mean, sd).
-        var priors: [(Int, Double, Double)] = []
-        for i in 0..<n {
-            priors.append((i, 0, receiverPrior))
-            priors.append((n + i, 0, reciprocityPrior))
-        }
-        for j in 0..<b { priors.append((2 * n + j, 0, beaconPrior)) }
-        priors.append((iN, exponentPrior.mean, exponentPrior.sd))
-        priors.append((iW, wallPrior.mean, wallPrior.sd))
 
         // Passes: the links' spread first assumed 3 dB, then what the first fit left. After the
         // first, only links the model expects well above the floor are kept: a far link is heard
@@ -164,22 +95,152 @@ public enum SiteCalibration {
         // them would flatten the exponent and lift every kiosk's level (by 3 dB on random sites).
         // Chosen by what the model predicts, not by what was heard, the links kept are unbiased.
         var sigma = 3.0
-        // The spread the last solve weighed the links by: the one its uncertainties rest on.
-        var weighed = sigma
-        var solution: (theta: [Double], factor: Cholesky)?
+        var solution: Pass?
         var active = rows
-        for pass in 0..<3 {
-            if pass > 0, let theta = solution?.theta {
+        for _ in 0..<3 {
+            if let theta = solution?.theta {
                 let kept = rows.filter { row in
-                    let predicted = row.power + row.terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] }
                     let spread = (row.spread * row.spread + sigma * sigma).squareRoot()
-                    return predicted >= floor + 2 * spread
+                    return row.power + row.fitted(theta) >= floor + 2 * spread
                 }
-                if kept.count >= n { active = kept }
+                if kept.count >= u.n { active = kept }
             }
-            let rows = active
-            heard = [Int](repeating: 0, count: n)
-            heardBy = heard
+            guard let pass = Pass(active, unknowns: u, sigma: sigma) else { return nil }
+            solution = pass
+            sigma = pass.nextSigma
+        }
+        guard let s = solution else { return nil }
+        func sd(_ k: Int) -> Double { s.factor.inverseDiagonal(k).squareRoot() }
+        let n = u.n
+        let fitted = u.kiosks.enumerated().map { i, k in
+            Kiosk(
+                key: k.key,
+                receiverOffset: -s.theta[i],
+                uncertainty: sd(i),
+                transmitOffset: s.theta[i] + s.theta[n + i],
+                heard: s.heard[i],
+                heardBy: s.heardBy[i]
+            )
+        }
+        return Fit(
+            kiosks: fitted,
+            exponent: s.theta[u.iN],
+            exponentUncertainty: sd(u.iN),
+            wallLoss: s.theta[u.iW],
+            wallLossUncertainty: sd(u.iW),
+            residual: s.sigma,
+            links: active.count,
+            hearings: used,
+            from: from,
+            to: to
+        )
+    }
+
+    /// The fit's unknowns and where each is: r (kiosks' receive levels), δ = t − r (kiosks),
+    /// t (beacons), the exponent n, the walls' loss W.
+    struct Unknowns {
+        let kiosks: [Anchor]
+        var kioskIndex: [String: Int] = [:]
+        var beaconIndex: [String: Int] = [:]
+        var roomIndex: [String: Int] = [:]
+        /// Kiosks, beacons, all the unknowns; the exponent's and the walls' places.
+        let n: Int
+        let b: Int
+        var p: Int { 2 * n + b + 2 }
+        var iN: Int { 2 * n + b }
+        var iW: Int { 2 * n + b + 1 }
+
+        init(_ site: Site) {
+            kiosks = site.anchors.filter { $0.kind == .kiosk }
+            let beacons = site.anchors.filter { $0.kind == .beacon }
+            (n, b) = (kiosks.count, beacons.count)
+            for (i, k) in kiosks.enumerated() { kioskIndex[k.key] = i }
+            for (i, beacon) in beacons.enumerated() { beaconIndex[beacon.key] = i }
+            for (i, r) in site.rooms.enumerated() { roomIndex[r.key] = i }
+        }
+
+        /// The priors as (index, mean, sd).
+        var priors: [(Int, Double, Double)] {
+            var priors: [(Int, Double, Double)] = []
+            for i in 0..<n {
+                priors.append((i, 0, receiverPrior))
+                priors.append((n + i, 0, reciprocityPrior))
+            }
+            for j in 0..<b { priors.append((2 * n + j, 0, beaconPrior)) }
+            priors.append((iN, exponentPrior.mean, exponentPrior.sd))
+            priors.append((iW, wallPrior.mean, wallPrior.sd))
+            return priors
+        }
+    }
+
+    /// One link's equation: its terms over the unknowns and what it heard beyond its claimed
+    /// power; the claimed power and its adverts' spread, to predict its raw mean.
+    struct Row {
+        var terms: [(Int, Double)]
+        var y: Double
+        var power: Double
+        var spread: Double
+        var receiver: Int
+        var emitter: Int?
+
+        func fitted(_ theta: [Double]) -> Double { terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] } }
+    }
+
+    /// Each link's equation. A link whose adverts reach down to the floor lost its weakest ones
+    /// there, and its mean reads high: through walls, that is most of what tells a wall's loss.
+    fileprivate static func rows(_ links: [LinkKey: LinkSums], site: Site, unknowns u: Unknowns, floor: Double) -> [Row]
+    {
+        var rows: [Row] = []
+        for (link, l) in links {
+            let emitter = link.emitter
+            let i = u.kioskIndex[link.receiver]!
+            let rx = u.kiosks[i]
+            guard let rxRoom = u.roomIndex[rx.room], let mean = l.corrected(floor: floor) else { continue }
+            let anchor = site.anchor(emitter)!
+            guard let txRoom = u.roomIndex[anchor.room] else { continue }
+            let d = max(0.5, anchor.position.distance(to: rx.position))
+            let walls = Double(
+                anchor.room == rx.room
+                    ? 0
+                    : Room.walls(from: anchor.position, in: txRoom, to: rx.position, in: rxRoom, rooms: site.rooms)
+            )
+            var terms: [(Int, Double)] = [(i, 1)]
+            if let j = u.kioskIndex[emitter] {
+                terms += [(j, 1), (u.n + j, 1)]
+            } else {
+                terms.append((2 * u.n + u.beaconIndex[emitter]!, 1))
+            }
+            terms += [(u.iN, -10 * log10(d)), (u.iW, -walls)]
+            rows.append(
+                Row(
+                    terms: terms,
+                    y: mean - l.power,
+                    power: l.power,
+                    spread: l.spread,
+                    receiver: i,
+                    emitter: u.kioskIndex[emitter]
+                )
+            )
+        }
+        return rows
+    }
+
+    /// One weighted least-squares solve with the priors, the links' spread taken as `sigma`.
+    struct Pass {
+        let theta: [Double]
+        let factor: Cholesky
+        /// The spread it weighed the links by: the one its uncertainties rest on.
+        let sigma: Double
+        /// The spread it left: the next pass's.
+        let nextSigma: Double
+        /// Links each kiosk heard, and links in which each was heard.
+        let heard: [Int]
+        let heardBy: [Int]
+
+        init?(_ rows: [Row], unknowns u: Unknowns, sigma: Double) {
+            let p = u.p
+            var heard = [Int](repeating: 0, count: u.n)
+            var heardBy = heard
             for row in rows {
                 heard[row.receiver] += 1
                 if let j = row.emitter { heardBy[j] += 1 }
@@ -193,17 +254,15 @@ public enum SiteCalibration {
                     for (c, z) in row.terms { m[a * p + c] += w * x * z }
                 }
             }
-            for (k, mean, sd) in priors {
+            for (k, mean, sd) in u.priors {
                 m[k * p + k] += 1 / (sd * sd)
                 v[k] += mean / (sd * sd)
             }
             guard let factor = Cholesky(m, size: p) else { return nil }
             let theta = factor.solve(v)
-            solution = (theta, factor)
-            weighed = sigma
             let squares = rows.reduce(0.0) { sum, row in
-                let fitted = row.terms.reduce(0.0) { $0 + $1.1 * theta[$1.0] }
-                return sum + (row.y - fitted) * (row.y - fitted)
+                let r = row.y - row.fitted(theta)
+                return sum + r * r
             }
             // Each link's equation frees a little: count the links beyond one unknown a kiosk
             // heard (the rest is the priors'), never below one.
@@ -211,32 +270,9 @@ public enum SiteCalibration {
             // Never below 2 dB: two fixed radios keep the fading of their own reflections for
             // hours (the simulator's random sites draw σ 1–3 dB for it), and a few links leave
             // too few degrees of freedom to see it.
-            sigma = max(Self.leastLinkSpread, (squares / Double(freedom)).squareRoot())
+            (self.theta, self.factor, self.sigma, self.heard, self.heardBy) = (theta, factor, sigma, heard, heardBy)
+            nextSigma = max(SiteCalibration.leastLinkSpread, (squares / Double(freedom)).squareRoot())
         }
-        guard let (theta, factor) = solution else { return nil }
-        func sd(_ k: Int) -> Double { factor.inverseDiagonal(k).squareRoot() }
-        let fitted = kiosks.enumerated().map { i, k in
-            Kiosk(
-                key: k.key,
-                receiverOffset: -theta[i],
-                uncertainty: sd(i),
-                transmitOffset: theta[i] + theta[n + i],
-                heard: heard[i],
-                heardBy: heardBy[i]
-            )
-        }
-        return Fit(
-            kiosks: fitted,
-            exponent: theta[iN],
-            exponentUncertainty: sd(iN),
-            wallLoss: theta[iW],
-            wallLossUncertainty: sd(iW),
-            residual: weighed,
-            links: active.count,
-            hearings: used,
-            from: from,
-            to: to
-        )
     }
 
     /// A kiosk whose links changed between two spans (`changes`).
