@@ -128,17 +128,7 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         let mode = modeOptions.mode
         _ = try Ranger(site: site, mode: mode)  // the map and the mode first: their errors are the useful ones
-        let advertSource: any AdvertSource
-        if source.hasPrefix("replay:") {
-            advertSource = try ReplaySource(path: String(source.dropFirst("replay:".count)))
-        } else if source == "bluez" {
-            var options = BlueZSource.Options(adapter: adapter)
-            options.stallTimeout = .milliseconds(Int(stallTimeout * 1000))
-            options.forgetAfter = .milliseconds(Int(forgetAfter * 1000))
-            advertSource = BlueZSource(options: options, logger: Logger(label: "tracer.bluez"))
-        } else {
-            throw ValidationError("--source takes bluez or replay:FILE, not '\(source)'")
-        }
+        let advertSource = try self.advertSource()
         // Metrics first: the replicator's gauges are made against the bootstrapped backend.
         let registry = metrics.map { _ in PrometheusCollectorRegistry() }
         if let registry { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry)) }
@@ -218,6 +208,26 @@ struct DaemonCommand: AsyncParsableCommand {
         services.append(.init(service: SystemdService(notifier)))
         try await Services.run(services, logger: logger)
         guard let report = finished.withLock({ $0 }) else { return }
+        try summarize(report, replicator: replicator, source: advertSource)
+    }
+
+    /// `--source`: BlueZ (with the watchdog's and the cache's timings), or a replay file.
+    func advertSource() throws -> any AdvertSource {
+        if source.hasPrefix("replay:") {
+            return try ReplaySource(path: String(source.dropFirst("replay:".count)))
+        }
+        guard source == "bluez" else {
+            throw ValidationError("--source takes bluez or replay:FILE, not '\(source)'")
+        }
+        var options = BlueZSource.Options(adapter: adapter)
+        options.stallTimeout = .milliseconds(Int(stallTimeout * 1000))
+        options.forgetAfter = .milliseconds(Int(forgetAfter * 1000))
+        return BlueZSource(options: options, logger: Logger(label: "tracer.bluez"))
+    }
+
+    /// What the run did, in a few lines: the ranging, the badges, the replication, a replay's
+    /// skipped lines. A replay whose documents the server refused fails (exit 1).
+    func summarize(_ report: Daemon.Report, replicator: Replicator?, source advertSource: any AdvertSource) throws {
         let c = report.counts
         let rate = report.seconds > 0 ? Int(Double(c.adverts) / report.seconds) : 0
         Output.line(
@@ -263,6 +273,7 @@ struct DaemonCommand: AsyncParsableCommand {
             // daemon keeps recording: its status line, metrics and the server's /v1/kiosks say it.)
             if refused { throw ExitCode(1) }
         }
+
     }
 
     /// What resolves a site's rotating badges at a kiosk: the keys, on a store that has them (the
