@@ -76,6 +76,47 @@ final class SyncEndpoint: Sendable {
                 throw APIError.badRequest(error.message)
             }
         }
+        let kiosk = try await self.kiosk(of: batch, who)
+        let sorted = sort(batch.documents, who, cutoff: received - retention)
+        var refused = sorted.refused
+        if sorted.expired > 0 {
+            refused.append(
+                .init(
+                    path: "\(sorted.expired) interactions",
+                    reason: "older than the site's retention (\(Self.days(retention)) days): not stored"
+                )
+            )
+        }
+        // The commit (an fsync) runs on the store's writer thread, not on the event loop or the
+        // cooperative pool that every other request shares.
+        let store = self.store
+        let (entries, bookkeeping) = (sorted.accepted, try self.bookkeeping(kiosk, batch, sorted, who))
+        let sequence = ReplicaSequence(
+            path: try Collections.kiosk(kiosk),
+            field: "acknowledged",
+            through: batch.through
+        )
+        let result = try await store.writing {
+            try store.applyReplica(entries, also: bookkeeping, sequence: sequence)
+        }
+        log(kiosk, batch, sorted, stale: result.stale ? result.previous ?? 0 : nil, who)
+        if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
+        let answer = SyncAnswer(
+            // A stale batch is answered with what the server has: the kiosk sees it is behind.
+            acknowledged: result.stale ? result.previous ?? batch.through : batch.through,
+            applied: result.applied,
+            unchanged: result.unchanged,
+            refused: refused,
+            receivedAt: received,
+            serverTime: Date().timeIntervalSince1970,
+            clockOffset: batch.clock?.offset
+        )
+        return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
+    }
+
+    /// The kiosk the batch is for: the token's anchor (a kiosk token speaks for its own only; one
+    /// without an anchor may not replicate), else the batch's own word (an admin's).
+    private func kiosk(of batch: SyncBatch, _ who: Principal) async throws -> String {
         if who.role == .kiosk, who.anchor == nil {
             // Nor may it speak for a kiosk: its state would land under whatever name it gave.
             throw APIError.forbidden(
@@ -97,49 +138,60 @@ final class SyncEndpoint: Sendable {
         guard (try? Collections.kiosk(kiosk)) != nil else {
             throw APIError.badRequest("kiosk: not an anchor key: '\(kiosk.prefix(80))'")
         }
+        return kiosk
+    }
+
+    /// A batch's documents sorted: taken, refused (outside the token's anchor, or not a document
+    /// the site can use: audited), or past the site's retention already (counted only).
+    struct Sorted {
         var accepted: [Replica] = []
         var refused: [SyncAnswer.Refusal] = []
         var expired = 0
-        let cutoff = received - retention
-        for entry in batch.documents {
+    }
+
+    private func sort(_ documents: [Replica], _ who: Principal, cutoff: Double) -> Sorted {
+        var sorted = Sorted()
+        for entry in documents {
             if who.role == .kiosk, let reason = SyncScope.refusal(of: entry.path, anchor: who.anchor) {
-                refused.append(.init(path: entry.path.description, reason: reason))
+                sorted.refused.append(.init(path: entry.path.description, reason: reason))
             } else if let reason = SyncScope.problem(with: entry) {
-                refused.append(.init(path: entry.path.description, reason: reason))
+                sorted.refused.append(.init(path: entry.path.description, reason: reason))
             } else if SyncScope.isInteraction(entry.path), let end = entry.data?["end"]?.timestampValue,
                 end.seconds < cutoff
             {
                 // Already past the site's retention (a kiosk back after weeks away): the site
                 // would purge it within the minute, so it is never stored. Acknowledged, not audited.
-                expired += 1
+                sorted.expired += 1
             } else {
-                accepted.append(entry)
+                sorted.accepted.append(entry)
             }
         }
-        let audited = refused
-        if expired > 0 {
-            refused.append(
-                .init(
-                    path: "\(expired) interactions",
-                    reason: "older than the site's retention (\(Self.days(retention)) days): not stored"
-                )
-            )
-        }
-        // The kiosk's clock as the kiosk measured it over its exchanges (NTP's way, the sample
-        // with the shortest round trip), sent with each batch.
-        let offset = batch.clock?.offset
+        return sorted
+    }
+
+    /// What the batch's commit also writes: the kiosk's sync state (the kiosk's clock as the
+    /// kiosk measured it over its exchanges, NTP's way, sent with each batch) and the first 100
+    /// refusals in the audit log.
+    private func bookkeeping(
+        _ kiosk: String,
+        _ batch: SyncBatch,
+        _ sorted: Sorted,
+        _ who: Principal
+    ) throws
+        -> WriteBatch
+    {
         let status = KioskSync.batch(
             acknowledged: batch.through,
             backlog: batch.backlog,
             backlogOldest: batch.backlogOldest.map { Timestamp(seconds: $0) },
-            clockOffset: offset,
-            applied: accepted.count,
-            refused: audited.count,
+            clockOffset: batch.clock?.offset,
+            applied: sorted.accepted.count,
+            refused: sorted.refused.count,
             tokenID: who.tokenID
         )
         var also = WriteBatch()
         also.set(try Collections.kiosk(kiosk), status, merge: true)
-        for r in audited.prefix(100) {
+        for r in sorted.refused.prefix(100) {
             let entry = AuditEntry(
                 tokenID: who.tokenID,
                 tokenName: who.name,
@@ -150,54 +202,34 @@ final class SyncEndpoint: Sendable {
             )
             also.set(Collections.audit.newDocument(), entry.data)
         }
-        // The commit (an fsync) runs on the store's writer thread, not on the event loop or the
-        // cooperative pool that every other request shares.
-        let store = self.store
-        let entries = accepted
-        let bookkeeping = also
-        let sequence = ReplicaSequence(
-            path: try Collections.kiosk(kiosk),
-            field: "acknowledged",
-            through: batch.through
-        )
-        let result = try await store.writing {
-            try store.applyReplica(entries, also: bookkeeping, sequence: sequence)
-        }
-        if result.stale {
+        return also
+    }
+
+    /// A stale batch (`stale`: what was acknowledged before), expired and refused documents, said.
+    private func log(_ kiosk: String, _ batch: SyncBatch, _ sorted: Sorted, stale previous: Int64?, _ who: Principal) {
+        if let previous {
             logger.warning(
-                "kiosk \(kiosk) sent a batch through change \(batch.through), behind the \(result.previous ?? 0) acknowledged: nothing of it applied",
+                "kiosk \(kiosk) sent a batch through change \(batch.through), behind the \(previous) acknowledged: nothing of it applied",
                 metadata: [
-                    "kiosk": "\(kiosk)", "through": "\(batch.through)", "acknowledged": "\(result.previous ?? 0)",
+                    "kiosk": "\(kiosk)", "through": "\(batch.through)", "acknowledged": "\(previous)",
                 ]
             )
         }
-        if expired > 0 {
+        if sorted.expired > 0 {
             logger.notice(
-                "kiosk \(kiosk) sent \(expired) interactions older than the site's retention: not stored",
-                metadata: ["kiosk": "\(kiosk)", "expired": "\(expired)"]
+                "kiosk \(kiosk) sent \(sorted.expired) interactions older than the site's retention: not stored",
+                metadata: ["kiosk": "\(kiosk)", "expired": "\(sorted.expired)"]
             )
         }
-        if !audited.isEmpty {
+        if let first = sorted.refused.first {
             logger.warning(
-                "refused \(audited.count) replicated documents: outside the token's anchor, or not an interaction or hearing the site can use",
+                "refused \(sorted.refused.count) replicated documents: outside the token's anchor, or not an interaction or hearing the site can use",
                 metadata: [
                     "kiosk": "\(kiosk)", "token.id": "\(who.tokenID)",
-                    "first": "\(audited[0].path): \(audited[0].reason)",
+                    "first": "\(first.path): \(first.reason)",
                 ]
             )
         }
-        if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
-        let answer = SyncAnswer(
-            // A stale batch is answered with what the server has: the kiosk sees it is behind.
-            acknowledged: result.stale ? result.previous ?? batch.through : batch.through,
-            applied: result.applied,
-            unchanged: result.unchanged,
-            refused: refused,
-            receivedAt: received,
-            serverTime: Date().timeIntervalSince1970,
-            clockOffset: offset
-        )
-        return JSONBody.response(bytes: Data(answer.json.utf8), status: .ok)
     }
 
     static func days(_ seconds: Double) -> String {
