@@ -417,7 +417,7 @@ let package = Package(
         .testTarget(
             name: "TracerServerTests",
             dependencies: [
-                "TracerAPI",
+                "TracerAPI", "TracerAPIClient",
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
                 "TracerReplication", "TracerReports", "TracerCertificate", "TracerRanging",
                 "TracerTesting",
@@ -442,7 +442,8 @@ let package = Package(
         .testTarget(
             name: "TracerCLITests",
             dependencies: [
-                "TracerAPI", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore", "TracerTesting",
+                "TracerAPI", "TracerAPIClient", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore",
+                "TracerTesting",
             ]
         ),
     ],

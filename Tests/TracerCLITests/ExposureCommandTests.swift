@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerAPIClient
 import TracerModel
 import TracerStore
 import TracerTesting
@@ -304,6 +305,9 @@ import TracerTesting
         #expect(await notifier.line()?.hasPrefix("notifying http://127.0.0.1:") == true)
         let first = receiver.next() ?? ""
         #expect(first.contains(#""deviceId":"a""#) && first.contains(#""status":"clear""#), "\(first)")
+        // What it POSTs is the document's `DeviceStatusChange` webhook body, exactly.
+        let change = try JSONDecoder().decode(Components.Schemas.DeviceStatusChange.self, from: Data(first.utf8))
+        #expect(change.deviceId == "a" && change.status == .clear && change.risk == .low && change.token > 0)
 
         let saved = try await waitForState(differentFrom: nil)
         // The receiver is down for two attempts: the change still arrives.
@@ -311,6 +315,8 @@ import TracerTesting
         try await set("devices/a", #"{"status": "exposed", "risk": "medium", "exposureCount": 1}"#)
         let second = receiver.next(timeout: 15) ?? ""
         #expect(second.contains(#""status":"exposed""#) && second.contains(#""exposureCount":1"#), "\(second)")
+        let exposed = try JSONDecoder().decode(Components.Schemas.DeviceStatusChange.self, from: Data(second.utf8))
+        #expect(exposed.status == .exposed && exposed.exposureCount == 1 && exposed.token > change.token)
         #expect(receiver.refused == 2)
 
         // Stopped hard; a change happens while it is down; restarted, it delivers that change.

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import TracerAPI
+import TracerAPIClient
 import TracerModel
 import TracerReports
 import TracerStore
@@ -30,6 +31,11 @@ import TracerTesting
             #expect(await sse.wait { $0.contains { $0.data.contains(#""status":"exposed""#) } }, "\(sse.events)")
             let ids = sse.events.compactMap { $0.id.flatMap { Int64($0) } }
             #expect(ids.count == sse.events.count && ids == ids.sorted())
+            // Each frame is the document's `WatchDocument`, exactly (no field it does not list).
+            for event in sse.events {
+                let frame = try JSONDecoder().decode(Components.Schemas.WatchDocument.self, from: Data(event.data.utf8))
+                #expect(frame.path == "devices/dev-1")
+            }
         }
     }
 
@@ -83,6 +89,12 @@ import TracerTesting
             #expect(snapshot.event == "snapshot" && snapshot.data.contains("devices/dev-2/exposures/r1-kiosk-lab"))
             let token = try #require(snapshot.id)
             first.stop()
+            // The frames are the document's `WatchSnapshot` and `WatchChanges`, exactly.
+            let decoded = try JSONDecoder().decode(
+                Components.Schemas.WatchSnapshot.self,
+                from: Data(snapshot.data.utf8)
+            )
+            #expect(String(decoded.token) == token && decoded.documents.first?.exists == true)
 
             // Missed while away: one added, one changed.
             try f.exposure("dev-3", at: "kiosk-cafe", report: "r1", daysAgo: 1)
@@ -100,6 +112,8 @@ import TracerTesting
             )
             #expect(resumed.data.contains(#""kind":"modified","path":"devices/dev-2/exposures/r1-kiosk-lab""#))
             #expect(Int64(resumed.id ?? "") ?? 0 > Int64(token) ?? 0)
+            let changes = try JSONDecoder().decode(Components.Schemas.WatchChanges.self, from: Data(resumed.data.utf8))
+            #expect(Set(changes.changes.map(\.kind)) == [.added, .modified])
         }
     }
 
