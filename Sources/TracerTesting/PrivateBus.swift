@@ -19,8 +19,10 @@ public final class PrivateBus: @unchecked Sendable {
 
     private static func start(_ socket: String) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:path=\(socket)"]
+        process.executableURL = URL(fileURLWithPath: reaper)
+        process.arguments = [
+            "/usr/bin/dbus-daemon", "--session", "--nofork", "--print-address=1", "--address=unix:path=\(socket)",
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -73,13 +75,21 @@ public final class PrivateBus: @unchecked Sendable {
     }
 
     private func stop() {
-        // dbus-daemon does not end on SIGTERM; it holds nothing worth a graceful exit here.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // The reaper ends the daemon at once (SIGKILL: it holds nothing worth a graceful exit).
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
 
     deinit { stop() }
+
+    /// `Tools/testing/reaper`: runs a stand-in so that it never outlives the test process (a test
+    /// killed, or crashed, took its private buses and mocks with it only when they got there).
+    public static let reaperPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tools/testing/reaper").path
 }
+
+private let reaper = PrivateBus.reaperPath
 
 /// A BlueZ stand-in as `org.bluez` on a private bus: python3-dbusmock with the bluez5 template,
 /// or tracer's own `Tools/testing/bluez-standin.py` on top of it (correct ManufacturerData types, iBeacon
@@ -102,13 +112,13 @@ public final class BlueZMock: @unchecked Sendable {
     public init(bus: PrivateBus, template: Template = .bluez5) throws {
         self.bus = bus
         // Debian's python3 has dbusmock; a python3 earlier on PATH may not.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.executableURL = URL(fileURLWithPath: reaper)
         let name =
             switch template {
             case .bluez5: "bluez5"
             case .standIn: Self.standInPath
             }
-        process.arguments = ["-m", "dbusmock", "--system", "--template", name]
+        process.arguments = ["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", name]
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
         process.environment = environment
@@ -156,10 +166,9 @@ public final class BlueZMock: @unchecked Sendable {
         return Set(reply.first?.dictionary?.keys ?? [:].keys)
     }
 
-    /// Ends the mock at once, as a crashed bluetoothd would.
+    /// Ends the mock at once, as a crashed bluetoothd would (the reaper SIGKILLs it).
     public func kill() {
-        // The mock's GLib loop does not end on SIGTERM either.
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
 

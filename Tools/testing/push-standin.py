@@ -21,6 +21,7 @@ GET  /attempts/NAME      how many pushes NAME's endpoint was sent, answered or n
 import base64
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -165,6 +166,17 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(201)
 
 
+def outlive_no_test(parent=os.getppid()):
+    """Ends this process when the test that started it has gone, however it went (SIGKILL
+    included: this process is then another's child)."""
+    while os.getppid() == parent:
+        time.sleep(0.25)
+    os._exit(0)
+
+
+# SIGTERM, which a Swift test process blocks and its children inherit blocked, ends it again.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+threading.Thread(target=outlive_no_test, daemon=True).start()
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print(f"listening {server.server_address[1]}", flush=True)
 server.serve_forever()
