@@ -95,6 +95,8 @@ public final class Replicator: Service, Sendable {
             metadata: ["upstream": "\(upstream.base)", "from.token": "\(machine.acknowledged)"]
         )
         var io = Exchange()
+        // A batch read ahead is not wanted once the replicator returns.
+        defer { io.ahead?.task.cancel() }
         var step = machine.start()
         while true {
             await say(step.notes, machine, io)
