@@ -42,13 +42,7 @@ public final class PostgresCluster: @unchecked Sendable {
         try process.run()
         watchdog = process
         // "ready" once the server takes connections; end of file if it failed.
-        var seen = Data()
-        while !seen.contains(10) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
-        let words = String(decoding: seen, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        let words = out.fileHandleForReading.firstLine().split(whereSeparator: \.isWhitespace)
         guard words.first == "ready", words.count > 1, let pid = Int32(words[1]) else {
             process.waitUntilExit()
             let why = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

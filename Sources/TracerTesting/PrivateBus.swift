@@ -19,7 +19,7 @@ public final class PrivateBus: @unchecked Sendable {
 
     private static func start(_ socket: String) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: reaper)
+        process.executableURL = URL(fileURLWithPath: PrivateBus.reaperPath)
         process.arguments = [
             "/usr/bin/dbus-daemon", "--session", "--nofork", "--print-address=1", "--address=unix:path=\(socket)",
         ]
@@ -28,14 +28,7 @@ public final class PrivateBus: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         // The daemon prints its address once it listens.
-        var line = Data()
-        while !line.contains(10) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("unix:") else {
+        guard out.fileHandleForReading.firstLine().hasPrefix("unix:") else {
             throw DBusError(name: "tracer.Test", message: "dbus-daemon did not start")
         }
         return process
@@ -89,8 +82,6 @@ public final class PrivateBus: @unchecked Sendable {
         .deletingLastPathComponent().appendingPathComponent("Tools/testing/reaper").path
 }
 
-private let reaper = PrivateBus.reaperPath
-
 /// A BlueZ stand-in as `org.bluez` on a private bus: python3-dbusmock with the bluez5 template,
 /// or tracer's own `Tools/testing/bluez-standin.py` on top of it (correct ManufacturerData types, iBeacon
 /// devices, adverts streamed from inside the mock, power and stall switches).
@@ -112,7 +103,7 @@ public final class BlueZMock: @unchecked Sendable {
     public init(bus: PrivateBus, template: Template = .bluez5) throws {
         self.bus = bus
         // Debian's python3 has dbusmock; a python3 earlier on PATH may not.
-        process.executableURL = URL(fileURLWithPath: reaper)
+        process.executableURL = URL(fileURLWithPath: PrivateBus.reaperPath)
         let name =
             switch template {
             case .bluez5: "bluez5"

@@ -15,15 +15,10 @@ import TracerTesting
         let out = Pipe()
         shell.standardOutput = out
         try shell.run()
-        var line = Data()
-        while !line.contains(10) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
+        let line = out.fileHandleForReading.firstLine()
         kill(shell.processIdentifier, SIGKILL)
         shell.waitUntilExit()
-        return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return line
     }
 
     /// Processes whose command line contains `text`.
