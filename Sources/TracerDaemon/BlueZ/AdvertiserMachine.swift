@@ -16,7 +16,7 @@ struct AdvertiserMachine {
     }
 
     enum State: Equatable {
-        /// `advert` is being registered (`replacing` was taken down just before it).
+        /// `advert` is being registered (the one it replaces, if any, was taken down just before).
         case registering(Advert)
         /// BlueZ sends `advert`.
         case advertising(Advert)
