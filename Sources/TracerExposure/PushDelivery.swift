@@ -235,23 +235,19 @@ public final class PushDelivery: Sendable {
     /// The push service's answer, through the subscription's machine, written and said.
     func settle(_ attempt: Attempt) async throws {
         let now = self.now()
-        let event: SubscriptionPush.Event =
+        // What happened, and the push service's words for it (a failure's, a refusal's).
+        let (event, why): (SubscriptionPush.Event, String) =
             switch attempt.outcome {
-            case .vanished: .vanished
-            case .sent(.delivered): .delivered(now: now)
-            case .sent(.failed): .failed(now: now)
-            case .sent(.gone): .gone
-            case .sent(.refused): .refused
+            case .vanished: (.vanished, "")
+            case .sent(.delivered): (.delivered(now: now), "")
+            case .sent(.failed(let text)): (.failed(now: now), text)
+            case .sent(.gone): (.gone, "")
+            case .sent(.refused(let text)): (.refused, text)
             }
         let path = attempt.path
         let store = self.store
         let host = { (doc: DocumentSnapshot?) in
             URLComponents(string: doc?["endpoint"]?.stringValue ?? "")?.host ?? "?"
-        }
-        let why: String
-        switch attempt.outcome {
-        case .sent(.failed(let text)), .sent(.refused(let text)): why = text
-        default: why = ""
         }
         switch handle(event, path) {
         case .none:
