@@ -29,16 +29,13 @@ import TracerTesting
                 while !release.value.load(ordering: .acquiring) { usleep(1_000) }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !holding.value.load(ordering: .acquiring), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        // Polled with the suites' own deadline (`until`, 120 s): under the PostgreSQL run's load
+        // the forty tasks took over 30 s to start.
+        _ = await until { holding.value.load(ordering: .acquiring) }
         let writes = (0..<40).map { i in
             Task { try await store.writing { try store.set(try c.document("w\(i)"), ["i": .integer(Int64(i))]) } }
         }
-        while store.unfinished.writes < 41, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await until { store.unfinished.writes >= 41 }
         #expect(store.unfinished.writes == 41)
         let closing = Task { await store.close() }
         release.value.store(true, ordering: .releasing)
