@@ -64,7 +64,7 @@ public final class Daemon: Sendable {
     /// Ranges under `site` from the next round of adverts on. Refused (false, nothing changes)
     /// when the new site does not have this daemon's anchor.
     @discardableResult
-    public func replaceSite(_ site: Site) -> Bool {
+    public func replaceSite(_ site: Site) async -> Bool {
         do { _ = try Ranger(site: site, mode: mode) } catch {
             logger.error(
                 "the newly published site cannot be used here; ranging goes on under the old one",
@@ -75,7 +75,7 @@ public final class Daemon: Sendable {
         newerSite.withLock { $0 = site }
         // The anchors as the new site has them, at once; the ranging takes the site at its
         // next round of adverts.
-        do { try writeAnchors(site) } catch {
+        do { try await store.writing { db in try self.writeAnchors(site, in: db) } } catch {
             logger.error("writing the new site's anchors failed", metadata: ["error": "\(error)"])
         }
         return true
@@ -95,7 +95,7 @@ public final class Daemon: Sendable {
     /// first, when the last write fails too: what it could not write is logged).
     public func run() async throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
-        var run = try DaemonRun(self)
+        var run = try await DaemonRun(self)
         logger.info(
             "ranging",
             metadata: ["source": "\(source.name)", "mode": "\(mode)", "site": "\(site.name)"]
@@ -141,25 +141,25 @@ public final class Daemon: Sendable {
 
     /// Deletes interactions that started before `cutoff`, and the change log as old. A failure
     /// is logged, not fatal: ranging goes on and the next hour tries again.
-    func purge(olderThan cutoff: Double) {
+    func purge(olderThan cutoff: Double, in db: StoreWriter) {
         do {
             // What the site server has not acknowledged stays, however old.
             let acknowledged = self.acknowledged?()
-            let n = try store.purge(
+            let n = try db.purge(
                 collectionGroup: Interaction.collectionID,
                 field: Interaction.Field.start,
                 olderThan: Timestamp(seconds: cutoff),
                 keepingChangesAfter: acknowledged
             )
-            try store.purge(
+            try db.purge(
                 collectionGroup: Hearing.collectionID,
                 field: Hearing.Field.end,
                 olderThan: Timestamp(seconds: cutoff),
                 keepingChangesAfter: acknowledged
             )
-            try store.pruneChanges(olderThan: Timestamp(seconds: cutoff), keepingAfter: acknowledged ?? .max)
+            try db.pruneChanges(olderThan: Timestamp(seconds: cutoff), keepingAfter: acknowledged ?? .max)
             if n > 0 { logger.notice("purged interactions past the retention period", metadata: ["count": "\(n)"]) }
-            if let acknowledged, let oldest = try store.backlog(after: acknowledged).oldest,
+            if let acknowledged, let oldest = try db.backlog(after: acknowledged).oldest,
                 oldest.seconds < cutoff
             {
                 let days = Int((Date().timeIntervalSince1970 - oldest.seconds) / 86_400)
@@ -174,12 +174,12 @@ public final class Daemon: Sendable {
     }
 
     /// `beacons/{key}` for every anchor of the map, merged so that other fields stay.
-    func writeAnchors(_ site: Site) throws {
+    func writeAnchors(_ site: Site, in db: StoreWriter) throws {
         var batch = WriteBatch()
         for anchor in site.anchors {
             batch.set(try Collections.beacon(anchor.key), Beacon(anchor, of: site).data, merge: true)
         }
-        try store.commit(batch)
+        try db.commit(batch)
     }
 
     /// Writes summaries as interaction documents in one transaction, with the kiosk's
@@ -192,17 +192,18 @@ public final class Daemon: Sendable {
     ) async throws -> Int {
         guard !summaries.isEmpty || calibration != nil || !hearings.isEmpty else { return 0 }
         let store = self.store
-        return try await store.writing { try self.commit(summaries, calibration: calibration, hearings: hearings) }
+        return try await store.writing { db in
+            try self.commit(summaries, calibration: calibration, hearings: hearings, in: db)
+        }
     }
 
     /// The transaction itself, on the writer thread (`write` skips it when there is nothing).
     func commit(
         _ summaries: [InteractionSummary],
         calibration: DocumentData?,
-        hearings: [KioskHearing] = []
-    ) throws
-        -> Int
-    {
+        hearings: [KioskHearing] = [],
+        in db: StoreWriter
+    ) throws -> Int {
         var batch = WriteBatch()
         for s in summaries {
             batch.set(try Collections.interactions(at: s.anchorKey).newDocument(), Interaction(s).data)
@@ -213,14 +214,14 @@ public final class Daemon: Sendable {
         if case .gateway(let kiosk) = mode, let calibration {
             batch.set(try Collections.beacon(kiosk), ["calibration": .map(calibration)], merge: true)
         }
-        try store.commit(batch)
+        try db.commit(batch)
         return summaries.count
     }
 
     /// The receiver offset this kiosk fitted and stored last (`beacons/{key}`'s calibration).
-    func storedCalibration() throws -> Double? {
+    func storedCalibration(in db: some StoreReads) throws -> Double? {
         guard case .gateway(let kiosk) = mode else { return nil }
-        return Beacon.Calibration(try store.get(Collections.beacon(kiosk)))?.receiverOffset
+        return Beacon.Calibration(try db.get(Collections.beacon(kiosk)))?.receiverOffset
     }
 
     /// The kiosk's calibration to store, when its fit moved 0.2 dB or more from the stored one.

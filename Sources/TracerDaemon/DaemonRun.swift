@@ -26,15 +26,18 @@ struct DaemonRun {
     /// The ranging under the daemon's site, seeded with the kiosk's stored offset, the map's
     /// anchors written and every index of the product declared (so the exposure engine's covering
     /// indexes are built as interactions are written, not all at once at the first report).
-    init(_ daemon: Daemon) throws {
+    init(_ daemon: Daemon) async throws {
         self.daemon = daemon
-        site = daemon.site
+        let site = daemon.site
+        self.site = site
         live = !daemon.source.isReplay
         ranger = try Ranger(site: site, mode: daemon.mode)
-        try daemon.writeAnchors(site)
-        stored = try daemon.storedCalibration()
+        stored = try await daemon.store.writing { db in
+            try daemon.writeAnchors(site, in: db)
+            try Indexes.declare(in: db)
+            return try daemon.storedCalibration(in: db)
+        }
         prepareRanger()
-        try Indexes.declare(in: daemon.store)
     }
 
     /// The CSV log and the stored offset on a new ranger.
@@ -68,7 +71,7 @@ struct DaemonRun {
         if live, let retention = daemon.retention, now >= nextPurge {
             nextPurge = now + 3600
             let daemon = self.daemon
-            try await daemon.store.writing { daemon.purge(olderThan: now - retention) }
+            try await daemon.store.writing { db in daemon.purge(olderThan: now - retention, in: db) }
         }
         daemon.progress.update(ranger, before: counts, written: written, wroteAt: live ? lastWrite : nil)
     }

@@ -50,8 +50,8 @@ public struct ExposureEngine: ExposureFlagging {
         self.keepsEvidence = keepsEvidence
     }
 
-    public func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
-        let r = try flag(reportID: report.id, store: store)
+    public func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String {
+        let r = try flag(reportID: report.id, in: db)
         if r.exposedDevices.isEmpty {
             return
                 "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"
@@ -62,14 +62,14 @@ public struct ExposureEngine: ExposureFlagging {
 
     /// Flags (or re-flags) an accepted report.
     @discardableResult
-    public func flag(reportID: String, store: DocumentStore, now: Date = Date()) throws -> FlagResult {
+    public func flag(reportID: String, in db: StoreWriter, now: Date = Date()) throws -> FlagResult {
         let started = DispatchTime.now().uptimeNanoseconds
-        try Indexes.declare(in: store)
-        let report = try acceptedReport(reportID, store: store)
+        try Indexes.declare(in: db)
+        let report = try acceptedReport(reportID, in: db)
         let collected = report.collectedAt?.seconds ?? now.timeIntervalSince1970
 
         // The reporter's windows in time order (the (deviceId, start) group index).
-        let mine = try store.getDocuments(
+        let mine = try db.getDocuments(
             Query.interactions
                 .where(Interaction.Field.deviceID, .equal, .string(report.deviceID))
                 .where(
@@ -97,7 +97,7 @@ public struct ExposureEngine: ExposureFlagging {
         // windows; under attribution or positions, the hit devices' whereabouts from theirs.
         var hits: [Colocation.Hit] = []
         for read in colocation.reads(reporter: windows) {
-            let entries = try store.indexEntries(
+            let entries = try db.indexEntries(
                 PresenceIndex.definition,
                 in: Collections.interactions(at: read.anchor),
                 from: .timestamp(Timestamp(seconds: read.from)),
@@ -110,7 +110,7 @@ public struct ExposureEngine: ExposureFlagging {
         }
         var elsewhere: [String: [Window]] = [:]
         for (device, from, through) in colocation.whereaboutsReads(hits) {
-            let entries = try store.groupIndexEntries(
+            let entries = try db.groupIndexEntries(
                 WhereaboutsIndex.definition,
                 equal: .string(device),
                 from: .timestamp(Timestamp(seconds: from)),
@@ -138,7 +138,7 @@ public struct ExposureEngine: ExposureFlagging {
             wanted[try exposure.path()] = exposure
         }
 
-        let changed = try store.runTransaction { t in
+        let changed = try db.runTransaction { t in
             // Flagged at last after a failure: the page and the health team's view stop saying so
             // (read first: a transaction reads before it writes).
             let devicePath = try Collections.device(report.deviceID)
@@ -153,7 +153,7 @@ public struct ExposureEngine: ExposureFlagging {
         let weighed = keepsEvidence && colocation.positioning != nil ? colocation.evidence(judged) : []
         // Then, in a transaction of its own (the exposed are told first): the reporter's
         // interactions marked as a positive test's, as the seed app did.
-        let marked = try store.runTransaction { t -> Int in
+        let marked = try db.runTransaction { t -> Int in
             let unmarked = mine.filter { $0[Interaction.Field.testResult] != .bool(true) }
             for doc in unmarked { t.update(doc.path, [Interaction.Field.testResult: .bool(true)]) }
             return unmarked.count
@@ -204,8 +204,8 @@ public struct ExposureEngine: ExposureFlagging {
     }
 
     /// The report, if it is there and accepted.
-    func acceptedReport(_ id: String, store: DocumentStore) throws -> Report {
-        let doc = try store.get(Collections.report(id))
+    func acceptedReport(_ id: String, in db: some StoreReads) throws -> Report {
+        let doc = try db.get(Collections.report(id))
         guard doc.exists else { throw ExposureError(.noReport, "no report \(id)", reportID: id) }
         let report: Report
         do { report = try Report(doc) } catch {
@@ -244,9 +244,9 @@ public struct ExposureEngine: ExposureFlagging {
     /// Withdraws a report: its exposures go, the devices' status and risk are recomputed, and
     /// the reporter is positive only while another accepted report of theirs stands.
     @discardableResult
-    public func revoke(reportID: String, store: DocumentStore) throws -> Int {
-        try Indexes.declare(in: store)
-        return try store.runTransaction { t -> Int in
+    public func revoke(reportID: String, in db: StoreWriter) throws -> Int {
+        try Indexes.declare(in: db)
+        return try db.runTransaction { t -> Int in
             let path = try Collections.report(reportID)
             let doc = try t.get(path)
             guard doc.exists, let report = try? Report(doc) else {
@@ -306,11 +306,11 @@ public struct ExposureEngine: ExposureFlagging {
     /// their devices' status, in transactions of at most `batchSize`: a person exposed 15 days
     /// ago is clear again, and the site no longer knows they were exposed.
     @discardableResult
-    public func expire(olderThan cutoff: Timestamp, store: DocumentStore, batchSize: Int = 500) throws -> Int {
-        try Indexes.declare(in: store)
+    public func expire(olderThan cutoff: Timestamp, in db: StoreWriter, batchSize: Int = 500) throws -> Int {
+        try Indexes.declare(in: db)
         var total = 0
         while true {
-            let n = try store.runTransaction { t -> Int in
+            let n = try db.runTransaction { t -> Int in
                 let old = try t.getDocuments(
                     Query.exposures.where(Exposure.Field.from, .lessThan, .timestamp(cutoff))
                         .order(by: Exposure.Field.from).limit(max(1, batchSize))

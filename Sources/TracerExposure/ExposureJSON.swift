@@ -34,8 +34,8 @@ public enum ExposureJSON {
     }
 
     /// A device's exposures, oldest first.
-    public static func exposures(of device: String, store: DocumentStore) throws -> [DocumentSnapshot] {
-        try store.getDocuments(Exposure.of(device: device))
+    public static func exposures(of device: String, in db: some StoreReads) throws -> [DocumentSnapshot] {
+        try db.getDocuments(Exposure.of(device: device))
     }
 
     /// What a device is told (the contract's `DeviceStatus`). A device nobody has written of
@@ -62,22 +62,22 @@ public enum ExposureJSON {
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).
-    public static func atBeacon(_ key: String, since: Timestamp?, store: DocumentStore) throws -> [DocumentSnapshot] {
-        try store.getDocuments(Exposure.at(beacon: key, since: since ?? Timestamp(seconds: 0)))
+    public static func atBeacon(_ key: String, since: Timestamp?, in db: some StoreReads) throws -> [DocumentSnapshot] {
+        try db.getDocuments(Exposure.at(beacon: key, since: since ?? Timestamp(seconds: 0)))
     }
 
     /// Who was flagged for one report, and where (nil: no such report), oldest first.
-    public static func forReport(_ id: String, store: DocumentStore) throws -> Responses.ReportExposures? {
-        let doc = try store.get(try Collections.report(id))
+    public static func forReport(_ id: String, in db: some StoreReads) throws -> Responses.ReportExposures? {
+        let doc = try db.get(try Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else { return nil }
-        let exposures = try store.getDocuments(Exposure.of(report: id)).map(exposure)
+        let exposures = try db.getDocuments(Exposure.of(report: id)).map(exposure)
             .sorted { ($0.from ?? "", $0.deviceId) < ($1.from ?? "", $1.deviceId) }
         return Responses.ReportExposures(
             reportId: id,
             deviceId: report.deviceID,
             status: report.status.rawValue,
             exposures: exposures,
-            visits: try visits(of: report.deviceID, before: report.collectedAt ?? report.createdAt, store: store)
+            visits: try visits(of: report.deviceID, before: report.collectedAt ?? report.createdAt, in: db)
         )
     }
 
@@ -88,10 +88,10 @@ public enum ExposureJSON {
         before time: Timestamp?,
         lookback: Double = 14 * 86_400,
         gap: Double = 300,
-        store: DocumentStore
+        in db: some StoreReads
     ) throws -> [Responses.ReportExposures.Visit] {
         let end = time?.seconds ?? Date().timeIntervalSince1970
-        let windows = try store.getDocuments(
+        let windows = try db.getDocuments(
             Query.interactions.where(Interaction.Field.deviceID, .equal, .string(device))
                 .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: end - lookback)))
                 .order(by: Interaction.Field.start)
@@ -113,10 +113,10 @@ public enum ExposureJSON {
 
     /// Why `key` is no beacon of this site (nil: it is one): not an anchor of the site published
     /// in the store, nor a beacon anything was ranged at. The closest known keys are named.
-    public static func unknownBeacon(_ key: String, site: Site? = nil, store: DocumentStore) throws -> String? {
+    public static func unknownBeacon(_ key: String, site: Site? = nil, in db: some StoreReads) throws -> String? {
         var keys = Set(site?.anchors.map(\.key) ?? [])
-        keys.formUnion(try PublishedSite.load(from: store)?.site.anchors.map(\.key) ?? [])
-        keys.formUnion(try store.getDocuments(Query(collection: CollectionPath(Beacon.collectionID))).map(\.id))
+        keys.formUnion(try PublishedSite.load(from: db)?.site.anchors.map(\.key) ?? [])
+        keys.formUnion(try db.getDocuments(Query(collection: CollectionPath(Beacon.collectionID))).map(\.id))
         guard !keys.contains(key) else { return nil }
         return keys.isEmpty
             ? "no beacon \(key): this store knows none (no site published, nothing ranged yet)"

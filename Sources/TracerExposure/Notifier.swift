@@ -57,9 +57,15 @@ public struct Notifier: Service {
     }
 
     /// The token it resumes after, or nil on a first run.
-    public func savedToken() throws -> Int64? {
+    public func savedToken() async throws -> Int64? {
+        try await store.reading { db in try self.savedToken(in: db) }
+    }
+
+    /// The same, on one of the store's threads (a file is read there too: blocking I/O stays
+    /// off the cooperative pool).
+    func savedToken(in db: StoreReader) throws -> Int64? {
         switch position {
-        case .store(let name): return try store.savedPosition(name)
+        case .store(let name): return try db.savedPosition(name)
         case .file(let path):
             return (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
                 Int64($0.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -107,7 +113,8 @@ public struct Notifier: Service {
 
     func follow(_ delivery: PushDelivery?) async throws {
         var last: [String: String] = [:]
-        let start: ListenStart = try await store.reading { try self.savedToken() }.map { .after(token: $0) } ?? .now
+        let start: ListenStart =
+            try await store.reading { db in try self.savedToken(in: db) }.map { .after(token: $0) } ?? .now
         for try await snap in store.snapshots(Query(collection: Collections.devices), from: start) {
             for change in snap.changes where change.kind != .removed {
                 let doc = change.document
@@ -134,7 +141,7 @@ public struct Notifier: Service {
             // Only once everything up to this token is delivered (or owed); on the store's writer
             // thread (or its reader threads for a file: blocking I/O off the cooperative pool either way).
             let token = snap.token
-            try await store.writing { try self.save(token) }
+            try await store.writing { db in try self.save(token, in: db) }
         }
     }
 
@@ -161,9 +168,9 @@ public struct Notifier: Service {
         }
     }
 
-    func save(_ token: Int64) throws {
+    func save(_ token: Int64, in db: StoreWriter) throws {
         guard case .file(let path) = position else {
-            if case .store(let name) = position { try store.savePosition(name, token) }
+            if case .store(let name) = position { try db.savePosition(name, token) }
             return
         }
         let temporary = path + ".tmp"

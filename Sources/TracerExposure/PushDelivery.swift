@@ -99,8 +99,8 @@ public final class PushDelivery: Sendable {
     public func owe(_ device: String) async throws {
         let collection = try Collections.pushSubscriptions(of: device)
         let store = self.store
-        let docs = try await store.writing {
-            try store.runTransaction { t in
+        let docs = try await store.writing { db in
+            try db.runTransaction { t in
                 let docs = try t.getDocuments(Query(collection: collection))
                 for doc in docs { t.update(doc.path, [Self.owedAt: .serverTimestamp]) }
                 return docs
@@ -134,8 +134,8 @@ public final class PushDelivery: Sendable {
     /// Delivers until cancelled: first what the store says is owed (from before a restart).
     public func run() async throws {
         let store = self.store
-        let stored = try await store.reading {
-            try store.getDocuments(
+        let stored = try await store.reading { db in
+            try db.getDocuments(
                 Query(collectionGroup: "push").where(Self.owedAt, .greaterThan, .timestamp(Timestamp(seconds: 0)))
             )
         }
@@ -217,7 +217,7 @@ public final class PushDelivery: Sendable {
 
     func attempt(_ path: DocumentPath) async -> Attempt {
         let store = self.store
-        let doc = try? await store.reading { try store.get(path) }
+        let doc = try? await store.reading { db in try db.get(path) }
         guard let doc, doc.exists else {
             return Attempt(path: path, owedAt: nil, outcome: .vanished)
         }
@@ -254,8 +254,8 @@ public final class PushDelivery: Sendable {
             break
         case .settle(let stillOwed):
             let owedAt = attempt.owedAt
-            try await store.writing {
-                try store.runTransaction { t in
+            try await store.writing { db in
+                try db.runTransaction { t in
                     let doc = try t.get(path)
                     guard doc.exists else { return }
                     var fields: [FieldPath: Value] = [Self.failures: .delete, Self.failingSince: .delete]
@@ -265,10 +265,10 @@ public final class PushDelivery: Sendable {
                 }
             }
         case .recordFailure(let failures, let since, let retryIn):
-            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
-                let doc = try store.get(path)
+            let doc = try await store.writing { (db: StoreWriter) throws(any Error) -> DocumentSnapshot? in
+                let doc = try db.get(path)
                 guard doc.exists else { return nil }
-                try store.update(
+                try db.update(
                     path,
                     [
                         Self.failures: .integer(Int64(failures)),
@@ -288,9 +288,9 @@ public final class PushDelivery: Sendable {
                 ]
             )
         case .drop(let reason):
-            let doc = try await store.writing { () throws(any Error) -> DocumentSnapshot? in
-                let doc = try store.get(path)
-                if doc.exists { try store.delete(path) }
+            let doc = try await store.writing { (db: StoreWriter) throws(any Error) -> DocumentSnapshot? in
+                let doc = try db.get(path)
+                if doc.exists { try db.delete(path) }
                 return doc
             }
             switch reason {

@@ -292,14 +292,14 @@ public enum WebPush {
     }
 
     /// The site's VAPID public key (uncompressed, base64url): a browser's `applicationServerKey`.
-    public static func sitePublicKey(in store: DocumentStore) throws -> String {
-        base64url(Array(try siteKey(in: store).publicKey.x963Representation))
+    public static func sitePublicKey(in db: StoreWriter) throws -> String {
+        base64url(Array(try siteKey(in: db).publicKey.x963Representation))
     }
 
     /// The site's VAPID key (`config/push`), made on first use: one per site, so that every
     /// server of a site signs alike and a subscription outlives a restart.
-    public static func siteKey(in store: DocumentStore) throws -> P256.Signing.PrivateKey {
-        try store.runTransaction { t in
+    public static func siteKey(in db: StoreWriter) throws -> P256.Signing.PrivateKey {
+        try db.runTransaction { t in
             let doc = try t.get(Collections.pushKey)
             if let text = doc["privateKey"]?.stringValue, let raw = base64url(text),
                 let key = try? P256.Signing.PrivateKey(rawRepresentation: raw)

@@ -10,15 +10,9 @@ import TracerStore
 /// A rekey (the site's badge key leaked) makes a new generation: badges not yet given their new
 /// key keep resolving under the old one until they are (`reprovision`), and the old key is
 /// deleted with its last badge.
-public struct BadgeRegistry: Sendable {
+public enum BadgeRegistry {
     public static let collectionID = "badges"
     public static var keysPath: DocumentPath { Collections.badgeKeys }
-
-    public let store: DocumentStore
-
-    public init(store: DocumentStore) {
-        self.store = store
-    }
 
     /// One badge as the registry keeps it.
     public struct Record: Sendable, Equatable {
@@ -93,8 +87,8 @@ public struct BadgeRegistry: Sendable {
     }
 
     /// Makes `count` badges (and the site's badge key, the first time).
-    public func issue(count: Int) throws -> [Issued] {
-        try store.runTransaction { t in
+    public static func issue(count: Int, in db: StoreWriter) throws -> [Issued] {
+        try db.runTransaction { t in
             var keys = Keys(try t.get(Self.keysPath))
             if keys.keys[keys.generation] == nil {
                 keys.generation += 1
@@ -133,8 +127,8 @@ public struct BadgeRegistry: Sendable {
 
     /// Revokes a badge: its ids resolve to nobody from the next table on. Nil when there is no
     /// such badge; the record as it was when it was already revoked.
-    public func revoke(_ serial: String) throws -> (record: Record, already: Bool)? {
-        try store.runTransaction { t in
+    public static func revoke(_ serial: String, in db: StoreWriter) throws -> (record: Record, already: Bool)? {
+        try db.runTransaction { t in
             let path = try Self.path(serial)
             let doc = try t.get(path)
             guard doc.exists, var record = Self.record(doc) else { return nil }
@@ -153,8 +147,8 @@ public struct BadgeRegistry: Sendable {
 
     /// A new site badge key (the old one leaked). Badges keep resolving under their old key until
     /// each is reprovisioned. Returns the new generation and the badges still to reprovision.
-    public func rekey() throws -> (generation: Int, outstanding: [String]) {
-        try store.runTransaction { t in
+    public static func rekey(in db: StoreWriter) throws -> (generation: Int, outstanding: [String]) {
+        try db.runTransaction { t in
             var keys = Keys(try t.get(Self.keysPath))
             let badges = try t.getDocuments(Query(collection: Collections.badges)).compactMap(Self.record)
             keys.generation += 1
@@ -168,8 +162,8 @@ public struct BadgeRegistry: Sendable {
 
     /// A badge's new key under the site's current badge key (after a rekey); its old ids stop
     /// resolving from the next table on. Nil when there is no such badge.
-    public func reprovision(_ serial: String) throws -> Issued? {
-        try store.runTransaction { t in
+    public static func reprovision(_ serial: String, in db: StoreWriter) throws -> Issued? {
+        try db.runTransaction { t in
             let path = try Self.path(serial)
             let doc = try t.get(path)
             guard doc.exists, let record = Self.record(doc), record.revokedAt == nil else { return nil }
@@ -206,29 +200,29 @@ public struct BadgeRegistry: Sendable {
     }
 
     /// Every badge, revoked or not, by number.
-    public func list() throws -> [Record] {
-        try store.getDocuments(Query(collection: Collections.badges)).compactMap(Self.record)
+    public static func list(in db: some StoreReads) throws -> [Record] {
+        try db.getDocuments(Query(collection: Collections.badges)).compactMap(Self.record)
             .sorted { $0.number < $1.number }
     }
 
     /// The badges' version (every issue, revocation, rekey and reprovisioning moves it), or nil
     /// when no badge was ever issued here.
-    public func version() throws -> Int64? {
-        let doc = try store.get(Self.keysPath)
+    public static func version(in db: some StoreReads) throws -> Int64? {
+        let doc = try db.get(Self.keysPath)
         return doc.exists ? Keys(doc).version : nil
     }
 
     /// The site's badge key's generation (1 until the first rekey), or nil with no key.
-    public func generation() throws -> Int? {
-        let doc = try store.get(Self.keysPath)
+    public static func generation(in db: some StoreReads) throws -> Int? {
+        let doc = try db.get(Self.keysPath)
         return doc.exists ? Keys(doc).generation : nil
     }
 
     /// What resolution needs: the badges in use and their keys, and the version. Nil when the
     /// site has no badge key (no badge was ever issued here).
-    public func material() throws -> (version: Int64, badges: [BadgeKey])? {
-        let keysDoc = try store.get(Self.keysPath)
-        let docs = try store.getDocuments(Query(collection: Collections.badges))
+    public static func material(in db: some StoreReads) throws -> (version: Int64, badges: [BadgeKey])? {
+        let keysDoc = try db.get(Self.keysPath)
+        let docs = try db.getDocuments(Query(collection: Collections.badges))
         guard keysDoc.exists else { return nil }
         let keys = Keys(keysDoc)
         var badges: [BadgeKey] = []
@@ -293,7 +287,7 @@ public enum BadgeIDDays {
     }
 
     /// The days kept in `store`.
-    public static func load(from store: DocumentStore) throws -> [BadgeIDDay] {
-        try store.getDocuments(Query(collection: Collections.badgeIDs)).compactMap(day)
+    public static func load(from db: some StoreReads) throws -> [BadgeIDDay] {
+        try db.getDocuments(Query(collection: Collections.badgeIDs)).compactMap(day)
     }
 }

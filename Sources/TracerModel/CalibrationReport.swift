@@ -17,8 +17,8 @@ public struct CalibrationReport: Sendable {
 
     /// The report at `at` from the store's hearings; nil when no kiosk heard another anchor of
     /// the map in the hour before it.
-    public static func make(store: DocumentStore, site: Site, at: Double) throws -> CalibrationReport? {
-        let hearings = try store.getDocuments(Hearing.query(from: at - recent - baseline, to: at))
+    public static func make(in db: some StoreReads, site: Site, at: Double) throws -> CalibrationReport? {
+        let hearings = try db.getDocuments(Hearing.query(from: at - recent - baseline, to: at))
             .compactMap(Hearing.hearing)
         guard let fit = SiteCalibration.fit(hearings, site: site, from: at - span, to: at) else { return nil }
         let changes = SiteCalibration.changes(
@@ -31,8 +31,8 @@ public struct CalibrationReport: Sendable {
     }
 
     /// When the store's last hearing ended (nil: none).
-    public static func latest(store: DocumentStore) throws -> Double? {
-        try store.getDocuments(
+    public static func latest(in db: some StoreReads) throws -> Double? {
+        try db.getDocuments(
             Query(collectionGroup: Hearing.collectionID).order(by: Hearing.Field.end, descending: true).limit(1)
         ).first.flatMap { $0.data?["end"]?.timestampValue?.seconds }
     }

@@ -69,8 +69,8 @@ public enum Indexes {
     ]
 
     /// Declares them all (declaring one that exists takes no write lock).
-    public static func declare(in store: DocumentStore) throws {
-        for index in all { try store.declareIndex(index) }
+    public static func declare(in db: StoreWriter) throws {
+        for index in all { try db.declareIndex(index) }
     }
 }
 

@@ -114,9 +114,9 @@ public struct PublishedSite: Sendable {
         }
     }
 
-    /// The site published in `store`, or nil when none is.
-    public static func load(from store: DocumentStore) throws -> PublishedSite? {
-        let doc = try store.get(path)
+    /// The site published in the store, or nil when none is.
+    public static func load(from db: some StoreReads) throws -> PublishedSite? {
+        let doc = try db.get(path)
         guard doc.exists else { return nil }
         return try PublishedSite(doc)
     }
@@ -124,8 +124,8 @@ public struct PublishedSite: Sendable {
     /// Writes this site to `config/site`; unchanged (and no change logged) when the same source
     /// is already there. Returns whether anything was written.
     @discardableResult
-    public func publish(to store: DocumentStore) throws -> Bool {
-        try store.runTransaction { t in
+    public func publish(to db: StoreWriter) throws -> Bool {
+        try db.runTransaction { t in
             let old = try t.get(Self.path)
             if old["digest"]?.stringValue == digest { return false }
             t.set(Self.path, data)

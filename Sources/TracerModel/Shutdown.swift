@@ -11,18 +11,18 @@ public protocol AsyncShutdown: Sendable {
 /// included: the one way tracer scopes its HTTP clients (never `defer { Task { shutdown } }`,
 /// which may run after the process has moved on, or not at all).
 public func withShutdown<Resource: AsyncShutdown, Result>(
-    _ make: () throws -> Resource,
+    _ make: () async throws -> Resource,
     _ body: (Resource) async throws -> Result
 ) async throws -> Result {
-    try await shutdown(after: body, on: try make())
+    try await shutdown(after: body, on: try await make())
 }
 
 /// The same for a resource that may not be wanted (`make` gives nil): `body` gets nil then.
 public func withShutdown<Resource: AsyncShutdown, Result>(
-    _ make: () throws -> Resource?,
+    _ make: () async throws -> Resource?,
     _ body: (Resource?) async throws -> Result
 ) async throws -> Result {
-    guard let resource = try make() else { return try await body(nil) }
+    guard let resource = try await make() else { return try await body(nil) }
     return try await shutdown(after: body, on: resource)
 }
 

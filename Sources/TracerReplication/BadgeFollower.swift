@@ -55,8 +55,8 @@ public final class BadgeFollower: Service, Sendable {
         bits: Int,
         interval: Duration = .seconds(30),
         logger: Logger
-    ) throws -> BadgeFollower? {
-        guard let material = try BadgeRegistry(store: store).material() else { return nil }
+    ) async throws -> BadgeFollower? {
+        guard let material = try await store.reading({ db in try BadgeRegistry.material(in: db) }) else { return nil }
         let follower = BadgeFollower(
             resolver: BadgeResolver(.keys(material.badges, version: material.version), bits: bits),
             upstream: nil,
@@ -79,8 +79,8 @@ public final class BadgeFollower: Service, Sendable {
         interval: Duration = .seconds(30),
         logger: Logger,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    ) throws -> BadgeFollower {
-        let days = try BadgeIDDays.load(from: store)
+    ) async throws -> BadgeFollower {
+        let days = try await store.reading { db in try BadgeIDDays.load(from: db) }
         let follower = BadgeFollower(
             resolver: BadgeResolver(.days(days), bits: bits),
             upstream: upstream,
@@ -123,7 +123,7 @@ public final class BadgeFollower: Service, Sendable {
             let etag = state.withLock { $0.etags[day] }
             do {
                 guard let (got, tag) = try await upstream.badgeDay(day, etag: etag) else { continue }
-                try await store.writing { try self.store.set(BadgeIDDays.path(day), BadgeIDDays.data(got)) }
+                try await store.writing { db in try db.set(BadgeIDDays.path(day), BadgeIDDays.data(got)) }
                 let older = state.withLock { s in
                     s.etags[day] = tag
                     defer { s.version = max(s.version ?? got.version, got.version) }
@@ -141,24 +141,29 @@ public final class BadgeFollower: Service, Sendable {
                 once("\(error)", "badge ids for \(BadgeIDDay.name(day)) cannot be used: \(error)")
             }
         }
-        state.withLock { $0.said.remove("away") }
+        _ = state.withLock { $0.said.remove("away") }
         guard changed else { return }
         if newer {
             // A badge changed (issued, revoked, rekeyed): every day held is asked again.
             let rest = state.withLock { s in s.etags.keys.filter { !days.contains($0) } }
             if !rest.isEmpty { await refresh(Array(rest)) }
         }
-        reload()
+        await reload()
     }
 
     /// The resolver gets the days the store holds. One reload at a time: the days are read and
     /// handed over under one lock, so that a reload that read the store earlier (the live loop's,
     /// beside a replay's) cannot hand over older days after a newer reload did.
-    func reload() {
-        reloading.withLock { _ in
-            do { resolver.replace(.days(try BadgeIDDays.load(from: store)), around: clock()) } catch {
-                logger.error("the badge ids kept here cannot be read: \(error)")
+    func reload() async {
+        do {
+            // On the reader thread: the lock is never held on a cooperative thread.
+            try await store.reading { db in
+                try self.reloading.withLock { _ in
+                    self.resolver.replace(.days(try BadgeIDDays.load(from: db)), around: self.clock())
+                }
             }
+        } catch {
+            logger.error("the badge ids kept here cannot be read: \(error)")
         }
     }
 
@@ -177,18 +182,21 @@ public final class BadgeFollower: Service, Sendable {
                 await refresh(wanted(now: now))
                 await forget(before: BadgeIDDay.day(of: now) - 14 * 86_400)
             } else {
-                follow()
+                await follow()
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
         }
     }
 
     /// A store with keys: the badges again when their version moved.
-    func follow() {
+    func follow() async {
         do {
-            let registry = BadgeRegistry(store: store)
-            let version = try registry.version()
-            guard version != state.withLock({ $0.version }), let material = try registry.material() else { return }
+            let known = state.withLock { $0.version }
+            let changed = try await store.reading { db in
+                let version = try BadgeRegistry.version(in: db)
+                return version == known ? nil : try BadgeRegistry.material(in: db)
+            }
+            guard let material = changed else { return }
             state.withLock { $0.version = material.version }
             resolver.replace(.keys(material.badges, version: material.version), around: clock())
             logger.notice("the site's badges changed: resolving \(material.badges.count) badges")
@@ -202,11 +210,11 @@ public final class BadgeFollower: Service, Sendable {
         let old = resolver.days.filter { $0 < cutoff }
         guard !old.isEmpty else { return }
         do {
-            try await store.writing {
-                for day in old { try self.store.delete(BadgeIDDays.path(day)) }
+            try await store.writing { db in
+                for day in old { try db.delete(BadgeIDDays.path(day)) }
             }
             state.withLock { s in for day in old { s.etags[day] = nil } }
-            reload()
+            await reload()
         } catch {
             logger.error("old badge ids could not be deleted: \(error)")
         }

@@ -78,7 +78,7 @@ public final class Replicator: Service, Sendable {
         let start = ContinuousClock.now
         let now = { (ContinuousClock.now - start) / .seconds(1) }
         var machine = ReplicationMachine(
-            acknowledged: try await store.reading { try store.checkpoint(checkpointName) },
+            acknowledged: try await store.reading { db in try db.checkpoint(checkpointName) },
             now: now(),
             timing: .init(
                 interval: options.interval / .seconds(1),
@@ -340,25 +340,25 @@ public final class Replicator: Service, Sendable {
 
     /// The batch after `token`, read and encoded on the store's reader threads.
     func prepared(after token: Int64) async throws -> Prepared {
-        try await store.reading { try self.prepare(after: token) }
+        try await store.reading { db in try self.prepare(after: token, in: db) }
     }
 
     /// Moves the checkpoint (on the store's writer thread); a failure is logged, and the batch
     /// sent again later (a replay changes nothing).
     func keep(checkpoint token: Int64) async {
         let (store, name) = (self.store, checkpointName)
-        do { try await store.writing { try store.setCheckpoint(name, token) } } catch {
+        do { try await store.writing { db in try db.setCheckpoint(name, token) } } catch {
             logger.error("keeping the checkpoint failed", metadata: ["error": "\(error)"])
         }
     }
 
-    func prepare(after token: Int64) throws -> Prepared {
-        let outbox = try store.outbox(after: token, limit: options.batchSize, include: travels)
+    func prepare(after token: Int64, in db: StoreReader) throws -> Prepared {
+        let outbox = try db.outbox(after: token, limit: options.batchSize, include: travels)
         return Prepared(
             from: token,
             outbox: outbox,
             documents: SyncBatch.documents(outbox.entries),
-            after: try store.backlog(after: outbox.through)
+            after: try db.backlog(after: outbox.through)
         )
     }
 
@@ -376,12 +376,12 @@ public final class Replicator: Service, Sendable {
     /// Changes not yet acknowledged after `token`; nil when the store cannot say.
     func backlogChanges(after token: Int64) async -> Int64? {
         let store = self.store
-        return try? await store.reading { try store.backlog(after: token).changes }
+        return try? await store.reading { db in try db.backlog(after: token).changes }
     }
 
     func publishBacklog(after token: Int64) async {
         let store = self.store
-        guard let backlog = try? await store.reading({ try store.backlog(after: token) }) else { return }
+        guard let backlog = try? await store.reading({ db in try db.backlog(after: token) }) else { return }
         publish(backlog: backlog)
     }
 

@@ -12,14 +12,14 @@ public struct SiteFollower: Service {
     let store: DocumentStore
     let interval: Duration
     let logger: Logger
-    let changed: @Sendable (PublishedSite) -> Void
+    let changed: @Sendable (PublishedSite) async -> Void
 
     public init(
         upstream: Upstream,
         store: DocumentStore,
         interval: Duration = .seconds(30),
         logger: Logger,
-        changed: @escaping @Sendable (PublishedSite) -> Void
+        changed: @escaping @Sendable (PublishedSite) async -> Void
     ) {
         self.upstream = upstream
         self.store = store
@@ -37,11 +37,11 @@ public struct SiteFollower: Service {
             do {
                 if let (source, file, _, trustList) = try await upstream.site(etag: nil) {
                     let site = try PublishedSite(source: source, file: file, served: true, trustList: trustList)
-                    try site.publish(to: store)
+                    try await store.writing { db in try site.publish(to: db) }
                     return site
                 }
             } catch let e as SyncError where e.code == .unavailable {
-                if let kept = try PublishedSite.load(from: store) {
+                if let kept = try await store.reading({ db in try PublishedSite.load(from: db) }) {
                     logger.warning(
                         "the site server is unreachable (\(e.message)): starting with the site kept from \(kept.publishedAt?.iso8601Seconds ?? "before")"
                     )
@@ -60,17 +60,17 @@ public struct SiteFollower: Service {
     }
 
     public func run() async throws {
-        var digest = try PublishedSite.load(from: store)?.digest
+        var digest = try await store.reading { db in try PublishedSite.load(from: db)?.digest }
         while true {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             if Task.isShuttingDownGracefully || Task.isCancelled { return }
             do {
                 guard let (source, file, new, trustList) = try await upstream.site(etag: digest) else { continue }
                 let site = try PublishedSite(source: source, file: file, served: true, trustList: trustList)
-                try site.publish(to: store)
+                try await store.writing { db in try site.publish(to: db) }
                 digest = new
                 logger.notice("the site server published a new site", metadata: ["site.digest": "\(new.prefix(12))"])
-                changed(site)
+                await changed(site)
             } catch let e as SyncError where e.code == .unavailable {
                 continue  // the replicator says when the server is away
             } catch {

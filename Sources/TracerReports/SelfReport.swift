@@ -8,7 +8,7 @@ import TracerVerification
 /// piece of work) implements it.
 public protocol ExposureFlagging: Sendable {
     /// Flags exposures for an accepted report; returns a line for the person reporting.
-    func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String
+    func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String
 }
 
 /// A report as stored in `reports/{id}`.
@@ -41,7 +41,7 @@ public enum SelfReport {
         verification: Verification,
         answers: [String: Bool] = [:],
         status: Report.Status = .accepted,
-        store: DocumentStore
+        in db: StoreWriter
     ) throws -> RecordedReport {
         let id = reportID(deviceID: deviceID, imageSHA256: imageSHA256)
         let reportPath = try Collections.report(id)
@@ -56,7 +56,7 @@ public enum SelfReport {
             answers: answers
         )
         report.doubts = verification.doubts
-        let (created, stored) = try store.runTransaction { t -> (Bool, Report.Status) in
+        let (created, stored) = try db.runTransaction { t -> (Bool, Report.Status) in
             let existing = try t.get(reportPath)
             if existing.exists { return (false, (try? Report(existing))?.status ?? status) }
             t.create(reportPath, report.data)
@@ -95,7 +95,7 @@ public enum SelfReport {
         at anchor: String,
         now: Date = Date(),
         within: Double = 30,
-        store: DocumentStore
+        in db: some StoreReads
     ) throws -> [String] {
         // Windows last 30 s: one that ended within `within` started within `within + 30`.
         let since = Timestamp(seconds: now.timeIntervalSince1970 - within - 30)
@@ -103,7 +103,7 @@ public enum SelfReport {
             .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(since))
         let horizon = Timestamp(seconds: now.timeIntervalSince1970 - within)
         var devices: Set<String> = []
-        for doc in try store.getDocuments(query) {
+        for doc in try db.getDocuments(query) {
             guard let i = try? Interaction(doc), i.proximity == .immediate, i.end >= horizon else { continue }
             devices.insert(i.deviceID)
         }

@@ -9,7 +9,6 @@ import TracerVerification
 /// the page under the site's policy, find the reporter, record the report, flag exposures. The
 /// command and the API read the image their own way and only render the outcome.
 public struct SelfReportDesk: Sendable {
-    public let store: DocumentStore
     public let flagging: any ExposureFlagging
     public let policy: VerificationPolicy
     /// Where the images of reports held for review are kept until they are decided; nil: not
@@ -22,13 +21,11 @@ public struct SelfReportDesk: Sendable {
     public var retention: Double = Retention.defaultSeconds
 
     public init(
-        store: DocumentStore,
         flagging: any ExposureFlagging,
         policy: VerificationPolicy,
         trustList: TrustList? = nil,
         images: ReviewImages? = nil
     ) {
-        self.store = store
         self.flagging = flagging
         self.policy = policy
         self.trustList = trustList
@@ -66,12 +63,13 @@ public struct SelfReportDesk: Sendable {
     /// (a person whose photo was refused by a person must not pass with the next one unseen): the
     /// verification gains a failed, doubtful rule `history` saying so, once. A page rejected
     /// anyway stays rejected.
-    public func withHistory(_ verification: Verification, device: String) throws -> Verification {
+    public func withHistory(_ verification: Verification, device: String, in db: some StoreReads) throws -> Verification
+    {
         guard verification.decision != .rejected, !verification.rules.contains(where: { $0.name == "history" })
         else { return verification }
         // For the site's retention: after it, the denial is forgotten like everything else.
         let since = Date().timeIntervalSince1970 - retention
-        let denied = try store.getDocuments(Report.of(device: device)).filter {
+        let denied = try db.getDocuments(Report.of(device: device)).filter {
             Report.is($0, .denied) && ((try? Report($0))?.createdAt.map { $0.seconds >= since } ?? true)
         }
         guard let report = denied.first else { return verification }
@@ -117,10 +115,10 @@ public struct SelfReportDesk: Sendable {
 
     /// The reporter: the device given, else the one device the kiosk `anchor` saw at immediate
     /// range in the 30 s before `since` (the person holds it there when they begin).
-    public func reporter(device: String?, kiosk anchor: String?, since: Date) throws -> String {
+    public func reporter(device: String?, kiosk anchor: String?, since: Date, in db: some StoreReads) throws -> String {
         if let device { return device }
         guard let anchor else { throw SelfReportError(.noReporter, "no device id and no kiosk to find one at") }
-        let seen = try SelfReport.immediateDevices(at: anchor, now: since, store: store)
+        let seen = try SelfReport.immediateDevices(at: anchor, now: since, in: db)
         switch seen.count {
         case 1: return seen[0]
         case 0: throw SelfReportError(.noDeviceAtKiosk, "no device at immediate range of \(anchor)", anchor: anchor)
@@ -142,9 +140,10 @@ public struct SelfReportDesk: Sendable {
         imageSHA256: String,
         image: Data? = nil,
         device: String,
-        answers: [String: Bool] = [:]
+        answers: [String: Bool] = [:],
+        in db: StoreWriter
     ) throws -> Outcome {
-        let verification = try withHistory(verification, device: device)
+        let verification = try withHistory(verification, device: device, in: db)
         guard let status = disposition(verification) else { return .rejected(verification) }
         images?.purge()
         // A held report's image is kept before the report is recorded: a report the health team
@@ -164,7 +163,7 @@ public struct SelfReportDesk: Sendable {
                 verification: verification,
                 answers: answers,
                 status: status,
-                store: store
+                in: db
             )
         } catch {
             if kept { images?.remove(id) }
@@ -180,12 +179,12 @@ public struct SelfReportDesk: Sendable {
             break
         }
         do {
-            let line = try flagging.reportAccepted(report, store: store)
+            let line = try flagging.reportAccepted(report, in: db)
             return .recorded(report, verification, flagging: line, flagged: true)
         } catch {
             let line =
                 "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
-            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)")
+            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
             return .recorded(report, verification, flagging: line, flagged: false)
         }
     }
@@ -219,19 +218,19 @@ extension SelfReportDesk {
     /// Deletes the review images kept here that no report waits on any more: past their 72 hours,
     /// decided (here or by another server of the site), or never recorded (`ReviewImages`).
     @discardableResult
-    public func sweepImages(now: Date = Date()) -> Int {
+    public func sweepImages(now: Date = Date(), in db: some StoreReads) -> Int {
         guard let images else { return 0 }
         return images.purge(now: now) { id in
-            let doc = try store.get(try Collections.report(id))
+            let doc = try db.get(try Collections.report(id))
             return doc.exists ? try Report(doc).status : nil
         }
     }
 
     /// The reports waiting for the health team (or with another status, or all), oldest first.
-    public func reports(_ status: Report.Status? = .pending) throws -> [Report] {
-        sweepImages()
+    public func reports(_ status: Report.Status? = .pending, in db: some StoreReads) throws -> [Report] {
+        sweepImages(in: db)
         let query = status.map(Report.with(status:)) ?? Query(collection: Collections.reports)
-        return try store.getDocuments(query).compactMap { try? Report($0) }.sorted {
+        return try db.getDocuments(query).compactMap { try? Report($0) }.sorted {
             ($0.createdAt?.seconds ?? 0, $0.id) < ($1.createdAt?.seconds ?? 0, $1.id)
         }
     }
@@ -243,8 +242,12 @@ extension SelfReportDesk {
     }
 
     /// The list the health team reads: `{"reports": [...], "review": MODE}`.
-    public func reviewList(_ status: Report.Status? = .pending, unflaggedOnly: Bool = false) throws -> Value {
-        let listed = try reports(status).filter { !unflaggedOnly || $0.flaggingFailed != nil }
+    public func reviewList(
+        _ status: Report.Status? = .pending,
+        unflaggedOnly: Bool = false,
+        in db: some StoreReads
+    ) throws -> Value {
+        let listed = try reports(status, in: db).filter { !unflaggedOnly || $0.flaggingFailed != nil }
         return .map(["reports": .array(listed.map(reviewed)), "review": .string(policy.review.rawValue)])
     }
 
@@ -252,15 +255,20 @@ extension SelfReportDesk {
     /// flagged. Or denies it: the reporter's device says so, with the note, and nothing is
     /// flagged. Either way the image is deleted and the decision is in the audit log (who, when,
     /// which report, the note), in the same transaction as the report.
-    public func decide(_ reportID: String, approve: Bool, by reviewer: Reviewer, note: String? = nil) throws -> Decided
-    {
+    public func decide(
+        _ reportID: String,
+        approve: Bool,
+        by reviewer: Reviewer,
+        note: String? = nil,
+        in db: StoreWriter
+    ) throws -> Decided {
         let status: Report.Status = approve ? .accepted : .denied
         let path: DocumentPath
         do { path = try Collections.report(reportID) } catch {
             throw ReviewError(.notFound, "no report \(reportID.prefix(40))")
         }
         let note = note.map { String($0.prefix(2000)) }
-        try store.runTransaction { t in
+        try db.runTransaction { t in
             let doc = try t.get(path)
             guard doc.exists, let report = try? Report(doc) else {
                 throw ReviewError(.notFound, "no report \(reportID)")
@@ -288,7 +296,7 @@ extension SelfReportDesk {
             t.set(Collections.audit.newDocument(), entry.data)
         }
         images?.remove(reportID)
-        guard let report = try? Report(try store.get(path)) else {
+        guard let report = try? Report(try db.get(path)) else {
             throw ReviewError(.notFound, "no report \(reportID)")
         }
         guard approve else {
@@ -307,9 +315,9 @@ extension SelfReportDesk {
             status: .accepted
         )
         do {
-            return Decided(report: report, line: try flagging.reportAccepted(recorded, store: store), flagged: true)
+            return Decided(report: report, line: try flagging.reportAccepted(recorded, in: db), flagged: true)
         } catch {
-            recordFlaggingFailure(reportID, device: report.deviceID, "\(error)")
+            recordFlaggingFailure(reportID, device: report.deviceID, "\(error)", in: db)
             return Decided(
                 report: report,
                 line:
@@ -324,9 +332,9 @@ extension SelfReportDesk {
     /// A failed flagging, written where the reporter's page and the health team look (the
     /// report's `flaggingFailed`, the device's `report.flagging`) until a flagging succeeds. Best
     /// effort: the store may be what failed, and the caller says so in any case.
-    func recordFlaggingFailure(_ reportID: String, device: String, _ error: String) {
+    func recordFlaggingFailure(_ reportID: String, device: String, _ error: String, in db: StoreWriter) {
         let fields = Report.flaggingFailure(error)
-        _ = try? store.runTransaction { t in
+        _ = try? db.runTransaction { t in
             let reportPath = try Collections.report(reportID)
             let devicePath = try Collections.device(device)
             let (report, reporter) = (try t.get(reportPath), try t.get(devicePath))

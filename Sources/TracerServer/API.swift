@@ -64,7 +64,7 @@ public final class API: AsyncShutdown {
         reviewImages: ReviewImages? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "tracer.serve")
-    ) throws {
+    ) async throws {
         self.clock = clock
         self.retention = (site?.exposure.retentionDays ?? Retention.defaultDays) * 86_400
         self.linkLimiter = FailureLimiter(clock: { clock().timeIntervalSince1970 })
@@ -77,7 +77,6 @@ public final class API: AsyncShutdown {
         let trustList = try site.flatMap { try TrustList($0.verification) }
         for line in trustList?.skipped ?? [] { logger.warning("trust list: \(line)") }
         var desk = SelfReportDesk(
-            store: store,
             flagging: engine,
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
             trustList: trustList,
@@ -88,10 +87,11 @@ public final class API: AsyncShutdown {
         self.rotationKey = Array(TokenStore.random(32).utf8)
         let anchors = Set(site?.anchors.map(\.key) ?? [])
         self.sync = SyncEndpoint(store: store, logger: logger, retention: retention) { anchors.contains($0) }
-        self.pushKey = try WebPush.sitePublicKey(in: store)
-        self.watchKey = try WatchTicket.key(in: store)
+        (self.pushKey, self.watchKey) = try await store.writing { db in
+            try Indexes.declare(in: db)
+            return (try WebPush.sitePublicKey(in: db), try WatchTicket.key(in: db))
+        }
         self.pushServices = site?.pushServices ?? PushSubscription.defaultServices
-        try Indexes.declare(in: store)
     }
 
     /// Releases the API's threads (the OCR pool's), waiting for them to end: `tracer serve` on its
@@ -154,8 +154,7 @@ public final class API: AsyncShutdown {
         router.delete("/v1/tokens/self") { [self] request, context in
             // A person's "forget this phone": the token presented revokes itself.
             let who = try await authorize(request, context, [.device])
-            let tokens = TokenStore(store: store)
-            _ = try await store.writing { try tokens.revoke(who.tokenID) }
+            _ = try await store.writing { db in try TokenStore.revoke(who.tokenID, in: db) }
             return JSONBody.response(encoding: Responses.Revoked(revoked: true))
         }
         router.get("/v1/page") { [self] request, context in
@@ -186,7 +185,7 @@ public final class API: AsyncShutdown {
         }
         router.get("/v1/responses") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
-            return try await store.reading { JSONBody.response(encoding: try self.responses()) }
+            return try await store.reading { db in JSONBody.response(encoding: try self.responses(in: db)) }
         }
         router.post("/v1/watch/ticket") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .device])
@@ -204,7 +203,7 @@ public final class API: AsyncShutdown {
         }
         router.get("/v1/watch") { [self] request, context in
             let who = try await watcher(request, context)
-            return try await store.reading { try Watch.response(self, request, who) }
+            return try await store.reading { db in try Watch.response(self, request, who) }
         }
     }
 
@@ -213,18 +212,18 @@ public final class API: AsyncShutdown {
     func healthTeamRoutes(_ router: Router<TracerContext>) {
         router.get("/v1/beacons") { [self] request, context in
             try await authorize(request, context, [.admin])
-            return try await store.reading { JSONBody.response(encoding: try self.beacons()) }
+            return try await store.reading { db in JSONBody.response(encoding: try self.beacons(in: db)) }
         }
         router.get("/v1/beacons/:key/exposures") { [self] request, context in
             try await authorize(request, context, [.admin])
             let key = try Self.key(context.parameters.require("key"), "beacon key")
             let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
             let (store, site) = (self.store, self.site)
-            let docs = try await store.reading { () throws(any Error) -> [DocumentSnapshot] in
-                if let unknown = try ExposureJSON.unknownBeacon(key, site: site, store: store) {
+            let docs = try await store.reading { (db: StoreReader) throws(any Error) -> [DocumentSnapshot] in
+                if let unknown = try ExposureJSON.unknownBeacon(key, site: site, in: db) {
                     throw APIError(.notFound, .notFound, unknown)
                 }
-                return try ExposureJSON.atBeacon(key, since: since, store: store)
+                return try ExposureJSON.atBeacon(key, since: since, in: db)
             }
             return JSONBody.response(
                 Responses.BeaconExposures(beaconKey: key, exposures: docs.map(ExposureJSON.exposure)).value
@@ -234,7 +233,7 @@ public final class API: AsyncShutdown {
             try await authorize(request, context, [.admin])
             let id = try Self.key(context.parameters.require("id"), "report id")
             let store = self.store
-            guard let found = try await store.reading({ try ExposureJSON.forReport(id, store: store) }) else {
+            guard let found = try await store.reading({ db in try ExposureJSON.forReport(id, in: db) }) else {
                 throw APIError(.notFound, .notFound, "no report \(id)")
             }
             return JSONBody.response(found.value)
@@ -245,19 +244,19 @@ public final class API: AsyncShutdown {
         }
         router.get("/v1/reports") { [self] request, context in
             try await authorize(request, context, [.admin])
-            return try await store.reading { try self.reviewList(request) }
+            return try await store.reading { db in try self.reviewList(request, in: db) }
         }
         router.get("/v1/reports/:id/image") { [self] request, context in
             try await authorize(request, context, [.admin])
             let id = try Self.key(context.parameters.require("id"), "report id")
-            return try await store.reading { try self.reviewImage(id) }
+            return try await store.reading { db in try self.reviewImage(id, in: db) }
         }
         router.post("/v1/reports/:id/flag") { [self] request, context in
             try await authorize(request, context, [.admin])
             let id = try Self.key(context.parameters.require("id"), "report id")
             let (store, engine) = (self.store, self.engine)
             let r = try await Self.exposureErrors {
-                try await store.writing { try engine.flag(reportID: id, store: store) }
+                try await store.writing { db in try engine.flag(reportID: id, in: db) }
             }
             return JSONBody.response(
                 encoding: Responses.Flagged(
@@ -274,7 +273,7 @@ public final class API: AsyncShutdown {
             let id = try Self.key(context.parameters.require("id"), "report id")
             let store = self.store
             let n = try await Self.exposureErrors {
-                try await store.writing { try ExposureEngine().revoke(reportID: id, store: store) }
+                try await store.writing { db in try ExposureEngine().revoke(reportID: id, in: db) }
             }
             return JSONBody.response(
                 encoding: Responses.Flagged(
@@ -315,19 +314,19 @@ public final class API: AsyncShutdown {
         }
         router.get("/v1/kiosks") { [self] request, context in
             try await authorize(request, context, [.admin])
-            return try await store.reading { JSONBody.response(encoding: try self.kiosks()) }
+            return try await store.reading { db in JSONBody.response(encoding: try self.kiosks(in: db)) }
         }
         router.get("/v1/site") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
-            return try await store.reading { try self.publishedSite(request) }
+            return try await store.reading { db in try self.publishedSite(request, in: db) }
         }
         router.get("/v1/site/calibration") { [self] request, context in
             try await authorize(request, context, [.admin])
-            return try await store.reading { try self.siteCalibration(request) }
+            return try await store.reading { db in try self.siteCalibration(request, in: db) }
         }
         router.get("/v1/badges/ids") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk])
-            return try await store.reading { try self.badgeIDs(request, who) }
+            return try await store.reading { db in try self.badgeIDs(request, who, in: db) }
         }
     }
 
@@ -358,7 +357,7 @@ public final class API: AsyncShutdown {
             )
         }
         let store = self.store
-        guard let who = try await store.reading({ TokenStore.principal(id: id, stored: try store.get(record)) }),
+        guard let who = try await store.reading({ db in TokenStore.principal(id: id, stored: try db.get(record)) }),
             [.admin, .device].contains(who.role)
         else {
             limiter.failed(context.client)
@@ -413,9 +412,9 @@ public final class API: AsyncShutdown {
         let store = self.store
         let method = request.method
         let path = request.uri.path
-        let judged: (Principal, Answer)? = try await store.reading {
+        let judged: (Principal, Answer)? = try await store.reading { db in
             guard let claim = TokenStore.Claim(presented) else { return nil }
-            let fetched = try store.fetch([claim.path] + paths, collections: collections)
+            let fetched = try db.fetch([claim.path] + paths, collections: collections)
             guard let who = TokenStore.principal(claim, stored: fetched.documents[0]) else { return nil }
             guard roles.contains(who.role) else {
                 throw APIError.forbidden("a \(who.role.rawValue) token may not \(method) \(path)")
@@ -447,7 +446,7 @@ public final class API: AsyncShutdown {
             path: what
         )
         let store = self.store
-        _ = try await store.writing { try store.add(Collections.audit, entry.data) }
+        _ = try await store.writing { db in try db.add(Collections.audit, entry.data) }
     }
 
     // MARK: Input

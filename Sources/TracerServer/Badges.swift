@@ -10,7 +10,7 @@ extension API {
     /// `GET /v1/badges/ids?day=2026-11-26`: the day's ids of every active badge, for a kiosk to
     /// resolve badges offline without a key. The ETag is the badges' version, K and the day: a
     /// kiosk polling with `If-None-Match` hears 304 (one document read) until a badge changes.
-    func badgeIDs(_ request: Request, _ who: Principal) throws -> Response {
+    func badgeIDs(_ request: Request, _ who: Principal, in db: StoreReader) throws -> Response {
         guard let name = request.uri.queryParameters["day"].map(String.init) else {
             throw APIError.badRequest("day is missing: ?day=YYYY-MM-DD")
         }
@@ -41,8 +41,7 @@ extension API {
                 "a kiosk token reads the days a kiosk needs, from yesterday to \(BadgeIDDay.horizon - 1) days ahead, not \(name)"
             )
         }
-        let registry = BadgeRegistry(store: store)
-        guard let version = try registry.version() else {
+        guard let version = try BadgeRegistry.version(in: db) else {
             throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
         }
         let bits = site?.badgeEpochBits ?? RotatingID.defaultBits
@@ -54,7 +53,7 @@ extension API {
         if let cached = badgeDays.withLock({ $0[etag] }) {
             body = cached
         } else {
-            guard let material = try registry.material() else {
+            guard let material = try BadgeRegistry.material(in: db) else {
                 throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
             }
             let made = BadgeIDDay(badges: material.badges, day: day, bits: bits, version: material.version)

@@ -100,8 +100,7 @@ extension API {
         guard case .map(let object)? = try? JSON.parse(text), case .string(let code)? = object["code"] else {
             throw APIError.badRequest("a link's body is a JSON object like {\"code\": \"…\"}, not \(text.prefix(80))")
         }
-        let tokens = TokenStore(store: store)
-        switch try await store.writing({ try tokens.exchange(code) }) {
+        switch try await store.writing({ db in try TokenStore.exchange(code, in: db) }) {
         case .token(let token, let deviceID):
             return JSONBody.response(encoding: Responses.Linked(token: token, deviceId: deviceID))
         case .used:

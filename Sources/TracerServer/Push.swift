@@ -18,8 +18,8 @@ extension API {
         }
         let store = self.store
         let collection = try Collections.pushSubscriptions(of: device)
-        try await store.writing {
-            try store.runTransaction { t in
+        try await store.writing { db in
+            try db.runTransaction { t in
                 let existing = try t.getDocuments(Query(collection: collection))
                 if existing.count >= Self.pushSubscriptionsPerDevice,
                     !existing.contains(where: { $0.id == subscription.id }),
@@ -48,7 +48,7 @@ extension API {
         }
         let store = self.store
         let path = try Collections.pushSubscriptions(of: device).document(id)
-        try await store.writing { try store.delete(path) }
+        try await store.writing { db in try db.delete(path) }
         return JSONBody.response(encoding: Responses.Subscribed(subscribed: false))
     }
 

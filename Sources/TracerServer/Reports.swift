@@ -164,7 +164,7 @@ extension API {
         let page = try await read(data, name: Form.filename(image) ?? "upload")
         let desk = self.desk
         let read = desk.verify(page, now: started)
-        let verification = try await store.reading { try desk.withHistory(read, device: device ?? "") }
+        let verification = try await store.reading { db in try desk.withHistory(read, device: device ?? "", in: db) }
         if form.text("dryRun") == "true", let status = desk.disposition(verification) {
             return JSONBody.response(
                 encoding: Responses.ReportOutcome(
@@ -181,13 +181,14 @@ extension API {
             )
         }
         let reporter = device ?? ""
-        let outcome = try await store.writing {
+        let outcome = try await store.writing { db in
             try desk.submit(
                 verification,
                 imageSHA256: Digest.sha256Hex(data),
                 image: data,
                 device: reporter,
-                answers: answers
+                answers: answers,
+                in: db
             )
         }
         return try Self.response(outcome, context)
@@ -270,7 +271,9 @@ extension API {
         }
         let (desk, named) = (self.desk, device)
         do {
-            return try await store.reading { try desk.reporter(device: named, kiosk: anchor, since: started) }
+            return try await store.reading { db in
+                try desk.reporter(device: named, kiosk: anchor, since: started, in: db)
+            }
         } catch let e as SelfReportError {
             throw APIError(
                 .unprocessableContent,
@@ -371,23 +374,25 @@ extension API {
 extension API {
     /// `GET /v1/reports?status=pending` (the default; `accepted`, `denied`, `revoked`, `all`): the
     /// reports with their evidence, newest decisions last.
-    func reviewList(_ request: Request) throws -> Response {
+    func reviewList(_ request: Request, in db: StoreReader) throws -> Response {
         let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
         // `unflagged`: accepted reports whose flagging failed, nobody near them told yet.
-        if wanted == "unflagged" { return JSONBody.response(try desk.reviewList(.accepted, unflaggedOnly: true)) }
+        if wanted == "unflagged" {
+            return JSONBody.response(try desk.reviewList(.accepted, unflaggedOnly: true, in: db))
+        }
         guard wanted == "all" || Report.Status(rawValue: wanted) != nil else {
             throw APIError.badRequest(
                 "status takes pending, accepted, denied, revoked, unflagged or all, not '\(wanted.prefix(40))'"
             )
         }
-        return JSONBody.response(try desk.reviewList(Report.Status(rawValue: wanted)))
+        return JSONBody.response(try desk.reviewList(Report.Status(rawValue: wanted), in: db))
     }
 
     /// `GET /v1/reports/{id}/image`: a pending report's image, for the reviewer's eyes only (never
     /// cached); 404 once it is decided or past 72 hours, or when another server of the site
     /// received it.
-    func reviewImage(_ id: String) throws -> Response {
-        let doc = try store.get(Collections.report(id))
+    func reviewImage(_ id: String, in db: StoreReader) throws -> Response {
+        let doc = try db.get(Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else {
             throw APIError(.notFound, .notFound, "no report \(id)")
         }
@@ -439,12 +444,13 @@ extension API {
         }
         let (desk, decision) = (self.desk, note)
         do {
-            let decided = try await store.writing {
+            let decided = try await store.writing { db in
                 try desk.decide(
                     id,
                     approve: approve,
                     by: .init(name: who.name, tokenID: who.tokenID),
-                    note: decision
+                    note: decision,
+                    in: db
                 )
             }
             return JSONBody.response(decided.value)

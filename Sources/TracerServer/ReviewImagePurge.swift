@@ -26,7 +26,7 @@ public struct ReviewImagePurge: Service {
             try await cancelWhenGracefulShutdown {
                 while !Task.isCancelled {
                     let desk = self.desk
-                    let n = try await store.reading { desk.sweepImages() }
+                    let n = try await store.reading { db in desk.sweepImages(in: db) }
                     if n > 0 {
                         logger.notice(
                             "review images deleted: decided, or past their time",

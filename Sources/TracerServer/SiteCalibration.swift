@@ -8,7 +8,7 @@ extension API {
     /// `GET /v1/site/calibration[?at=TIME]`: the last hour's fit of the site's radio from what its
     /// kiosks heard of each other, up to `at` (RFC 3339; by default now, or the last hearing
     /// stored if that is earlier), and the kiosks that changed in the last half hour.
-    func siteCalibration(_ request: Request) throws -> Response {
+    func siteCalibration(_ request: Request, in db: StoreReader) throws -> Response {
         guard let site else {
             throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
@@ -16,7 +16,7 @@ extension API {
         if let at = try Self.since(request.uri.queryParameters["at"].map(String.init), name: "at") {
             time = at.seconds
         } else {
-            guard let last = try CalibrationReport.latest(store: store) else {
+            guard let last = try CalibrationReport.latest(in: db) else {
                 throw APIError(
                     .notFound,
                     .noHearings,
@@ -25,7 +25,7 @@ extension API {
             }
             time = min(clock().timeIntervalSince1970, last)
         }
-        guard let report = try CalibrationReport.make(store: store, site: site, at: time) else {
+        guard let report = try CalibrationReport.make(in: db, site: site, at: time) else {
             throw APIError(
                 .notFound,
                 .noHearings,

@@ -93,26 +93,26 @@ public final class SitePurge: Service, Sendable {
     /// One round: everything that began before now minus the retention.
     public func purgeOnce() async throws -> Purged {
         let cutoff = Timestamp(seconds: clock().timeIntervalSince1970 - retention)
-        let (store, engine) = (self.store, self.engine)
-        return try await store.writing {
+        let engine = self.engine
+        return try await store.writing { db in
             var purged = Purged()
-            try Indexes.declare(in: store)
-            purged.interactions = try store.purge(
+            try Indexes.declare(in: db)
+            purged.interactions = try db.purge(
                 collectionGroup: Interaction.collectionID,
                 field: Interaction.Field.start,
                 olderThan: cutoff
             )
-            purged.exposures = try engine.expire(olderThan: cutoff, store: store)
+            purged.exposures = try engine.expire(olderThan: cutoff, in: db)
             // What kiosks heard of each other: no person in it, kept as long as the rest.
-            try store.purge(collectionGroup: Hearing.collectionID, field: Hearing.Field.end, olderThan: cutoff)
-            purged.subscriptions = try store.purge(
+            try db.purge(collectionGroup: Hearing.collectionID, field: Hearing.Field.end, olderThan: cutoff)
+            purged.subscriptions = try db.purge(
                 collectionGroup: "push",
                 field: "createdAt",
                 olderThan: cutoff
             )
             // The change log names what changed (paths, not data): trimmed hourly, as its scan
             // by time reads the whole log.
-            if self.pruneDue() { try store.pruneChanges(olderThan: cutoff) }
+            if self.pruneDue() { try db.pruneChanges(olderThan: cutoff) }
             return purged
         }
     }

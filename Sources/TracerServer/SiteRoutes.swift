@@ -20,7 +20,7 @@ extension API {
     func health() async -> Response {
         do {
             let store = self.store
-            let token = try await store.reading { try store.currentToken() }
+            let token = try await store.reading { db in try db.currentToken() }
             return JSONBody.response(
                 encoding: Responses.Health(
                     status: "ok",
@@ -58,18 +58,18 @@ extension API {
 
     /// The site and its anchors with live occupancy (devices heard within `occupancyWindow`) and
     /// exposure counts (from the last 14 days).
-    func beacons() throws -> Responses.Beacons {
+    func beacons(in db: StoreReader) throws -> Responses.Beacons {
         let now = clock().timeIntervalSince1970
         let recent = Timestamp(seconds: now - occupancyWindow)
         let fortnight = Timestamp(seconds: now - 14 * 86_400)
         var stored: [String: DocumentSnapshot] = [:]
-        for doc in try store.getDocuments(Query(collection: Collections.beacons)) { stored[doc.id] = doc }
+        for doc in try db.getDocuments(Query(collection: Collections.beacons)) { stored[doc.id] = doc }
         var keys = site?.anchors.map(\.key) ?? []
         for key in stored.keys.sorted() where !keys.contains(key) { keys.append(key) }
         // Every anchor's recent windows in one read of the group index on start (a window lasts a
         // minute or so), then kept by end and sorted to their anchors.
         var present: [String: [Interaction]] = [:]
-        for doc in try store.getDocuments(
+        for doc in try db.getDocuments(
             Query.interactions
                 .where(
                     Interaction.Field.start,
@@ -83,12 +83,12 @@ extension API {
         var anchors: [Responses.Beacons.Beacon] = []
         for key in keys {
             let present = present[key] ?? []
-            let exposures = try ExposureJSON.atBeacon(key, since: fortnight, store: store)
+            let exposures = try ExposureJSON.atBeacon(key, since: fortnight, in: db)
             // When it last heard anyone: its latest window (by the per-anchor index on start),
             // not only within the occupancy window.
             var lastHeard = present.map(\.end).max()
             if lastHeard == nil, let path = try? Collections.interactions(at: key) {
-                let latest = try store.getDocuments(
+                let latest = try db.getDocuments(
                     Query(collection: path).order(by: Interaction.Field.start, descending: true).limit(1)
                 )
                 lastHeard = latest.first.flatMap { try? Interaction($0) }?.end
@@ -146,10 +146,10 @@ extension API {
 
     /// Every replicating kiosk: when it was last heard, its backlog, its clock, and whether it
     /// has gone silent.
-    func kiosks() throws -> Responses.Kiosks {
+    func kiosks(in db: StoreReader) throws -> Responses.Kiosks {
         let now = Date().timeIntervalSince1970
         var out: [Responses.Kiosks.Kiosk] = []
-        for doc in try store.getDocuments(Query(collection: Collections.kiosks)) {
+        for doc in try db.getDocuments(Query(collection: Collections.kiosks)) {
             guard let k = try? KioskSync(doc) else { continue }
             let silence = k.lastSeen.map { now - $0.seconds }
             out.append(
@@ -181,8 +181,8 @@ extension API {
     /// `config/site` as published now (not as this server started): the BeaconMap's source, its
     /// file and digest. The digest is the ETag, so a kiosk polling with `If-None-Match` gets
     /// 304 until a new map is published.
-    func publishedSite(_ request: Request) throws -> Response {
-        guard let published = try PublishedSite.Stored(store.get(PublishedSite.path)) else {
+    func publishedSite(_ request: Request, in db: StoreReader) throws -> Response {
+        guard let published = try PublishedSite.Stored(db.get(PublishedSite.path)) else {
             throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
         let etag = "\"\(published.digest)\""
@@ -206,12 +206,12 @@ extension API {
     /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC
     /// of the report id under this server's key and the day, so lists of different days (or
     /// servers) cannot be joined, and with the collection day only.
-    func responses() throws -> Responses.PublicResponses {
+    func responses(in db: StoreReader) throws -> Responses.PublicResponses {
         let now = Date()
         let fortnight = Timestamp(seconds: now.timeIntervalSince1970 - 14 * 86_400)
         let today = String(Timestamp(seconds: now.timeIntervalSince1970).iso8601.prefix(10))
         var out: [Responses.PublicResponses.Entry] = []
-        for doc in try store.getDocuments(Query(collection: Collections.reports)) {
+        for doc in try db.getDocuments(Query(collection: Collections.reports)) {
             guard let report = try? Report(doc), report.status == .accepted, let created = report.createdAt,
                 created >= fortnight
             else { continue }

@@ -96,8 +96,8 @@ final class SyncEndpoint: Sendable {
             field: "acknowledged",
             through: batch.through
         )
-        let result = try await store.writing {
-            try store.applyReplica(entries, also: bookkeeping, sequence: sequence)
+        let result = try await store.writing { db in
+            try db.applyReplica(entries, also: bookkeeping, sequence: sequence)
         }
         log(kiosk, batch, sorted, stale: result.stale ? result.previous ?? 0 : nil, who)
         if let clock = batch.clock { warnAboutClock(kiosk, clock, now: received) }
@@ -255,7 +255,7 @@ final class SyncEndpoint: Sendable {
         }
         let store = self.store
         let commit = write
-        try await store.writing { try store.commit(commit) }
+        try await store.writing { db in try db.commit(commit) }
         logger.warning(
             "refused a batch from kiosk \(batch.kiosk.prefix(80)): \(reason)",
             metadata: ["kiosk": "\(batch.kiosk.prefix(80))", "token.id": "\(who.tokenID)"]

@@ -19,12 +19,8 @@ public struct Principal: Sendable, Equatable {
 /// API tokens, kept in `tokens/{id}` as a SHA-256 of their secret: the token itself is shown once,
 /// when created, and is never stored. A token reads `tracer_{id}_{secret}`; its secret has
 /// 190 bits from the system's random source, so one hash (not a slow one) is enough.
-public struct TokenStore: Sendable {
+public enum TokenStore {
     static let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
-
-    let store: DocumentStore
-
-    public init(store: DocumentStore) { self.store = store }
 
     public struct Created: Sendable {
         public var id: String
@@ -39,7 +35,13 @@ public struct TokenStore: Sendable {
 
     /// Creates a token; `deviceID` is required for a device token and refused for others;
     /// `anchor` is taken by kiosk tokens only (the anchor it may replicate).
-    public func create(role: Role, deviceID: String?, anchor: String? = nil, name: String?) throws -> Created {
+    public static func create(
+        role: Role,
+        deviceID: String?,
+        anchor: String? = nil,
+        name: String?,
+        in db: StoreWriter
+    ) throws -> Created {
         if role != .kiosk, anchor != nil {
             throw APIError.badRequest("only a kiosk token takes --anchor")
         }
@@ -59,7 +61,7 @@ public struct TokenStore: Sendable {
             name: name ?? (anchor.map { "kiosk \($0)" } ?? "\(role.rawValue) token"),
             hash: Digest.sha256Hex(secret)
         )
-        try store.create(Collections.token(id), record.data)
+        try db.create(Collections.token(id), record.data)
         return Created(id: id, token: "tracer_\(id)_\(secret)")
     }
 
@@ -78,13 +80,13 @@ public struct TokenStore: Sendable {
 
     /// Creates a device's one-time link: a token record for the device with no token yet, which
     /// the first browser to open the link gets (`exchange`). The site keeps no name.
-    public func createLink(deviceID: String, name: String?) throws -> Link {
+    public static func createLink(deviceID: String, name: String?, in db: StoreWriter) throws -> Link {
         guard !deviceID.isEmpty else { throw APIError.badRequest("a link needs --device ID") }
         let id = Self.random(12)
         let secret = Self.random(32)
         var record = TokenRecord(id: id, role: .device, deviceID: deviceID, name: name ?? "device link", hash: "")
         record.link = Digest.sha256Hex(secret)
-        try store.create(Collections.token(id), record.data)
+        try db.create(Collections.token(id), record.data)
         return Link(id: id, code: "\(id)-\(secret)")
     }
 
@@ -101,14 +103,14 @@ public struct TokenStore: Sendable {
     /// Exchanges a link's code for the device's token, once: the token is made now (its hash
     /// replaces the empty one), and the link is dead after. A code of the wrong shape, an
     /// unknown id and a wrong secret are alike (`unknown`), and cost the same comparison.
-    public func exchange(_ code: String) throws -> Exchanged {
+    public static func exchange(_ code: String, in db: StoreWriter) throws -> Exchanged {
         let parts = code.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, Self.isID(parts[0]), parts[1].utf8.count == 32,
             parts[1].utf8.allSatisfy(Self.alphabet.contains), let path = try? Collections.token(String(parts[0]))
         else { return .unknown }
         let offered = Array(Digest.sha256Hex(parts[1].utf8).utf8)
         let secret = Self.random(32)
-        return try store.runTransaction { t in
+        return try db.runTransaction { t in
             let doc = try t.get(path)
             let record = doc.exists ? try? TokenRecord(doc) : nil
             let hash = record?.link.map { Array($0.utf8) } ?? [UInt8](repeating: 0, count: 64)
@@ -122,16 +124,16 @@ public struct TokenStore: Sendable {
     }
 
     /// Every token, without its hash.
-    public func list() throws -> [DocumentSnapshot] {
-        try store.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))
+    public static func list(in db: some StoreReads) throws -> [DocumentSnapshot] {
+        try db.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))
     }
 
     /// Revokes a token at once, and ends the push subscriptions it made (a phone forgotten is
     /// told nothing more); false when there is none with this id.
-    public func revoke(_ id: String) throws -> Bool {
+    public static func revoke(_ id: String, in db: StoreWriter) throws -> Bool {
         guard Self.isID(id) else { return false }
         let path = try Collections.token(id)
-        return try store.runTransaction { t in
+        return try db.runTransaction { t in
             let doc = try t.get(path)
             guard doc.exists else { return false }
             var ended: [DocumentPath] = []

@@ -36,8 +36,8 @@ enum WatchTicket {
     }
 
     /// The site's ticket key, made on first use.
-    static func key(in store: DocumentStore) throws -> [UInt8] {
-        try store.runTransaction { t in
+    static func key(in db: StoreWriter) throws -> [UInt8] {
+        try db.runTransaction { t in
             let doc = try t.get(Collections.watchKey)
             if let text = doc["key"]?.stringValue, text.utf8.count == 64 { return Array(text.utf8) }
             let key = TokenStore.random(64)

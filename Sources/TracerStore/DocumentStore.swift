@@ -139,6 +139,7 @@ public final class DocumentStore: Sendable {
     // MARK: Reads
 
     /// The document at `path` (a snapshot whose `exists` is false when there is none).
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func get(_ path: DocumentPath) throws -> DocumentSnapshot {
         // One statement (with the parent's id interned, which never changes): no transaction.
         try pool.readOne { db in try Self.document(path, db) }
@@ -154,6 +155,7 @@ public final class DocumentStore: Sendable {
     /// device's request (its token, its status, its exposures) was four round trips and five
     /// statements on two cores shared with the database, which was the limit (BENCHMARKS.md).
     /// A collection's documents come in the order of their ids.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func fetch(_ paths: [DocumentPath], collections: [CollectionPath] = []) throws -> Fetched {
         guard !paths.isEmpty || !collections.isEmpty else { return Fetched(documents: [], collections: []) }
         return try pool.readOne { db in
@@ -181,6 +183,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// The document at a path given as text.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func get(_ path: String) throws -> DocumentSnapshot {
         try get(DocumentPath(path))
     }
@@ -218,6 +221,7 @@ public final class DocumentStore: Sendable {
     // MARK: Writes
 
     /// Writes a whole document, replacing what was there; with `merge`, only the given fields.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func set(_ path: DocumentPath, _ data: DocumentData, merge: Bool = false) throws {
         var batch = WriteBatch()
         batch.set(path, data, merge: merge)
@@ -225,6 +229,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// Writes a new document; fails with `alreadyExists` if one is there.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func create(_ path: DocumentPath, _ data: DocumentData) throws {
         var batch = WriteBatch()
         batch.create(path, data)
@@ -232,6 +237,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// Replaces the values at field paths; fails with `notFound` when there is no document.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func update(_ path: DocumentPath, _ fields: [FieldPath: Value]) throws {
         var batch = WriteBatch()
         batch.update(path, fields)
@@ -239,6 +245,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// Deletes a document (nothing happens when there is none). Subcollections stay, as in Firestore.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func delete(_ path: DocumentPath) throws {
         var batch = WriteBatch()
         batch.delete(path)
@@ -247,6 +254,7 @@ public final class DocumentStore: Sendable {
 
     /// Adds a document with a new random id and returns its path.
     @discardableResult
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func add(_ collection: CollectionPath, _ data: DocumentData) throws -> DocumentPath {
         let path = collection.newDocument()
         try create(path, data)
@@ -254,6 +262,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// Applies every write of a batch atomically: all of them or none.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func commit(_ batch: WriteBatch) throws {
         guard !batch.operations.isEmpty else { return }
         func apply(optimistic: Bool) throws {
@@ -282,6 +291,7 @@ public final class DocumentStore: Sendable {
     /// The transaction holds the store's write lock from its start, so it never conflicts with
     /// another writer; when another process holds the lock too long it is retried, and fails with
     /// `aborted` after five attempts.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func runTransaction<T>(_ body: (Transaction) throws -> T) throws -> T {
         let result = try pool.write { db in
             let writer = try DocumentWriter(db: db, now: configuration.clock(), catalog: catalog)
@@ -296,6 +306,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// The newest change sequence token: a listener resumed from it misses nothing after it.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func currentToken() throws -> Int64 {
         try pool.readOne { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0 }
     }

@@ -89,6 +89,7 @@ final class IndexCatalog: Sendable {
 extension DocumentStore {
     /// Declares an index and fills it from the documents already stored. Declaring one that
     /// exists does nothing. Other processes pick it up at their next read or write.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func declareIndex(_ definition: IndexDefinition) throws {
         try definition.validate()
         // Most declarations find the index there already: a read says so without taking the
@@ -126,6 +127,7 @@ extension DocumentStore {
     }
 
     /// The declared indexes.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func indexes() throws -> [IndexDefinition] {
         try pool.read { db in try catalog.all(db).map(\.definition) }
     }

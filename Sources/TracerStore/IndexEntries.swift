@@ -11,6 +11,7 @@ extension DocumentStore {
     /// The entries of a declared collection index whose first field lies in `lower...upper`, in
     /// key order, read from the index alone (no document is loaded or decoded): a covering read
     /// for code that needs only the indexed fields. The index's fields must be ascending.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func indexEntries(
         _ definition: IndexDefinition,
         in collection: CollectionPath,
@@ -44,6 +45,7 @@ extension DocumentStore {
     /// whose second lies in `lower...upper`, in key order, read from the index alone, each with
     /// its document's path: a covering read of one value's range (one device's windows, say).
     /// The index's fields must be ascending, and at least two.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func groupIndexEntries(
         _ definition: IndexDefinition,
         equal: Value,

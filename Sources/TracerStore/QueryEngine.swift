@@ -427,16 +427,19 @@ extension DocumentPath {
 
 extension DocumentStore {
     /// The documents matching a query, in its order.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func getDocuments(_ query: Query) throws -> [DocumentSnapshot] {
         try pool.read { db in try QueryEngine(db: db, catalog: catalog).run(query) }
     }
 
     /// How many documents match a query (its limit applies).
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func count(_ query: Query) throws -> Int {
         try getDocuments(query).count
     }
 
     /// How a query would be read: which index, and SQLite's plan.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func explain(_ query: Query) throws -> QueryExplanation {
         try pool.read { db in try QueryEngine(db: db, catalog: catalog).explain(query) }
     }

@@ -67,6 +67,7 @@ public struct ReplicaSequence: Sendable, Equatable {
 extension DocumentStore {
     /// Up to `limit` changes after `token` as whole documents (each path once, in change order),
     /// keeping those `include` accepts; read in one consistent snapshot.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func outbox(
         after token: Int64,
         limit: Int,
@@ -107,6 +108,7 @@ extension DocumentStore {
     }
 
     /// How far behind a checkpoint is: the changes after it, and the time of the first of them.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func backlog(after token: Int64) throws -> (changes: Int64, oldest: Timestamp?) {
         try pool.read { db in
             let newest = try db.scalar("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
@@ -120,6 +122,7 @@ extension DocumentStore {
 
     /// A named checkpoint kept in the store beside its data, outside the documents (writing it
     /// logs no change): 0 when never set.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func checkpoint(_ name: String) throws -> Int64 {
         try pool.read { db in
             let s = try db.statement("SELECT value FROM meta WHERE key = ?1")
@@ -130,6 +133,7 @@ extension DocumentStore {
     }
 
     /// Moves a named checkpoint (durably, before it returns).
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func setCheckpoint(_ name: String, _ value: Int64) throws {
         try pool.write { db in
             let s = try db.statement("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
@@ -147,6 +151,7 @@ extension DocumentStore {
     /// the same transaction, a batch reaching no further than what was acknowledged writes no
     /// document (a replay after a lost answer, or an old request arriving late, cannot roll a
     /// document back); one below it writes nothing at all, `also` included, and is `stale`.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func applyReplica(
         _ entries: [Replica],
         also: WriteBatch = WriteBatch(),

@@ -9,6 +9,7 @@ extension DocumentStore {
     /// changed after that token, however old: what the site server has not acknowledged is
     /// never purged.
     @discardableResult
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func purge(
         collectionGroup: String,
         field: FieldPath,
@@ -59,6 +60,7 @@ extension DocumentStore {
     /// keep growing). Listeners resuming from a token before the cutoff get `tokenExpired`.
     /// `keepingAfter` keeps every entry after that token (a replica has not acknowledged them).
     @discardableResult
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func pruneChanges(olderThan cutoff: Timestamp, keepingAfter acknowledged: Int64 = .max) throws -> Int {
         try pool.write { db in
             let s = try db.statement(
@@ -74,6 +76,7 @@ extension DocumentStore {
 
 extension DocumentStore {
     /// SQLite's `PRAGMA integrity_check`: "ok", or the problems found.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func integrityCheck() throws -> String {
         try pool.integrityCheck()
     }

@@ -154,6 +154,7 @@ extension DocumentStore {
     /// A number a resuming process keeps in the store (a notifier's last delivered change), so
     /// that whichever instance takes over finds it. Kept beside the documents, not as one:
     /// nothing listens to it, exports it or replicates it.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func savedPosition(_ name: String) throws -> Int64? {
         try pool.read { db in
             let s = try db.statement("SELECT value FROM meta WHERE key = ?1")
@@ -164,6 +165,7 @@ extension DocumentStore {
     }
 
     /// Keeps `value` as the position named `name` (see `savedPosition`).
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func savePosition(_ name: String, _ value: Int64) throws {
         try pool.write { db in
             let s = try db.statement(

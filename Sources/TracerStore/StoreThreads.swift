@@ -93,21 +93,15 @@ extension NIOThreadPool {
 }
 
 extension DocumentStore {
-    /// Runs `body`, which reads the store, on one of the store's reader threads, and returns what
-    /// it returns: the async face of every read (`get`, `getDocuments`, `currentToken`, …), for
-    /// callers on Swift's cooperative threads.
-    public func reading<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on one of the store's reader threads (`reading`).
+    func onReaderThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         threads.unfinishedReads.add(1, ordering: .relaxed)
         defer { threads.unfinishedReads.subtract(1, ordering: .relaxed) }
         return try await threads.read().run(body)
     }
 
-    /// Runs `body`, which writes to the store (or reads and writes), on the store's writer
-    /// thread: writes queue there, one after another, as they do for the store's one writer
-    /// connection, and never hold a cooperative thread while they wait or commit. Cancelling the
-    /// task does not cancel the write: what is given to the store is written (a daemon cancelled
-    /// by SIGTERM writes what it has buffered this way).
-    public func writing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on the store's writer thread (`writing`).
+    func onWriterThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         threads.unfinishedWrites.add(1, ordering: .relaxed)
         defer { threads.unfinishedWrites.subtract(1, ordering: .relaxed) }
         return try await threads.write().run(body)

@@ -14,6 +14,7 @@ public enum ExportScope: Sendable {
 
 extension DocumentStore {
     /// Calls `body` with every document in `scope`, in path order, from one consistent snapshot.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func export(_ scope: ExportScope, _ body: (DocumentSnapshot) throws -> Void) throws {
         try pool.read { db in
             // The collections in scope, then each one's documents in pages by id (PostgreSQL
@@ -103,6 +104,7 @@ extension DocumentStore {
     /// Imports lines of `{"path", "data"}` (each a full `set`), `batchSize` documents per
     /// transaction. On a bad line it stops with an error naming the line; the batches before it
     /// stay written. Returns the number of documents written.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func importLines(
         _ lines: some Sequence<(number: Int, text: String)>,
         batchSize: Int = 5000,
@@ -195,6 +197,7 @@ extension DocumentStore {
     /// already has with the same fields and update time is skipped, so a copy interrupted and run
     /// again goes on where it stopped. The destination's change log is its own: its sequence
     /// tokens start afresh, and say nothing of this store's.
+    @_spi(Blocking) @available(*, noasync, message: "blocks its thread: use reading/writing { db in … }")
     public func copy(
         to destination: DocumentStore,
         batchSize: Int = 2000,

@@ -5,7 +5,7 @@ import TracerDaemon
 import TracerExposure
 import TracerModel
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer-bench exposure`: flagging and the admin's per-beacon query on a site-sized store,
 /// each beside the same query forced to a full scan; a status change to a `--watch` in another
@@ -38,7 +38,7 @@ struct ExposureBenchmark: Measuring {
         configuration.synchronousCommits = false
         configuration.writerCacheMiB = 4096  // the bulk path: the fill's random inserts stay in memory
         let store = try DocumentStore(path: path, configuration: configuration)
-        try Indexes.declare(in: store)
+        try store.write { db in try Indexes.declare(in: db) }
         let meta = try DocumentPath("bench/meta")
         if try store.get(meta)["documents"] == .integer(Int64(documents)) {
             report("reusing the store at \(path) (\(documents) interaction documents)")
@@ -66,12 +66,14 @@ struct ExposureBenchmark: Measuring {
             let id = "bench-r\(r)"
             // A store kept from an earlier run has this report flagged already: withdrawn first,
             // so that the first flag below writes everything again.
-            if try store.get(Collections.report(id)).exists { try engine.revoke(reportID: id, store: store) }
+            if try store.get(Collections.report(id)).exists {
+                try store.write { db in try engine.revoke(reportID: id, in: db) }
+            }
             try accept(id, by: device, in: store)
             var result: FlagResult?
-            first.append(try time { result = try engine.flag(reportID: id, store: store) })
+            first.append(try time { result = try store.write { db in try engine.flag(reportID: id, in: db) } })
             told.append(result?.secondsToFlagged ?? .nan)
-            again.append(try time { _ = try engine.flag(reportID: id, store: store) })
+            again.append(try time { _ = try store.write { db in try engine.flag(reportID: id, in: db) } })
             exposures += result?.exposures ?? 0
             windows += result?.reporterWindows ?? 0
             marked += result?.marked ?? 0
@@ -269,10 +271,10 @@ struct ExposureBenchmark: Measuring {
         var exposures = 0
         for r in 0..<reports {
             let id = "bench-r\(r)"
-            try engine.revoke(reportID: id, store: store)
+            try store.write { db in try engine.revoke(reportID: id, in: db) }
             try accept(id, by: Self.deviceID(r * (devices / max(reports, 1))), in: store)
             var result: FlagResult?
-            first.append(try time { result = try engine.flag(reportID: id, store: store) })
+            first.append(try time { result = try store.write { db in try engine.flag(reportID: id, in: db) } })
             told.append(result?.secondsToFlagged ?? .nan)
             exposures += result?.exposures ?? 0
         }

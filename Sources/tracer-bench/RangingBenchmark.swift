@@ -4,7 +4,7 @@ import TracerBadges
 import TracerDaemon
 import TracerRanging
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer-bench ranging`: adverts through the ranging pipeline, and the replay daemon into the store.
 struct RangingBenchmark: Measuring {

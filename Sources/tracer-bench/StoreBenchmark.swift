@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer-bench store`: the store against plain SQLite, or on PostgreSQL against plain libpq,
 /// measured in the same run.

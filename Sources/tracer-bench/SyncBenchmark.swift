@@ -5,7 +5,7 @@ import Synchronization
 import TracerAPI
 import TracerModel
 import TracerReplication
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer-bench sync-fanin`: many kiosks in one process, each with its own store and the
 /// product's `Replicator`, writing their badges' windows live as a daemon does (the windows that
@@ -148,7 +148,7 @@ struct SyncFanIn: AsyncParsableCommand, Measuring {
             // Timed from just before the commit: the window exists at the kiosk from then on.
             let at = ContinuousClock.now
             wrote(paths, at)
-            try store.commit(batch)
+            try await store.writing { [batch] db in try db.commit(batch) }
         }
     }
 }

@@ -4,7 +4,7 @@ import Logging
 import TracerBadges
 import TracerDaemon
 import TracerRanging
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer advertise`: a Linux machine as a badge or a room's fixed beacon, through BlueZ.
 struct AdvertiseCommand: AsyncParsableCommand {

@@ -4,7 +4,7 @@ import TracerBadges
 import TracerCards
 import TracerModel
 import TracerServer
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer badge issue|list|revoke|rekey|reprovision`: the site's rotating badges, on the site
 /// server's store (where the site's badge key lives).
@@ -24,7 +24,7 @@ struct BadgeCommand: ParsableCommand {
     /// The published site, which must have rotating badges: issuing badges no kiosk resolves
     /// would succeed quietly.
     static func siteWithBadges(_ store: DocumentStore, _ options: StoreOptions) throws -> PublishedSite {
-        guard let published = try PublishedSite.load(from: store) else {
+        guard let published = try store.read({ try PublishedSite.load(from: $0) }) else {
             throw ValidationError(
                 "no site is published in \(options.display): badges belong to a site (tracer map publish FILE --store \(options.display))"
             )
@@ -39,7 +39,7 @@ struct BadgeCommand: ParsableCommand {
 
     /// A serial as typed: a one-line error naming it when the site has no such badge.
     static func unknown(_ serial: String, _ store: DocumentStore) throws -> ValidationError {
-        let serials = try BadgeRegistry(store: store).list().map(\.serial)
+        let serials = try store.read { try BadgeRegistry.list(in: $0) }.map(\.serial)
         let near = Closest.to(serial, in: serials)
         return ValidationError(
             "no badge '\(serial)' at this site\(near.isEmpty ? "" : ": the closest are \(near.joined(separator: ", "))") (tracer badge list)"
@@ -101,12 +101,13 @@ struct BadgeCommand: ParsableCommand {
             }
             let store = try options.open()
             let site = try BadgeCommand.siteWithBadges(store, options)
-            let issued = try BadgeRegistry(store: store).issue(count: count)
+            let issued = try store.write { try BadgeRegistry.issue(count: count, in: $0) }
             var links: [String: String] = [:]
             if let link {
-                let tokens = TokenStore(store: store)
                 for (i, b) in issued.enumerated() {
-                    let made = try tokens.createLink(deviceID: b.deviceID, name: "badge \(b.serial)")
+                    let made = try store.write { db in
+                        try TokenStore.createLink(deviceID: b.deviceID, name: "badge \(b.serial)", in: db)
+                    }
                     let address = made.url(base: link)
                     links[b.serial] = address
                     if let cards {
@@ -144,9 +145,9 @@ struct BadgeCommand: ParsableCommand {
 
         func run() throws {
             let store = try options.open()
-            let registry = BadgeRegistry(store: store)
-            let badges = try registry.list()
-            let generation = try registry.generation() ?? 0
+            let (badges, generation) = try store.read { db in
+                (try BadgeRegistry.list(in: db), try BadgeRegistry.generation(in: db) ?? 0)
+            }
             if json {
                 Output.line(
                     JSON.string(
@@ -187,7 +188,7 @@ struct BadgeCommand: ParsableCommand {
 
         func run() throws {
             let store = try options.open()
-            guard let (record, already) = try BadgeRegistry(store: store).revoke(serial) else {
+            guard let (record, already) = try store.write({ try BadgeRegistry.revoke(serial, in: $0) }) else {
                 throw try BadgeCommand.unknown(serial, store)
             }
             if already {
@@ -211,7 +212,7 @@ struct BadgeCommand: ParsableCommand {
         func run() throws {
             let store = try options.open()
             _ = try BadgeCommand.siteWithBadges(store, options)
-            let (generation, outstanding) = try BadgeRegistry(store: store).rekey()
+            let (generation, outstanding) = try store.write { try BadgeRegistry.rekey(in: $0) }
             Output.line("the site's badge key is new (generation \(generation))")
             Output.line(
                 outstanding.isEmpty
@@ -231,8 +232,8 @@ struct BadgeCommand: ParsableCommand {
 
         func run() throws {
             let store = try options.open()
-            guard let issued = try BadgeRegistry(store: store).reprovision(serial) else {
-                if let b = try BadgeRegistry(store: store).list().first(where: { $0.serial == serial }),
+            guard let issued = try store.write({ try BadgeRegistry.reprovision(serial, in: $0) }) else {
+                if let b = try store.read({ try BadgeRegistry.list(in: $0) }).first(where: { $0.serial == serial }),
                     b.revokedAt != nil
                 {
                     throw ValidationError(

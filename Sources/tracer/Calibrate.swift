@@ -3,7 +3,7 @@ import Foundation
 import TracerDaemon
 import TracerRanging
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer calibrate`: the distance model fitted to a capture at known distances.
 struct Calibrate: AsyncParsableCommand {

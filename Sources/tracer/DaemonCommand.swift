@@ -11,7 +11,7 @@ import TracerModel
 import TracerReplication
 import TracerServer
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer daemon`: ranging into the store until the source ends or a signal comes.
 struct DaemonCommand: AsyncParsableCommand {
@@ -143,7 +143,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 logger: Logger(label: "tracer.sync")
             )
         }
-        let badges = try badgeFollower(site: site, store: store, upstream: upstream, logger: logger)
+        let badges = try await badgeFollower(site: site, store: store, upstream: upstream, logger: logger)
         let daemon = Daemon(
             site: site,
             mode: mode,
@@ -171,7 +171,7 @@ struct DaemonCommand: AsyncParsableCommand {
                             store: store,
                             interval: .milliseconds(Int(replication.siteInterval * 1000)),
                             logger: Logger(label: "tracer.sync")
-                        ) { published in daemon.replaceSite(published.site) }
+                        ) { published in await daemon.replaceSite(published.site) }
                     )
                 )
             }
@@ -279,14 +279,19 @@ struct DaemonCommand: AsyncParsableCommand {
     /// What resolves a site's rotating badges at a kiosk: the keys, on a store that has them (the
     /// site server's, a simulated site's); else the days of ids from the site server. A site with
     /// rotating badges and neither would record none of them: refused, in one line.
-    func badgeFollower(site: Site, store: DocumentStore, upstream: Upstream?, logger: Logger) throws -> BadgeFollower? {
+    func badgeFollower(
+        site: Site,
+        store: DocumentStore,
+        upstream: Upstream?,
+        logger: Logger
+    ) async throws -> BadgeFollower? {
         guard site.badgeUUID != nil, modeOptions.anchor != nil else { return nil }
         let log = Logger(label: "tracer.badges")
-        if let keys = try BadgeFollower.keys(store: store, bits: site.badgeEpochBits, logger: log) {
+        if let keys = try await BadgeFollower.keys(store: store, bits: site.badgeEpochBits, logger: log) {
             return keys
         }
         if let upstream {
-            return try BadgeFollower.kiosk(
+            return try await BadgeFollower.kiosk(
                 upstream: upstream,
                 store: store,
                 bits: site.badgeEpochBits,

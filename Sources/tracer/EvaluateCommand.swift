@@ -6,7 +6,7 @@ import TracerModel
 import TracerReports
 import TracerSimulation
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer evaluate`: what tracer flagged and ranged, against a simulation's truth.
 struct EvaluateCommand: ParsableCommand {
@@ -114,7 +114,7 @@ struct EvaluateCommand: ParsableCommand {
             Output.progress("evaluate: flagging reports", i, chosen.count)
             let id = try Self.report(for: device, at: truth.end, in: store)
             let began = ContinuousClock.now
-            let result = try engine.flag(reportID: id, store: store)
+            let result = try store.write { try engine.flag(reportID: id, in: $0) }
             weighed += zip(result.evidence, result.chances).map { (device, $0, $1) }
             flagging.append((ContinuousClock.now - began) / .milliseconds(1))
             reportOf[id] = device

@@ -8,7 +8,7 @@ import TracerExposure
 import TracerModel
 import TracerReplication
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// Exposures as a person reads them (a table that fits 100 columns) and as the health authority
 /// takes them (CSV), from the store here or the site server alike.
@@ -205,30 +205,30 @@ struct StatusCommand: AsyncParsableCommand {
         let store = try options.open(remote: true)
         let device = self.device ?? ""
         let path = try Collections.device(device)
+        let json = self.json
         if !watch {
-            Output.line(try Self.status(device, json: json, store, store.get(path)))
+            Output.line(try await store.reading { db in try Self.status(device, json: json, try db.get(path), in: db) })
             return
         }
-        let json = self.json
         try await Services.untilSignalled(logger: Logger(label: "tracer.status")) {
             var last = ""
             for try await snap in store.snapshots(document: path) {
-                let line = try Self.status(device, json: json, store, snap)
+                let line = try await store.reading { db in try Self.status(device, json: json, snap, in: db) }
                 if line != last { Output.line(line) }
                 last = line
             }
         }
     }
 
-    static func status(_ device: String, json: Bool, _ store: DocumentStore, _ doc: DocumentSnapshot) throws -> String {
+    static func status(_ device: String, json: Bool, _ doc: DocumentSnapshot, in db: StoreReader) throws -> String {
         let status = ExposureJSON.status(
             device,
             document: doc,
-            exposures: try ExposureJSON.exposures(of: device, store: store)
+            exposures: try ExposureJSON.exposures(of: device, in: db)
         )
         return json
             ? JSON.string(status.value)
-            : text(status, ExposureOutput.Context(site: try PublishedSite.load(from: store)?.site))
+            : text(status, ExposureOutput.Context(site: try PublishedSite.load(from: db)?.site))
     }
 
     /// `ID: exposed, risk medium; 1 exposure, 4.5 minutes together` and the exposures, from the
@@ -378,16 +378,19 @@ struct ExposureCommand: AsyncParsableCommand {
 
     func local(since cutoff: Timestamp?) throws -> ([Responses.Exposure], ExposureOutput.Context) {
         let store = try options.open(remote: true)
-        try Indexes.declare(in: store)
-        let context = ExposureOutput.Context(site: try PublishedSite.load(from: store)?.site)
+        try store.write { try Indexes.declare(in: $0) }
+        let context = ExposureOutput.Context(site: try store.read { try PublishedSite.load(from: $0) }?.site)
         if let beacon {
-            if let unknown = try ExposureJSON.unknownBeacon(beacon, store: store) {
+            if let unknown = try store.read({ try ExposureJSON.unknownBeacon(beacon, in: $0) }) {
                 throw ValidationError(unknown + " (tracer map show lists the site's)")
             }
-            return (try ExposureJSON.atBeacon(beacon, since: cutoff, store: store).map(ExposureJSON.exposure), context)
+            return (
+                try store.read { try ExposureJSON.atBeacon(beacon, since: cutoff, in: $0) }.map(ExposureJSON.exposure),
+                context
+            )
         }
         if let report {
-            guard let found = try ExposureJSON.forReport(report, store: store) else {
+            guard let found = try store.read({ try ExposureJSON.forReport(report, in: $0) }) else {
                 throw ValidationError("no report \(report) (tracer report pending --status all lists them)")
             }
             Self.say(found)
@@ -510,7 +513,8 @@ struct ReportCommand: AsyncParsableCommand {
             let line: String = try await serverOptions.withSite { site in
                 guard let site else {
                     let store = try options.open(remote: true)
-                    let r = try policy.engine(site: policy.site(in: store)).flag(reportID: id, store: store)
+                    let engine = try policy.engine(site: policy.site(in: store))
+                    let r = try await store.writing { db in try engine.flag(reportID: id, in: db) }
                     return ExposureEngine.line(id, r)
                 }
                 if policy.given {
@@ -536,7 +540,8 @@ struct ReportCommand: AsyncParsableCommand {
         func run() async throws {
             let line: String = try await serverOptions.withSite { site in
                 guard let site else {
-                    let n = try ExposureEngine().revoke(reportID: id, store: try options.open(remote: true))
+                    let store = try options.open(remote: true)
+                    let n = try await store.writing { db in try ExposureEngine().revoke(reportID: id, in: db) }
                     return "report \(id) revoked; \(ExposureEngine.count(n, "exposure")) removed"
                 }
                 return try await site.run { try await $0.revokeReport(path: .init(id: id)).ok.body.json }.line

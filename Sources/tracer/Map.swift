@@ -1,6 +1,7 @@
 import ArgumentParser
 import TracerModel
 import TracerSite
+@_spi(Blocking) import TracerStore
 
 /// `tracer map …`: BeaconMap files.
 struct Map: ParsableCommand {
@@ -41,8 +42,8 @@ struct Map: ParsableCommand {
         func run() throws {
             let site = try PublishedSite(source: try SiteResolution.read(file), file: file)
             let store = try options.open(creating: true)
-            let old = try PublishedSite.load(from: store)
-            let written = try site.publish(to: store)
+            let old = try store.read { try PublishedSite.load(from: $0) }
+            let written = try store.write { try site.publish(to: $0) }
             let what =
                 "\(site.site.name), \(Check.count(site.site.anchors.count, "anchor")), digest \(site.digest.prefix(12))"
             if !written {
@@ -64,7 +65,7 @@ struct Map: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            guard let site = try PublishedSite.load(from: options.open()) else {
+            guard let site = try options.open().read({ try PublishedSite.load(from: $0) }) else {
                 throw ValidationError(
                     "no site is published in \(options.display) (tracer map publish FILE)"
                 )

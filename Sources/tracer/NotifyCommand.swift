@@ -4,7 +4,7 @@ import Logging
 import TracerExposure
 import TracerModel
 import TracerReports
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer notify --webhook URL`: every status change POSTed, at least once, across restarts.
 struct NotifyCommand: AsyncParsableCommand {
@@ -48,11 +48,12 @@ struct NotifyCommand: AsyncParsableCommand {
     func notify(through hook: Webhook) async throws {
         let store = try options.open()
         let logger = Logger(label: "tracer.notify")
-        if state == nil, try store.savedPosition(name) == nil, let legacy = legacyState,
+        let name = self.name
+        if state == nil, try await store.reading({ db in try db.savedPosition(name) }) == nil, let legacy = legacyState,
             let text = try? String(contentsOfFile: legacy, encoding: .utf8),
             let token = Int64(text.trimmingCharacters(in: .whitespacesAndNewlines))
         {
-            try store.savePosition(name, token)
+            try await store.writing { db in try db.savePosition(name, token) }
             try? FileManager.default.removeItem(atPath: legacy)
             logger.notice("the saved token moved into the store", metadata: ["file": "\(legacy)"])
         }
@@ -63,9 +64,10 @@ struct NotifyCommand: AsyncParsableCommand {
             role: name,
             logger: logger
         )
+        let saved = try await notifier.savedToken()
         Output.line(
             "notifying \(webhook) of status changes"
-                + ((try notifier.savedToken()).map { " after change \($0)" }
+                + (saved.map { " after change \($0)" }
                     ?? " (first run: every device's current status first)")
         )
         try await Services.run([notifier], logger: logger)

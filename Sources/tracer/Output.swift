@@ -1,5 +1,5 @@
 import Foundation
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// Writing to the terminal: whole lines, unbuffered, so pipes see each line as it happens.
 enum Output {

@@ -6,7 +6,7 @@ import TracerAPI
 import TracerAPIClient
 import TracerModel
 import TracerReplication
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `--server URL --token-file FILE [--ca-file F]`: a person's command against the site server
 /// instead of a store on this machine. `TRACER_SERVER` and `TRACER_TOKEN_FILE` stand in for

@@ -8,7 +8,7 @@ import TracerExposure
 import TracerModel
 import TracerReplication
 import TracerReports
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerVerification
 
 /// `tracer report pending | approve ID | deny ID`: the health team's review of the reports held
@@ -22,16 +22,19 @@ enum ReviewCommands {
     }
 
     /// The review desk on the local store, under the site's policy.
-    static func desk(_ options: StoreOptions, _ policy: ReportCommand.PolicyOptions) throws -> SelfReportDesk {
+    static func desk(
+        _ options: StoreOptions,
+        _ policy: ReportCommand.PolicyOptions
+    ) throws -> (SelfReportDesk, DocumentStore) {
         let store = try options.open(remote: true)
         let site = try policy.site(in: store)
-        return SelfReportDesk(
-            store: store,
+        let desk = SelfReportDesk(
             flagging: try policy.engine(site: site),
             policy: site.map { VerificationPolicy($0.verification) } ?? VerificationPolicy(),
             trustList: try site.flatMap { try TrustList($0.verification) },
             images: options.reviewImages
         )
+        return (desk, store)
     }
 
     /// A report as the health team reads it, and the list and decision bodies: the contract's
@@ -82,7 +85,8 @@ enum ReviewCommands {
             let list: ReviewCommands.ReviewList = try await serverOptions.withSite { site in
                 guard let site else {
                     let policy = try ReportCommand.PolicyOptions.parse(map.map { ["--map", $0] } ?? [])
-                    let value = try ReviewCommands.desk(options, policy).reviewList()
+                    let (desk, store) = try ReviewCommands.desk(options, policy)
+                    let value = try await store.reading { db in try desk.reviewList(in: db) }
                     return try Contract.decode(ReviewCommands.ReviewList.self, json: Array(JSON.string(value).utf8))
                 }
                 return try await site.run { try await $0.reviewList(query: .init(status: .pending)).ok.body.json }
@@ -131,10 +135,12 @@ enum ReviewCommands {
         }
 
         func local(approve: Bool) throws {
-            let desk = try ReviewCommands.desk(options, policy)
+            let (desk, store) = try ReviewCommands.desk(options, policy)
             let decided: SelfReportDesk.Decided
             do {
-                decided = try desk.decide(id, approve: approve, by: ReviewCommands.reviewer(by), note: note)
+                decided = try store.write { db in
+                    try desk.decide(id, approve: approve, by: ReviewCommands.reviewer(by), note: note, in: db)
+                }
             } catch let e as ReviewError {
                 throw ValidationError(e.message)
             }

@@ -11,7 +11,7 @@ import TracerOCR
 import TracerReplication
 import TracerReports
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerVerification
 
 /// The verification shared by `tracer verify` and `tracer self-report`: read, decide, show.
@@ -203,7 +203,6 @@ struct SelfReportCommand: AsyncParsableCommand {
         let (read, sha, data) = try options.verify(options.policy(site), trust: trust)
         let rules = options.policy(site)
         let desk = SelfReportDesk(
-            store: store,
             flagging: engine,
             policy: rules,
             trustList: trust,
@@ -211,7 +210,9 @@ struct SelfReportCommand: AsyncParsableCommand {
         )
         let deviceID: String
         do {
-            deviceID = try desk.reporter(device: device, kiosk: anchor, since: started)
+            deviceID = try await store.reading { db in
+                try desk.reporter(device: device, kiosk: anchor, since: started, in: db)
+            }
         } catch let e as SelfReportError {
             throw ValidationError(
                 e.code == .noDeviceAtKiosk
@@ -220,7 +221,7 @@ struct SelfReportCommand: AsyncParsableCommand {
             )
         }
         // A device whose last report was denied waits for the health team this time too.
-        let v = try desk.withHistory(read, device: deviceID)
+        let v = try await store.reading { db in try desk.withHistory(read, device: deviceID, in: db) }
         guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
             if options.json {
                 Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: "rejected")))
@@ -245,7 +246,9 @@ struct SelfReportCommand: AsyncParsableCommand {
                     : "recording the report and finding who was near this device (a few seconds)…"
             )
         }
-        let outcome = try desk.submit(v, imageSHA256: sha, image: data, device: deviceID, answers: answers)
+        let outcome = try await store.writing { db in
+            try desk.submit(v, imageSHA256: sha, image: data, device: deviceID, answers: answers, in: db)
+        }
         if case .held(let report, _) = outcome {
             if options.json {
                 var o = VerifyOptions.outcome(v, decision: "pending")

@@ -6,7 +6,7 @@ import TracerExposure
 import TracerModel
 import TracerServer
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer serve`: the admin HTTP API and the live dashboard.
 struct ServeCommand: AsyncParsableCommand {
@@ -83,7 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
             let site = try policy.site(in: store, publish: true)
             let engine = try policy.engine(site: site)
             let api = {
-                try API(
+                try await API(
                     store: store,
                     site: site,
                     engine: engine,
@@ -118,7 +118,7 @@ struct ServeCommand: AsyncParsableCommand {
         logger: Logger
     ) async throws {
         let (host, port) = address
-        if try TokenStore(store: store).list().isEmpty {
+        if try await store.reading({ db in try TokenStore.list(in: db) }).isEmpty {
             Output.error(
                 "no tokens yet: create one with `tracer token create --role admin --store \(options.display)`"
             )
@@ -132,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         // Web Push to the people's pages: one notifier per site (the store's lock), resuming from
         // its saved change token; the sender's client closed on every path out.
-        let key = try WebPush.siteKey(in: store)
+        let key = try await store.writing { db in try WebPush.siteKey(in: db) }
         let services: (PushSender) async throws -> Void = { sender in
             var push = Notifier(
                 store: store,
@@ -204,11 +204,13 @@ struct TokenCommand: ParsableCommand {
                     throw ValidationError("--anchor takes an anchor key, not '\(anchor)'")
                 }
                 // A key the published site does not have is a typo until proven otherwise.
-                if let site = try PublishedSite.load(from: store), site.site.anchor(anchor) == nil {
+                if let site = try store.read({ try PublishedSite.load(from: $0) }), site.site.anchor(anchor) == nil {
                     throw ValidationError("no anchor '\(anchor)' in the site published in \(options.display)")
                 }
             }
-            let created = try TokenStore(store: store).create(role: r, deviceID: device, anchor: anchor, name: name)
+            let created = try store.write {
+                try TokenStore.create(role: r, deviceID: device, anchor: anchor, name: name, in: $0)
+            }
             if json {
                 Output.line(
                     JSON.string(
@@ -229,7 +231,7 @@ struct TokenCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            let docs = try TokenStore(store: options.open()).list()
+            let docs = try options.open().read { try TokenStore.list(in: $0) }
             if docs.isEmpty { Output.line("no tokens") }
             for d in docs {
                 let revoked = d["revokedAt"] != nil ? "  revoked \(ExposureOutput.second(d["revokedAt"]))" : ""
@@ -253,7 +255,7 @@ struct TokenCommand: ParsableCommand {
         @Argument(help: "The token's id (the part after tracer_).") var id: String
 
         func run() throws {
-            guard try TokenStore(store: options.open()).revoke(id) else {
+            guard try options.open().write({ try TokenStore.revoke(id, in: $0) }) else {
                 throw ValidationError("no token with id '\(id)' (tracer token list)")
             }
             Output.line("token \(id) revoked")
@@ -285,7 +287,7 @@ extension TokenCommand.Create {
             }
         }
         let store = try options.open(creating: true)
-        let made = try TokenStore(store: store).createLink(deviceID: device, name: name)
+        let made = try store.write { try TokenStore.createLink(deviceID: device, name: name, in: $0) }
         let address = made.url(base: base)
         if let qr {
             do {
@@ -293,7 +295,7 @@ extension TokenCommand.Create {
                 try Data(png).write(to: URL(fileURLWithPath: qr), options: .atomic)
             } catch {
                 // No card: no link either.
-                _ = try? TokenStore(store: store).revoke(made.id)
+                _ = try? store.write { try TokenStore.revoke(made.id, in: $0) }
                 throw ValidationError("--qr \(qr): \(error)")
             }
         }

@@ -4,7 +4,7 @@ import TracerBadges
 import TracerModel
 import TracerSimulation
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer simulate`: people moving about a site, the replays its kiosks would record, and the truth.
 struct SimulateCommand: ParsableCommand {
@@ -173,7 +173,7 @@ struct SimulateCommand: ParsableCommand {
             guard DocumentStore.isPostgres(badgesFrom) || FileManager.default.fileExists(atPath: badgesFrom) else {
                 throw ValidationError("--badges-from \(badgesFrom): no store there")
             }
-            guard let material = try BadgeRegistry(store: DocumentStore(path: badgesFrom)).material() else {
+            guard let material = try DocumentStore(path: badgesFrom).read({ try BadgeRegistry.material(in: $0) }) else {
                 throw ValidationError(
                     "--badges-from \(badgesFrom): no badges issued there (tracer badge issue --count \(p.people))"
                 )

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TracerModel
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer site`: what the site server knows of the site as a whole.
 struct SiteCommand: ParsableCommand {
@@ -55,14 +55,14 @@ struct SiteCommand: ParsableCommand {
                 guard let t = When.parse(at) else { throw ValidationError("--at takes \(When.examples), not '\(at)'") }
                 time = t.seconds
             } else {
-                guard let last = try CalibrationReport.latest(store: store) else {
+                guard let last = try store.read({ try CalibrationReport.latest(in: $0) }) else {
                     throw ValidationError(
                         "no kiosk in \(options.display) has heard another anchor of the map yet: is tracer advertise running beside each kiosk's daemon?"
                     )
                 }
                 time = min(now, last)
             }
-            guard let report = try CalibrationReport.make(store: store, site: site, at: time) else {
+            guard let report = try store.read({ try CalibrationReport.make(in: $0, site: site, at: time) }) else {
                 throw ValidationError(
                     "no kiosk in \(options.display) heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
                 )

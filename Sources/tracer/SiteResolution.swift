@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TracerModel
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// Which site a command on a store uses: `--map FILE` where given, else the site published in
 /// the store (`config/site`), else none.
@@ -14,7 +14,7 @@ enum SiteResolution {
     /// `publish` (`serve --map`, `daemon --map`), a map that agrees, or a store with none, is
     /// written to `config/site`.
     static func site(map: String?, store: DocumentStore, publish: Bool) throws -> Site? {
-        let published = try PublishedSite.load(from: store)
+        let published = try store.read { try PublishedSite.load(from: $0) }
         guard let map else { return published?.site }
         let local = try PublishedSite(source: try read(map), file: map)
         if let published, published.digest != local.digest {
@@ -28,7 +28,7 @@ enum SiteResolution {
                 )
             }
         }
-        if publish { try local.publish(to: store) }
+        if publish { _ = try store.write { try local.publish(to: $0) } }
         return local.site
     }
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerReports
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `--store PATH`, shared by every command that opens the store.
 struct StoreOptions: ParsableArguments {

@@ -1,5 +1,5 @@
 import Foundation
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// A time as a person types it on the command line (`--since`, `--start`): `now`, `today`,
 /// `yesterday`, an age (`90m`, `24h`, `7d` ago), a date (`2026-11-24`: its start) or a date and

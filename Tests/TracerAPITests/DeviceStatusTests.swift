@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerAPI
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// The hot routes' bodies are written by the store's JSON writer from `value`; clients decode
 /// them with Codable. The two spellings of each type must agree, field for field.

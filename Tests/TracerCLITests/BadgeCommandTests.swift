@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerBadges
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// Rotating badges through the built binary: `tracer badge …` on the site server's store, a

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// The `tracer db` contract, run as a person or a script runs it: the built binary, its output
@@ -376,7 +376,10 @@ import TracerTesting
             try await Task.sleep(for: .milliseconds(50))
             guard FileManager.default.fileExists(atPath: store) else { continue }
             let reader = try DocumentStore(path: store)
-            wroteSome = try !reader.getDocuments(Query(collectionGroup: "interactions").limit(1)).isEmpty
+            wroteSome = try await !reader.reading { db in
+                try db.getDocuments(Query(collectionGroup: "interactions").limit(1))
+            }
+            .isEmpty
         }
         try #require(wroteSome, "the daemon wrote nothing in two minutes")
         daemon.kill(SIGTERM)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// One client holding half-sent requests must not take the server: `tracer serve` closes a

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerAPIClient
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// The whole path by command: a kiosk's capture ranged, a positive self-reported, the people
@@ -349,7 +349,8 @@ import TracerTesting
         try await set("devices/b", #"{"status": "clear"}"#)
         let receiver = try HTTPReceiver()
         let hook = "http://127.0.0.1:\(receiver.port)/hook"
-        let token = try DocumentStore(path: store).currentToken() - 1  // a delivered, b not
+        // a delivered, b not
+        let token = try await DocumentStore(path: store).reading { db in try db.currentToken() } - 1
         let legacy = store + ".notify-" + String(Digest.sha256Hex(hook).prefix(12)) + ".state"
         try "\(token)\n".write(toFile: legacy, atomically: true, encoding: .utf8)
         let notifier = try TracerProcess.start(["notify", "--webhook", hook, "--store", store])

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// `tracer report follow` and `tracer notify` run once per site, as real processes on both
@@ -94,7 +94,7 @@ struct OncePerSiteTests {
         // Delivered and its token kept, in the store: where an instance on another machine looks.
         let name = "notify-" + String(Digest.sha256Hex(hook).prefix(12))
         let opened = try DocumentStore(path: store)
-        #expect(await until { ((try? opened.savedPosition(name)) ?? nil) != nil })
+        #expect(await until { ((try? await opened.reading { db in try db.savedPosition(name) }) ?? nil) != nil })
 
         let second = try TracerProcess.start(notify)
         defer { second.kill() }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// The person's page as a site runs it: `tracer serve`, a badge's link from `tracer token create
@@ -86,7 +86,9 @@ import TracerTesting
         #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
         // From the flagging's commit (the exposure's server timestamp) to the page saying so.
         let store = try DocumentStore(path: t.store)
-        let exposures = try store.getDocuments(Query(collection: Collections.exposures(of: colleague)))
+        let exposures = try await store.reading { db in
+            try db.getDocuments(Query(collection: Collections.exposures(of: colleague)))
+        }
         let flagged = try #require(exposures.first?["flaggedAt"]?.timestampValue?.seconds)
         let latency = (outcome?.checkedAt ?? .infinity) - flagged
         #expect(latency <= 2, "the page said exposed \(latency) s after the flagging's commit")
@@ -182,7 +184,8 @@ import TracerTesting
         let store = try DocumentStore(path: t.store)
         var held: DocumentSnapshot?
         _ = await until(150) {
-            held = (try? store.getDocuments(Report.of(device: reporter)))?.first { Report.is($0, .pending) }
+            held = (try? await store.reading { db in try db.getDocuments(Report.of(device: reporter)) })?
+                .first { Report.is($0, .pending) }
             return held != nil
         }
         let id = try #require(held?.id, "no report was held")
@@ -199,7 +202,7 @@ import TracerTesting
         #expect(outcome?.steps?.count == 3 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
         #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
         // Nothing was recorded by the check: the report dates from after it, with the answers.
-        let report = try #require(try store.get(Collections.report(id)).data)
+        let report = try #require(try await store.reading { db in try db.get(Collections.report(id)) }.data)
         let created = try #require(report["createdAt"]?.timestampValue?.seconds)
         #expect(created > (outcome?.steps?.first?.at ?? .infinity), "recorded at \(created), before the approval")
         #expect(

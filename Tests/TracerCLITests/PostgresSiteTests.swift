@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// A site whose store is PostgreSQL, as real processes: several `tracer serve` on one database,
@@ -194,9 +194,9 @@ struct PostgresSiteTests {
         let batchSize = 400
         var g = SplitMix64(seed: 15)
         var acknowledged: [Int: Int] = [:]
-        try DocumentStore(path: store).declareIndex(
-            IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run")
-        )
+        try await DocumentStore(path: store).writing { db in
+            try db.declareIndex(IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run"))
+        }
         for run in 0..<4 {
             var lines = ""
             for i in 0..<6_000 {
@@ -236,11 +236,11 @@ struct PostgresSiteTests {
 
             // Usable at once after crash recovery; every acknowledged batch there, none in part.
             let reader = try DocumentStore(path: store)
-            #expect(try reader.integrityCheck() == "ok", "run \(run)")
+            #expect(try await reader.reading { db in try db.integrityCheck() } == "ok", "run \(run)")
             for (r, count) in acknowledged {
-                let present = try reader.count(
-                    Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r)))
-                )
+                let present = try await reader.reading { db in
+                    try db.count(Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r))))
+                }
                 #expect(present >= count, "run \(r): \(present) documents, \(count) acknowledged")
                 #expect(present % batchSize == 0, "run \(r): a transaction landed in part (\(present) documents)")
             }
@@ -265,7 +265,9 @@ struct PostgresSiteTests {
         // Killed part-way, then run again: it goes on, and the two stores read the same.
         let first = try TracerProcess.start(["db", "copy", "--from", sqlite, "--to", postgres, "--batch-size", "100"])
         let reader = try DocumentStore(path: postgres)
-        let started = await until(60) { ((try? reader.count(Query(collectionGroup: "interactions"))) ?? 0) >= 500 }
+        let started = await until(60) {
+            ((try? await reader.reading { db in try db.count(Query(collectionGroup: "interactions")) }) ?? 0) >= 500
+        }
         first.kill()
         #expect(started)
         let again = try await TracerProcess.running(["db", "copy", "--from", sqlite, "--to", postgres])
@@ -280,15 +282,15 @@ struct PostgresSiteTests {
             store: postgres
         )
         #expect(explained.stdout.contains("uses index interactions (deviceId asc) [group]"), "\(explained.stdout)")
-        #expect(try reader.integrityCheck() == "ok")
+        #expect(try await reader.reading { db in try db.integrityCheck() } == "ok")
 
         // And back: a fresh SQLite file from PostgreSQL, the same again, times included.
         let back = dir.file("back.sqlite")
         let copied = try await TracerProcess.running(["db", "copy", "--from", postgres, "--to", back])
         #expect(copied.stdout.hasPrefix("copied 3002 documents"), "\(copied.stdout)")
         #expect(try await tracer(["db", "export", "/"], store: back).stdout == source)
-        let a = try DocumentStore(path: sqlite).get("beacons/b3/interactions/i3")
-        let b = try DocumentStore(path: back).get("beacons/b3/interactions/i3")
+        let a = try await DocumentStore(path: sqlite).reading { db in try db.get("beacons/b3/interactions/i3") }
+        let b = try await DocumentStore(path: back).reading { db in try db.get("beacons/b3/interactions/i3") }
         #expect(a.createTime == b.createTime && a.updateTime == b.updateTime && a.createTime != nil)
     }
 }

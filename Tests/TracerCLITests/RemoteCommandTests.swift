@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// A person's commands against the site server (`--server URL --token-file FILE`): the same

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerDBus
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// A site server and its kiosks as real processes on loopback: `tracer serve` on a free port,
@@ -302,10 +302,13 @@ import TracerTesting
         let local = try Self.documents(kioskStore, anchor: "kiosk-lab")
         #expect(try Self.documents(site, anchor: "kiosk-lab") == local)
         // Each replayed batch was taken as unchanged: the server logged each document once.
-        var logged = 0
-        _ = try DocumentStore(path: site).outbox(after: 0, limit: 100_000) { path in
-            if path.segments.count == 4 && path.segments[1] == "kiosk-lab" { logged += 1 }
-            return false
+        let logged = try await DocumentStore(path: site).reading { db in
+            var logged = 0
+            _ = try db.outbox(after: 0, limit: 100_000) { path in
+                if path.segments.count == 4 && path.segments[1] == "kiosk-lab" { logged += 1 }
+                return false
+            }
+            return logged
         }
         #expect(logged == local.count - 1, "changes logged for \(local.count - 1) windows")
         try Self.integrity(site, kioskStore)
@@ -431,7 +434,7 @@ import TracerTesting
         #expect(Self.count(try DocumentStore(path: site), anchor: "kiosk-lab") == 0)
         #expect(Self.count(try DocumentStore(path: kioskStore), anchor: "kiosk-lab") == 50)
         // kiosk-cafe's own sync state is untouched: there is none.
-        #expect(try !DocumentStore(path: site).get("kiosks/kiosk-cafe").exists)
+        #expect(try await !DocumentStore(path: site).reading { db in try db.get("kiosks/kiosk-cafe") }.exists)
         // The admin sees it on kiosk-lab.
         let admin = try await tracer(["token", "create", "--role", "admin", "--name", "ops"], store: site)
         let kiosks = await httpRequest(
@@ -475,7 +478,7 @@ import TracerTesting
         )
         // Still running, still recording: its anchor's document is in its own store.
         #expect(daemon.process.isRunning)
-        #expect(try DocumentStore(path: kioskStore).get("beacons/kiosk-lab").exists)
+        #expect(try await DocumentStore(path: kioskStore).reading { db in try db.get("beacons/kiosk-lab") }.exists)
         #expect(daemon.stderr.components(separatedBy: "this token is for kiosk-cafe").count == 2, "\(daemon.stderr)")
         try writer.close()
         #expect(await daemon.stop(0, timeout: 120)?.status == 1, "\(daemon.stderr)")
@@ -536,7 +539,7 @@ import TracerTesting
         defer { daemon.kill() }
         let writer = try #require(FileHandle(forWritingAtPath: fifo))
         let kioskReader = try DocumentStore(path: kioskStore)
-        #expect(await until(60) { (try? kioskReader.get("config/site").exists) == true })
+        #expect(await until(60) { (try? await kioskReader.reading { db in try db.get("config/site") }.exists) == true })
         let text = try String(contentsOfFile: Self.map, encoding: .utf8)
         let moved = dir.file("moved.yaml")
         try text.replacingOccurrences(
@@ -548,7 +551,11 @@ import TracerTesting
         #expect(republished.status == 0)
         #expect(
             await until(60) {
-                guard case .array(let p)? = (try? kioskReader.get("beacons/kiosk-lab"))?["position"] else {
+                guard
+                    case .array(let p)? = (try? await kioskReader.reading { db in try db.get("beacons/kiosk-lab") })?[
+                        "position"
+                    ]
+                else {
                     return false
                 }
                 return p.first?.doubleValue == 7

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// `tracer self-report` and `tracer verify` as a person runs them, on rendered results.
@@ -64,8 +64,12 @@ import TracerTesting
         #expect(r.stderr.hasSuffix("nothing was recorded\n"))
         // Nothing in the store: no report, no device.
         let kept = try DocumentStore(path: store)
-        #expect(try kept.getDocuments(Query(collection: CollectionPath("reports"))).isEmpty)
-        #expect(try kept.getDocuments(Query(collection: CollectionPath("devices"))).isEmpty)
+        #expect(
+            try await kept.reading { db in try db.getDocuments(Query(collection: CollectionPath("reports"))) }.isEmpty
+        )
+        #expect(
+            try await kept.reading { db in try db.getDocuments(Query(collection: CollectionPath("devices"))) }.isEmpty
+        )
     }
 
     /// A page the rules cannot decide: `verify` says so (exit 3), `self-report` holds it for
@@ -262,13 +266,15 @@ import TracerTesting
         let image = await Self.image("antigen-certificate-positive.png")
         let now = Date().timeIntervalSince1970
         let written = try DocumentStore(path: store)
-        try written.set(
-            DocumentPath("beacons/kiosk-lab/interactions/i1"),
-            [
-                "deviceId": "badge-42", "proximity": "immediate", "start": .timestamp(Timestamp(seconds: now - 20)),
-                "end": .timestamp(Timestamp(seconds: now)),
-            ]
-        )
+        try await written.writing { db in
+            try db.set(
+                DocumentPath("beacons/kiosk-lab/interactions/i1"),
+                [
+                    "deviceId": "badge-42", "proximity": "immediate",
+                    "start": .timestamp(Timestamp(seconds: now - 20)), "end": .timestamp(Timestamp(seconds: now)),
+                ]
+            )
+        }
         let r = try await tracer(
             "self-report",
             image,

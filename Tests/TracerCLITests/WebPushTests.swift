@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerExposure
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 /// Web Push from `tracer serve` to a push service stand-in on loopback (Tools/testing/push-standin,
@@ -117,7 +117,10 @@ import TracerTesting
         let db = try DocumentStore(path: store)
         #expect(
             await until(30) {
-                (try? db.getDocuments(Query(collection: Collections.pushSubscriptions(of: "dev-7"))).count) == 2
+                (try? await db.reading { r in
+                    try r.getDocuments(Query(collection: Collections.pushSubscriptions(of: "dev-7")))
+                }.count)
+                    == 2
             }
         )
         #expect(standIn.refused.isEmpty, "\(standIn.refused)")
@@ -210,12 +213,15 @@ import TracerTesting
         let dropped = await until(30) { !left().contains { $0.contains("99999999999") || $0.hasSuffix("/stale") } }
         #expect(dropped, "\(left().filter { !$0.contains("/good-") }) \(server.process.stderr.suffix(2000))")
         let failing = try #require(
-            try db.getDocuments(Query(collection: Collections.pushSubscriptions(of: "failing"))).first
+            try await db.reading { r in
+                try r.getDocuments(Query(collection: Collections.pushSubscriptions(of: "failing")))
+            }
+            .first
         )
         #expect(failing["owedAt"] != nil && (failing["failures"]?.doubleValue ?? 0) >= 1, "\(failing.data ?? [:])")
         #expect(server.process.isRunning, "the server died: \(server.process.stderr)")
         // Deleted (unsubscribed): pushed no more, though it was failing and owed.
-        try db.delete(failing.path)
+        try await db.writing { w in try w.delete(failing.path) }
         let before = await standIn.attempts("failing")
         // Its next attempt is due within its backoff (1 s doubling per failure): past that, polled.
         let failures = Int(failing["failures"]?.doubleValue ?? 1)

@@ -7,7 +7,7 @@ import TracerTesting
 
 @testable import TracerDaemon
 @testable import TracerSite
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// `Daemon.run`'s ways out other than the source's end: every one stops the source, writes what
 /// can be written, closes the CSV log, and says what went wrong.
@@ -54,7 +54,7 @@ import TracerTesting
             try await daemon(store, source, logs: dir.file("logs")).run()
         }
         #expect(source.stops.load(ordering: .relaxed) == 1)
-        let written = try store.getDocuments(Query(collectionGroup: "interactions"))
+        let written = try await store.reading { db in try db.getDocuments(Query(collectionGroup: "interactions")) }
         #expect(written.count == ended.written)
         let rows = try String(contentsOfFile: dir.file("logs/contacts.csv"), encoding: .utf8).split(separator: "\n")
         #expect(rows.count - 1 == ended.counts.attributed)
@@ -85,10 +85,10 @@ import TracerTesting
         #expect(source.stops.load(ordering: .relaxed) == 1)
 
         let again = try DocumentStore(path: store.path)
-        let written = try again.getDocuments(Query(collectionGroup: "interactions"))
+        let written = try await again.reading { db in try db.getDocuments(Query(collectionGroup: "interactions")) }
         #expect(written.count == before)
         #expect(Set(written.map(\.path)).count == written.count)
-        #expect(try again.integrityCheck() == "ok")
+        #expect(try await again.reading { db in try db.integrityCheck() } == "ok")
         await again.close()
     }
 }

@@ -7,7 +7,7 @@ import TracerTesting
 @testable import TracerDaemon
 @testable import TracerRanging
 @testable import TracerSite
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 @Suite struct DaemonReplayTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -81,7 +81,9 @@ import TracerTesting
 
         #expect(report.counts.references == 240)
         #expect(report.counts.attributed == 240 + 240 + 90)
-        let docs = try store.getDocuments(Query(collection: try CollectionPath("beacons/kiosk-lab/interactions")))
+        let docs = try await store.reading { db in
+            try db.getDocuments(Query(collection: try CollectionPath("beacons/kiosk-lab/interactions")))
+        }
         #expect(docs.count == report.written)
         func windows(_ minor: Int) -> [DocumentSnapshot] {
             docs.filter { $0["deviceId"] == .string("\(Self.badgeUUID):\(minor == 105 ? 3 : 1):\(minor)") }
@@ -100,7 +102,9 @@ import TracerTesting
         #expect(near["start"] == .timestamp(Timestamp(seconds: Self.t0 + 90)))
         #expect(near["ts"]?.timestampValue != nil)
         // The kiosk's own document, from the map.
-        #expect(try store.get(try DocumentPath("beacons/kiosk-lab")).data?["room"] == "lab")
+        #expect(
+            try await store.reading { db in try db.get(try DocumentPath("beacons/kiosk-lab")) }.data?["room"] == "lab"
+        )
     }
 
     @Test func scannerModeRangesTheMapsFixedBeacons() async throws {
@@ -114,7 +118,7 @@ import TracerTesting
         let me = "\(Self.badgeUUID):9:9"
         let report = try await run(mode: .scanner(device: me), replay: replay, store: store)
         #expect(report.counts.attributed == 240)  // only the door beacon is an anchor here
-        let docs = try store.getDocuments(Query(collectionGroup: "interactions"))
+        let docs = try await store.reading { db in try db.getDocuments(Query(collectionGroup: "interactions")) }
         #expect(docs.count == 4)
         #expect(
             docs.allSatisfy {
@@ -197,18 +201,22 @@ extension DaemonReplayTests {
         try f.write(to: dir.file("first.jsonl"))
         _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: dir.file("first.jsonl"), store: store)
 
-        let stored = try #require(Beacon.Calibration(try store.get(try DocumentPath("beacons/kiosk-lab"))))
+        let stored = try #require(
+            Beacon.Calibration(try await store.reading { db in try db.get(try DocumentPath("beacons/kiosk-lab")) })
+        )
         #expect(abs(stored.receiverOffset - 6) < 0.5 && stored.references == 3, "\(stored)")
         // The site's +3 dB is for worn badges; this fixture's badge has no body, so at 2 m with
         // +6 + 3 dB it reads 2 × 10^(−3/20) = 1.42 m; without the fit it would read 2.83 m.
-        func lastDistance() throws -> Double {
-            let docs = try store.getDocuments(
-                Query(collection: try CollectionPath("beacons/kiosk-lab/interactions"))
-                    .order(by: "start", descending: true).limit(1)
-            )
+        func lastDistance() async throws -> Double {
+            let docs = try await store.reading { db in
+                try db.getDocuments(
+                    Query(collection: try CollectionPath("beacons/kiosk-lab/interactions"))
+                        .order(by: "start", descending: true).limit(1)
+                )
+            }
             return try #require(docs.first?["distance"]?.doubleValue)
         }
-        let first = try lastDistance()
+        let first = try await lastDistance()
         #expect(abs(first - 1.42) < 0.3, "\(first)")
 
         // Restarted on a minute of badge alone (no beacon: no new fit), it ranges with the stored one.
@@ -217,7 +225,7 @@ extension DaemonReplayTests {
         f.badges[0].to = Self.t0 + 1260
         try f.write(to: dir.file("second.jsonl"))
         _ = try await run(mode: .gateway(anchor: "kiosk-lab"), replay: dir.file("second.jsonl"), store: store)
-        let second = try lastDistance()
+        let second = try await lastDistance()
         #expect(abs(second - 1.42) < 0.3, "\(second)")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerColocation
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerExposure
@@ -62,7 +62,7 @@ import TracerTesting
         try s.seen("before300", at: "A", -330, -300, 2)  // ends 300 s before R's starts
         try s.seen("otherAnchor", at: "B", 0, 30, 0.5)
         try s.report("r1", by: "R")
-        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine().flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["before300", "gap300", "sum6"])
         #expect(r.reporterWindows == 1)
         let e = try #require(try s.exposures("sum6").first)
@@ -105,7 +105,7 @@ import TracerTesting
         try plant("p4", "Z", start: t, end: t, distance: .double(.nan))
         try plant("p5", "W", start: t, end: t, distance: -3)
         try s.report("r1", by: "R")
-        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine().flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["C"])
         #expect(r.skipped == 5)
         #expect(r.reporterWindows == 1)
@@ -117,9 +117,11 @@ import TracerTesting
         try s.seen("far", at: "A", 0, 30, 6.5)  // separation in [5.5, 7.5]
         try s.report("r1", by: "R")
         var policy = ExposurePolicy()
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
+        #expect(
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposures == 0
+        )
         policy.separation = .possible
-        let r = try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["far"])
         #expect(try s.exposures("far").first?["rule"] == "possible")
     }
@@ -140,21 +142,26 @@ import TracerTesting
         try s.seen("nextDoor", at: "A", 0, 30, 6.5)  // possible: |6.5 − 3.5| = 3 m; but not in this room
         try s.report("r1", by: "R")
         var policy = ExposurePolicy()
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
+        #expect(
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposures == 0
+        )
         policy.separation = .possible
         #expect(
-            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == [
-                "nextDoor", "sameRoom",
-            ]
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposedDevices
+                == [
+                    "nextDoor", "sameRoom",
+                ]
         )
         policy.separation = .geometric
         policy.geometry = ["A": Self.smallRoom()]
-        let r = try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["sameRoom"])
         #expect(try s.exposures("sameRoom").first?["rule"] == "geometric")
         // An anchor the map does not place falls back to sum.
         policy.geometry = [:]
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposures == 0)
+        #expect(
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposures == 0
+        )
     }
 
     /// Two 4 m rooms side by side, A (x 0–4) and B (x 4–8), kiosks mid-wall: a window at A while
@@ -182,18 +189,23 @@ import TracerTesting
             "B": RoomGeometry(kiosk: TracerSite.Point(6, 0), room: square(4)),
         ]
         #expect(
-            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["N", "late"]
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposedDevices
+                == ["N", "late"]
         )
         policy.attribution = false
         #expect(
-            try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == [
-                "N", "W", "late",
-            ]
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposedDevices
+                == [
+                    "N", "W", "late",
+                ]
         )
         // The reporter heard closer by B at the time was in B: nobody at A is near them.
         try s.seen("R", at: "B", 0, 30, 0.5)
         policy.attribution = true
-        #expect(try ExposureEngine(policy: policy).flag(reportID: "r1", store: s.store).exposedDevices == ["W"])
+        #expect(
+            try s.store.write { db in try ExposureEngine(policy: policy).flag(reportID: "r1", in: db) }.exposedDevices
+                == ["W"]
+        )
     }
 
     /// Consecutive windows are one episode; a device at two anchors has one per anchor.
@@ -205,7 +217,7 @@ import TracerTesting
         try s.seen("X", at: "B", 3610, 3640, 2)
         try s.seen("X", at: "A", 7200, 7230, 1)  // an hour after R left A: not exposed
         try s.report("r1", by: "R", collected: 7200)
-        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine().flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["X"] && r.exposures == 2)
         let e = try s.exposures("X")
         #expect(e.map { $0["beaconKey"] } == ["A", "B"])
@@ -225,13 +237,13 @@ import TracerTesting
         try s.seen("X", at: "A", 0, 30, 1)
         try s.report("r1", by: "R")
         let engine = ExposureEngine()
-        #expect(try engine.flag(reportID: "r1", store: s.store).changed == 1)
+        #expect(try s.store.write { db in try engine.flag(reportID: "r1", in: db) }.changed == 1)
         let before = try s.store.currentToken()
-        let again = try engine.flag(reportID: "r1", store: s.store)
+        let again = try s.store.write { db in try engine.flag(reportID: "r1", in: db) }
         #expect(again.changed == 0 && again.exposures == 1)
         #expect(try s.store.currentToken() == before, "a re-run wrote something")
         try s.seen("Y", at: "A", 10, 40, 2)
-        #expect(try engine.flag(reportID: "r1", store: s.store).exposedDevices == ["X", "Y"])
+        #expect(try s.store.write { db in try engine.flag(reportID: "r1", in: db) }.exposedDevices == ["X", "Y"])
         #expect(try s.exposures("X").count == 1)
     }
 
@@ -243,22 +255,22 @@ import TracerTesting
             try s.report("r\(i + 1)", by: r)
         }
         let engine = ExposureEngine()
-        try engine.flag(reportID: "r1", store: s.store)
+        try s.store.write { db in try engine.flag(reportID: "r1", in: db) }
         #expect(try s.device("X")["risk"] == "medium")
-        try engine.flag(reportID: "r2", store: s.store)
+        try s.store.write { db in try engine.flag(reportID: "r2", in: db) }
         #expect(try s.device("X")["risk"] == "medium" && s.device("X")["exposureCount"] == .integer(2))
-        try engine.flag(reportID: "r3", store: s.store)
+        try s.store.write { db in try engine.flag(reportID: "r3", in: db) }
         #expect(try s.device("X")["risk"] == "high")
 
-        #expect(try engine.revoke(reportID: "r3", store: s.store) == 1)
+        #expect(try s.store.write { db in try engine.revoke(reportID: "r3", in: db) } == 1)
         #expect(try s.device("X")["risk"] == "medium" && s.device("X")["exposureCount"] == .integer(2))
         #expect(try s.store.get(DocumentPath("reports/r3"))["status"] == "revoked")
         #expect(try s.device("R3")["status"] == "clear")
-        try engine.revoke(reportID: "r1", store: s.store)
-        try engine.revoke(reportID: "r2", store: s.store)
+        try s.store.write { db in try engine.revoke(reportID: "r1", in: db) }
+        try s.store.write { db in try engine.revoke(reportID: "r2", in: db) }
         let x = try s.device("X")
         #expect(x["status"] == "clear" && x["risk"] == "low" && x["exposureCount"] == .integer(0))
-        #expect(throws: ExposureError.self) { try engine.flag(reportID: "r1", store: s.store) }
+        #expect(throws: ExposureError.self) { try s.store.write { db in try engine.flag(reportID: "r1", in: db) } }
         // R1's interactions are no longer marked.
         let r1 = try s.store.getDocuments(
             Query(collection: CollectionPath("beacons/A/interactions")).where("deviceId", .equal, "R1")
@@ -272,7 +284,7 @@ import TracerTesting
         let s = try Site()
         try s.seen("X", at: "A", 0, 30, 1)
         try s.report("r1", by: "nobody-saw-me")
-        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine().flag(reportID: "r1", in: db) }
         #expect(r.exposures == 0 && r.reporterWindows == 0)
         #expect(try s.device("nobody-saw-me")["status"] == "positive")
         #expect(try !s.device("X").exists)
@@ -284,9 +296,9 @@ import TracerTesting
         try s.seen("R", at: "A", 0, 30, 1)
         try s.seen("X", at: "A", 0, 30, 1)
         try s.report("late", by: "R", collected: 14 * 86_400 + 1)
-        #expect(try ExposureEngine().flag(reportID: "late", store: s.store).exposures == 0)
+        #expect(try s.store.write { db in try ExposureEngine().flag(reportID: "late", in: db) }.exposures == 0)
         try s.report("inTime", by: "R", collected: 14 * 86_400)
-        #expect(try ExposureEngine().flag(reportID: "inTime", store: s.store).exposures == 1)
+        #expect(try s.store.write { db in try ExposureEngine().flag(reportID: "inTime", in: db) }.exposures == 1)
     }
 
     /// What a kiosk (or an old store) planted cannot stop a report from flagging: windows whose
@@ -309,7 +321,7 @@ import TracerTesting
             ]
         )
         try s.report("r1", by: "R")
-        let r = try ExposureEngine().flag(reportID: "r1", store: s.store)
+        let r = try s.store.write { db in try ExposureEngine().flag(reportID: "r1", in: db) }
         #expect(r.exposedDevices == ["neighbour"])
         #expect(r.skipped == 7, "\(r)")
         #expect(try s.device("neighbour")["status"] == "exposed")
@@ -317,6 +329,8 @@ import TracerTesting
         try s.seen("R2", at: "B", 0, 30, 1)
         try s.seen("other", at: "B", 10, 40, 2)
         try s.report("r2", by: "R2")
-        #expect(try ExposureEngine().flag(reportID: "r2", store: s.store).exposedDevices == ["other"])
+        #expect(
+            try s.store.write { db in try ExposureEngine().flag(reportID: "r2", in: db) }.exposedDevices == ["other"]
+        )
     }
 }

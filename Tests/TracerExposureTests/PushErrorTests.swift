@@ -1,6 +1,6 @@
 import Testing
 import TracerExposure
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// A subscription or endpoint tracer will not push to says why with a code and what it concerns,
 /// beside the one line the API answers (422).

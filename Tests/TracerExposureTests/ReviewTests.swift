@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerColocation
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerExposure
@@ -41,12 +41,12 @@ import TracerTesting
         }
 
         /// A desk on the site's store; `images` another server's directory (default: this one's).
-        func desk(_ review: Review, images: ReviewImages? = nil) -> SelfReportDesk {
+        func desk(_ review: Review, images: ReviewImages? = nil) -> StoreDesk {
             var policy = VerificationPolicy()
             policy.review = review
             var exposure = ExposurePolicy()
             exposure.separation = .sum
-            return SelfReportDesk(
+            return StoreDesk(
                 store: store,
                 flagging: ExposureEngine(policy: exposure),
                 policy: policy,
@@ -55,7 +55,7 @@ import TracerTesting
         }
 
         /// The reporter's doubtful page (image "aa") submitted: the report it is held as.
-        func hold(_ desk: SelfReportDesk) throws -> RecordedReport {
+        func hold(_ desk: StoreDesk) throws -> RecordedReport {
             let outcome = try desk.submit(
                 ReviewTests.verification(confidence: 55),
                 imageSHA256: "aa",
@@ -306,14 +306,14 @@ import TracerTesting
     /// can hold fails on cue) leaves the report recorded and says so where the reporter and the
     /// health team look, until a flagging succeeds.
     struct FailingFlagger: ExposureFlagging {
-        func reportAccepted(_ report: RecordedReport, store: DocumentStore) throws -> String {
+        func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String {
             throw StoreError(.sqlite, "database is locked")
         }
     }
 
     @Test func aFailedFlaggingShowsWhereTheReporterAndTheHealthTeamLookUntilItSucceeds() throws {
         let site = try Site()
-        let desk = SelfReportDesk(store: site.store, flagging: FailingFlagger(), policy: VerificationPolicy())
+        let desk = StoreDesk(store: site.store, flagging: FailingFlagger(), policy: VerificationPolicy())
         let outcome = try desk.submit(
             Self.verification(confidence: 95),
             imageSHA256: "bb",
@@ -335,11 +335,70 @@ import TracerTesting
         // Flagged at last: the near one is told, and neither place says it failed any more.
         var exposure = ExposurePolicy()
         exposure.separation = .sum
-        let r = try ExposureEngine(policy: exposure).flag(reportID: report.id, store: site.store)
+        let r = try site.store.write { db in try ExposureEngine(policy: exposure).flag(reportID: report.id, in: db) }
         #expect(r.exposedDevices == ["near"])
         #expect(try site.report(report.id)["flaggingFailed"] == nil)
         #expect(try site.status("reporter")["report.flagging"] == nil)
         #expect(try site.status("reporter")["report.status"] == "accepted")
         #expect(try desk.reviewList(.accepted, unflaggedOnly: true)["reports"]?.arrayValue?.isEmpty == true)
+    }
+}
+
+/// A review desk on one store, each call as the command line makes it (the desk itself takes
+/// the store's handle).
+struct StoreDesk {
+    let store: DocumentStore
+    var desk: SelfReportDesk
+
+    init(
+        store: DocumentStore,
+        flagging: any ExposureFlagging,
+        policy: VerificationPolicy,
+        images: ReviewImages? = nil
+    ) {
+        self.store = store
+        desk = SelfReportDesk(flagging: flagging, policy: policy, images: images)
+    }
+
+    func disposition(_ verification: Verification) -> Report.Status? { desk.disposition(verification) }
+
+    func submit(
+        _ verification: Verification,
+        imageSHA256: String,
+        image: Data? = nil,
+        device: String,
+        answers: [String: Bool] = [:]
+    ) throws -> SelfReportDesk.Outcome {
+        try store.write { db in
+            try desk.submit(
+                verification,
+                imageSHA256: imageSHA256,
+                image: image,
+                device: device,
+                answers: answers,
+                in: db
+            )
+        }
+    }
+
+    func decide(
+        _ id: String,
+        approve: Bool,
+        by reviewer: SelfReportDesk.Reviewer,
+        note: String? = nil
+    ) throws -> SelfReportDesk.Decided {
+        try store.write { db in try desk.decide(id, approve: approve, by: reviewer, note: note, in: db) }
+    }
+
+    var images: ReviewImages? { desk.images }
+
+    func sweepImages(now: Date = Date()) -> Int { store.read { db in desk.sweepImages(now: now, in: db) } }
+
+    func reports(_ status: Report.Status? = .pending) throws -> [Report] {
+        try store.read { db in try desk.reports(status, in: db) }
+    }
+
+    func reviewList(_ status: Report.Status? = .pending, unflaggedOnly: Bool = false) throws -> Value {
+        try store.read { db in try desk.reviewList(status, unflaggedOnly: unflaggedOnly, in: db) }
     }
 }

@@ -1,6 +1,6 @@
 import Testing
 import TracerBadges
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerModel
@@ -15,7 +15,7 @@ import TracerTesting
     @Test func aRekeyedKeyIsKeptUntilItsLastBadgeIsReprovisioned() throws {
         let (store, dir) = try DocumentStore.temporary()
         _ = dir
-        let registry = BadgeRegistry(store: store)
+        let registry = Registry(store: store)
         #expect(try registry.material() == nil && registry.version() == nil)
         let issued = try registry.issue(count: 3)
         #expect(issued.allSatisfy { BadgeRegistry.isSerial($0.serial) && $0.key.count == 16 })
@@ -53,5 +53,28 @@ import TracerTesting
         #expect(again.already)
         // Numbers are unique and stay with their badges.
         #expect(Set(try registry.list().map(\.number)).count == 3)
+    }
+}
+
+/// The registry's operations on one store, each as the command line runs it.
+private struct Registry {
+    let store: DocumentStore
+
+    func issue(count: Int) throws -> [BadgeRegistry.Issued] {
+        try store.write { try BadgeRegistry.issue(count: count, in: $0) }
+    }
+    func revoke(_ serial: String) throws -> (record: BadgeRegistry.Record, already: Bool)? {
+        try store.write { try BadgeRegistry.revoke(serial, in: $0) }
+    }
+    func rekey() throws -> (generation: Int, outstanding: [String]) {
+        try store.write { try BadgeRegistry.rekey(in: $0) }
+    }
+    func reprovision(_ serial: String) throws -> BadgeRegistry.Issued? {
+        try store.write { try BadgeRegistry.reprovision(serial, in: $0) }
+    }
+    func list() throws -> [BadgeRegistry.Record] { try store.read { try BadgeRegistry.list(in: $0) } }
+    func version() throws -> Int64? { try store.read { try BadgeRegistry.version(in: $0) } }
+    func material() throws -> (version: Int64, badges: [BadgeKey])? {
+        try store.read { try BadgeRegistry.material(in: $0) }
     }
 }

@@ -1,7 +1,7 @@
 import Testing
 import TracerModel
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// The data model's table (docs/design.md, docs/store.md) is held to what the code does: every
 /// path `Collections` builds has one entry and every entry is built, and every field the models

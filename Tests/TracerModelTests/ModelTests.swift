@@ -1,6 +1,6 @@
 import Testing
 import TracerRanging
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerModel
@@ -86,7 +86,7 @@ import TracerTesting
         #expect(Indexes.all.contains(PresenceIndex.definition) && Indexes.all.contains(WhereaboutsIndex.definition))
         let (store, dir) = try DocumentStore.temporary()
         defer { withExtendedLifetime(dir) {} }
-        try Indexes.declare(in: store)
+        try store.write { try Indexes.declare(in: $0) }
         let i = Interaction(
             deviceID: "u:1:2",
             anchor: "k1",

@@ -3,7 +3,7 @@ import Logging
 import Testing
 import TracerBadges
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerReplication
@@ -18,12 +18,14 @@ import TracerTesting
         let offsets = [-20, -15, -14, -1, 0, 1]
         for offset in offsets {
             let day = UInt32(Int(today) + offset * 86_400)
-            try store.set(BadgeIDDays.path(day), BadgeIDDays.data(BadgeIDDay(badges: badges, day: day, version: 1)))
+            try await store.writing { db in
+                try db.set(BadgeIDDays.path(day), BadgeIDDays.data(BadgeIDDay(badges: badges, day: day, version: 1)))
+            }
         }
         try "tracer_x".write(toFile: dir.file("token"), atomically: true, encoding: .utf8)
         // No server is asked: forgetting is the kiosk's own.
         let upstream = try Upstream("http://127.0.0.1:9", tokenFile: dir.file("token"))
-        let follower = try BadgeFollower.kiosk(
+        let follower = try await BadgeFollower.kiosk(
             upstream: upstream,
             store: store,
             bits: 10,
@@ -32,7 +34,7 @@ import TracerTesting
         #expect(follower.resolver.days.count == offsets.count)
         await follower.forget(before: today - 14 * 86_400)
         let kept = [-14, -1, 0, 1].map { UInt32(Int(today) + $0 * 86_400) }
-        #expect(try BadgeIDDays.load(from: store).map(\.day).sorted() == kept)
+        #expect(try await store.reading { db in try BadgeIDDays.load(from: db) }.map(\.day).sorted() == kept)
         #expect(follower.resolver.days == kept)
         try await upstream.shutdown()
     }

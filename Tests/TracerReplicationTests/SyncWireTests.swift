@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerAPI
 import TracerReplication
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// The replication wire format and the kiosk's clock measure, without a network.
 @Suite struct SyncWireTests {

@@ -13,7 +13,7 @@ import TracerModel
 import TracerReplication
 import TracerReports
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerOCR
@@ -42,13 +42,13 @@ struct ServerFixture {
         ocrQueue: Int = 8,
         now: Date? = nil,
         site adjust: (inout Site) -> Void = { _ in }
-    ) throws {
+    ) async throws {
         self.now = now
         store = try DocumentStore(path: TestBackend.location(in: dir, "s.sqlite"))
         var site = try Site.load(file: Self.map)
         adjust(&site)
         limiter = FailureLimiter(limit: limit, window: 60)
-        api = try API(
+        api = try await API(
             store: store,
             site: site,
             engine: ExposureEngine(policy: ExposurePolicy(site: site)),
@@ -60,10 +60,13 @@ struct ServerFixture {
             reviewImages: ReviewImages(directory: dir.file("review")),
             clock: { now ?? Date() }
         )
-        let tokens = TokenStore(store: store)
-        admin = try tokens.create(role: .admin, deviceID: nil, name: "health team").token
-        kiosk = try tokens.create(role: .kiosk, deviceID: nil, name: "lab kiosk").token
-        device = try tokens.create(role: .device, deviceID: "dev-1", name: nil).token
+        (admin, kiosk, device) = try await store.writing { db in
+            (
+                try TokenStore.create(role: .admin, deviceID: nil, name: "health team", in: db).token,
+                try TokenStore.create(role: .kiosk, deviceID: nil, name: "lab kiosk", in: db).token,
+                try TokenStore.create(role: .device, deviceID: "dev-1", name: nil, in: db).token
+            )
+        }
     }
 
     func app(port: Int = 0) -> some ApplicationProtocol {
@@ -153,7 +156,7 @@ extension Value {
 /// Every route through the router, as the server would run it, without a socket.
 @Suite struct APITests {
     @Test func healthAndFeaturesNeedNoToken() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/health", method: .get) { r in
                 #expect(r.status == .ok)
@@ -173,13 +176,14 @@ extension Value {
     /// `GET /v1/site`: the site as published now, with its digest as the ETag (304 when the
     /// kiosk has it), and a 404 that says how to publish one.
     @Test func thePublishedSiteWithItsETag() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
                 #expect(r.status == .notFound && errorCode(r) == "no_site")
             }
             let source = try String(contentsOfFile: ServerFixture.map, encoding: .utf8)
-            try PublishedSite(source: source, file: "example-campus.yaml").publish(to: f.store)
+            let site = try PublishedSite(source: source, file: "example-campus.yaml")
+            _ = try await f.store.writing { db in try site.publish(to: db) }
             var etag = ""
             try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
                 #expect(r.status == .ok)
@@ -193,7 +197,8 @@ extension Value {
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .notModified)
             }
-            try PublishedSite(source: source + "# moved\n", file: "example-campus.yaml").publish(to: f.store)
+            let moved = try PublishedSite(source: source + "# moved\n", file: "example-campus.yaml")
+            _ = try await f.store.writing { db in try moved.publish(to: db) }
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
                 etag = r.headers[.eTag] ?? ""
@@ -208,7 +213,7 @@ extension Value {
             try String(withList).write(toFile: dir.file("site.yaml"), atomically: true, encoding: .utf8)
             let published = try PublishedSite(source: String(withList), file: dir.file("site.yaml"))
             #expect(published.site.verification.trustListPEM?.contains("BEGIN CERTIFICATE") == true)
-            try published.publish(to: f.store)
+            _ = try await f.store.writing { db in try published.publish(to: db) }
             headers[.ifNoneMatch] = etag
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
@@ -225,7 +230,7 @@ extension Value {
                 #expect(try TrustList(copy.site.verification)?.issuers.count == 2)
             }
             #expect(
-                try PublishedSite.load(from: f.store)?.site.verification.trustListPEM
+                try await f.store.reading { db in try PublishedSite.load(from: db) }?.site.verification.trustListPEM
                     == published.site.verification.trustListPEM
             )
         }
@@ -234,8 +239,10 @@ extension Value {
     /// `POST /v1/sync` in process: a kiosk token without an anchor may not replicate at all; one
     /// with an anchor writes its own documents and is refused another's, per document, audited.
     @Test func syncIsScopedToTheTokensAnchor() async throws {
-        let f = try ServerFixture()
-        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let f = try await ServerFixture()
+        let lab = try await f.store.writing { db in
+            try TokenStore.create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil, in: db)
+        }
         let start = Timestamp(seconds: Date().timeIntervalSince1970 - 60).iso8601Milliseconds
         let stored = Array(
             #"{"deviceId":"d1","n":1,"start":{"__time__":"\#(start)"},"end":{"__time__":"\#(start)"}}"#.utf8
@@ -287,16 +294,22 @@ extension Value {
                 )
             }
         }
-        #expect(try f.store.get("beacons/kiosk-lab/interactions/a")["n"] == .integer(1))
-        #expect(try !f.store.get("beacons/kiosk-cafe/interactions/b").exists && !f.store.get("devices/d1").exists)
-        let audit = try f.store.getDocuments(Query(collection: Collections.audit))
-        #expect(try f.store.get("beacons/kiosk-lab/hearings/kiosk-cafe-1")["rssi"] == .double(-71.5))
+        #expect(try await f.store.reading { db in try db.get("beacons/kiosk-lab/interactions/a") }["n"] == .integer(1))
+        let (cafe, d1) = try await f.store.reading { db in
+            (try db.get("beacons/kiosk-cafe/interactions/b"), try db.get("devices/d1"))
+        }
+        #expect(!cafe.exists && !d1.exists)
+        let audit = try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.audit)) }
+        #expect(
+            try await f.store.reading { db in try db.get("beacons/kiosk-lab/hearings/kiosk-cafe-1") }["rssi"]
+                == .double(-71.5)
+        )
         #expect(audit.compactMap { $0["outcome"]?.stringValue }.count == 4)
-        #expect(try f.store.get("kiosks/kiosk-lab")["refused"] == .integer(4))
+        #expect(try await f.store.reading { db in try db.get("kiosks/kiosk-lab") }["refused"] == .integer(4))
     }
 
     @Test func whoMayReadWhat() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             // No token: 401 with a challenge; a mistyped one: 401.
             try await client.execute(uri: "/v1/devices/dev-1", method: .get) { r in
@@ -330,22 +343,23 @@ extension Value {
     }
 
     @Test func aRevokedTokenIsRefusedAtOnce() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let id = String(f.kiosk.split(separator: "_")[1])
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
                 #expect($0.status == .ok)
             }
-            #expect(try TokenStore(store: f.store).revoke(id))
+            #expect(try await f.store.writing { db in try TokenStore.revoke(id, in: db) })
             try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.kiosk)) {
                 #expect($0.status == .unauthorized)
             }
         }
     }
 
-    @Test func tokensAreStoredHashed() throws {
-        let f = try ServerFixture()
-        let export = try f.store.getDocuments(Query(collection: CollectionPath("tokens")))
+    @Test func tokensAreStoredHashed() async throws {
+        let f = try await ServerFixture()
+        let export = try await f.store.reading { db in try db.getDocuments(Query(collection: CollectionPath("tokens")))
+        }
         #expect(export.count == 3)
         for doc in export {
             let text = JSON.string(doc.data ?? [:])
@@ -357,7 +371,7 @@ extension Value {
     }
 
     @Test func failedAttemptsAreRateLimitedPerClient() async throws {
-        let f = try ServerFixture(limit: 3)
+        let f = try await ServerFixture(limit: 3)
         try await f.app().test(.router) { client in
             for _ in 0..<3 {
                 try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer("tracer_nope"))
@@ -375,7 +389,7 @@ extension Value {
     }
 
     @Test func everyAdminRequestIsAudited() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             try await client.execute(
                 uri: "/v1/beacons/kiosk-lab/exposures?since=2026-01-01",
@@ -386,7 +400,7 @@ extension Value {
                 #expect($0.status == .ok)
             }
         }
-        let audit = try f.store.getDocuments(Query(collection: CollectionPath("audit")))
+        let audit = try await f.store.reading { db in try db.getDocuments(Query(collection: CollectionPath("audit"))) }
         #expect(audit.count == 1, "only the admin's request: \(audit.map(\.data))")
         let entry = try #require(audit.first)
         #expect(entry["tokenName"] == .string("health team"))
@@ -397,7 +411,7 @@ extension Value {
     }
 
     @Test func badInputIsA4xxWithAJSONBodyNeverA500() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let admin = ServerFixture.bearer(f.admin)
         let cases: [(String, HTTPRequest.Method, HTTPResponse.Status)] = [
             ("/nope", .get, .notFound),
@@ -435,7 +449,7 @@ extension Value {
     }
 
     @Test func beaconsShowOccupancyNowAndExposureCounts() async throws {
-        let f = try ServerFixture(now: Date())
+        let f = try await ServerFixture(now: Date())
         try f.interaction("now-1", at: "kiosk-lab", device: "dev-1", ago: 10)
         try f.interaction("now-2", at: "kiosk-lab", device: "dev-2", ago: 40)
         try f.interaction("now-2b", at: "kiosk-lab", device: "dev-2", ago: 70)
@@ -476,7 +490,7 @@ extension Value {
     }
 
     @Test func reportsAreVerifiedLikeTheCommandLine() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         await ResultImages.ready()
         let positive = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive.png"))))
         let negative = Array(try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-negative.png"))))
@@ -532,7 +546,10 @@ extension Value {
                 #expect(!outcome.accepted)
                 #expect(outcome.rules.contains { $0.name == "result" && !$0.passed })
             }
-            #expect(try f.store.getDocuments(Query(collection: CollectionPath("reports"))).isEmpty)
+            #expect(
+                try await f.store.reading { db in try db.getDocuments(Query(collection: CollectionPath("reports"))) }
+                    .isEmpty
+            )
             // A positive: 201, then 200 for the same image again.
             (h, b) = post(
                 kiosk,
@@ -559,17 +576,19 @@ extension Value {
                 #expect($0.status == .forbidden)
             }
         }
-        let reports = try f.store.getDocuments(Query(collection: CollectionPath("reports")))
+        let reports = try await f.store.reading { db in
+            try db.getDocuments(Query(collection: CollectionPath("reports")))
+        }
         #expect(reports.count == 1)
         #expect(reports.first?["answers.symptoms"] == .bool(true))
-        #expect(try f.store.get("devices/dev-9")["status"] == .string("positive"))
+        #expect(try await f.store.reading { db in try db.get("devices/dev-9") }["status"] == .string("positive"))
     }
 
     /// The health team's review over the API: a doubtful upload is held (202, nothing flagged),
     /// listed with its evidence and image for admins only, approved (flagging the colleague) or
     /// denied, once; the image goes at the decision.
     @Test func heldReportsAreReviewedByAdminsOnly() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         await ResultImages.ready()
         let doubtful = Array(
             try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive-two-dates.png")))
@@ -593,7 +612,9 @@ extension Value {
                 let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
                 #expect(outcome.status == "pending" && outcome.dryRun == true)
             }
-            #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+            #expect(
+                try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.reports)) }.isEmpty
+            )
             (h, b) = held
             var id = ""
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
@@ -602,8 +623,8 @@ extension Value {
                 #expect(outcome.status == "pending" && outcome.doubts?.count == 1)
                 id = outcome.reportId ?? ""
             }
-            #expect(try f.store.get("devices/dev-c").exists == false)
-            #expect(try f.store.get("devices/dev-r")["status"] == nil)
+            #expect(try await f.store.reading { db in try db.get("devices/dev-c") }.exists == false)
+            #expect(try await f.store.reading { db in try db.get("devices/dev-r") }["status"] == nil)
 
             // Only admins see the list and the image.
             for route in ["/v1/reports", "/v1/reports/\(id)/image"] {
@@ -646,7 +667,7 @@ extension Value {
                 #expect(decided["report.status"] == "accepted" && decided["report.decidedBy"] == "health team")
                 #expect(decided["outcome"]?.stringValue?.contains("1 device flagged") == true, "\(decided)")
             }
-            #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
+            #expect(try await f.store.reading { db in try db.get("devices/dev-c") }["status"] == "exposed")
             try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
                 #expect(r.status == .notFound && errorCode(r) == "no_image")
             }
@@ -663,7 +684,7 @@ extension Value {
                 #expect(value(r)["reports"]?.elements?.first?["note"] == "checked with the lab")
             }
         }
-        let audit = try f.store.getDocuments(Query(collection: Collections.audit))
+        let audit = try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.audit)) }
         #expect(audit.contains { $0["method"] == "APPROVE" && $0["tokenName"] == "health team" })
     }
 
@@ -672,7 +693,7 @@ extension Value {
     @Test func signedCertificatesAreCheckedAgainstTheSitesTrustList() async throws {
         await ResultImages.ready()
         let pem = try String(contentsOfFile: ResultImages.file("trust.pem"), encoding: .utf8)
-        let f = try ServerFixture(site: { $0.verification.trustListPEM = pem })
+        let f = try await ServerFixture(site: { $0.verification.trustListPEM = pem })
         let (th, tb) = try f.upload("dcc-tampered.png", device: "dev-s")
         let (ph, pb) = try f.upload("dcc-photo-positive.jpg", device: "dev-s")
         try await f.app().test(.router) { client in
@@ -686,12 +707,12 @@ extension Value {
                 #expect(String(buffer: r.body).contains("key id "))
             }
         }
-        #expect(try f.store.get("devices/dev-s")["status"] == "positive")
+        #expect(try await f.store.reading { db in try db.get("devices/dev-s") }["status"] == "positive")
     }
 
     /// With `review: all` every upload the rules accept waits too.
     @Test func aSiteReviewingEverythingHoldsEveryUpload() async throws {
-        let f = try ServerFixture(site: { $0.verification.review = "all" })
+        let f = try await ServerFixture(site: { $0.verification.review = "all" })
         await ResultImages.ready()
         let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         try await f.app().test(.router) { client in
@@ -701,13 +722,13 @@ extension Value {
                 #expect(outcome.status == "pending" && outcome.doubts == [])
             }
         }
-        #expect(try f.store.get("devices/dev-9")["status"] == nil)
+        #expect(try await f.store.reading { db in try db.get("devices/dev-9") }["status"] == nil)
     }
 
     /// The site's verification settings hold on the server as on a kiosk: a result two days
     /// old is refused where the map allows one day.
     @Test func theSitesVerificationSettingsApplyToUploads() async throws {
-        let f = try ServerFixture(site: { $0.verification.maxAgeDays = 1 })
+        let f = try await ServerFixture(site: { $0.verification.maxAgeDays = 1 })
         await ResultImages.ready()
         let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         try await f.app().test(.router) { client in
@@ -717,12 +738,12 @@ extension Value {
                 #expect(rules.contains { $0.name == "date" && !$0.passed })
             }
         }
-        #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+        #expect(try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.reports)) }.isEmpty)
     }
 
     /// Every OCR thread busy and the queue full: 503 with Retry-After at once, nothing stored.
     @Test func aFullOCRQueueIsA503WithRetryAfter() async throws {
-        let f = try ServerFixture(ocrQueue: 0)
+        let f = try await ServerFixture(ocrQueue: 0)
         await ResultImages.ready()
         let (headers, body) = try f.upload("lab-pcr-positive.png", device: "dev-9")
         // The pool's two threads taken, as by two uploads being read.
@@ -735,11 +756,11 @@ extension Value {
             }
         }
         f.api.ocr.admitted.store(0, ordering: .relaxed)
-        #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
+        #expect(try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.reports)) }.isEmpty)
     }
 
     @Test func anUploadOverTheLimitIs413() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let big = [UInt8](repeating: 0x89, count: API.maxUpload + 1)
         var (h, b) = form([("image", "big.png", big), ("deviceId", nil, Array("dev-1".utf8))])
         h.append(contentsOf: ServerFixture.bearer(f.kiosk))
@@ -753,25 +774,29 @@ extension Value {
     }
 
     @Test func responsesRotateTheirIdentifiers() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         for (id, device, status) in [
             ("rep-a", "dev-1", "accepted"), ("rep-b", "dev-2", "accepted"), ("rep-c", "dev-3", "revoked"),
         ] {
-            try f.store.set(
-                DocumentPath("reports/\(id)"),
+            try await f.store.writing { db in
+                try db.set(
+                    DocumentPath("reports/\(id)"),
+                    [
+                        "deviceId": .string(device), "status": .string(status), "createdAt": .serverTimestamp,
+                        "collectedAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 86_400)),
+                    ]
+                )
+            }
+        }
+        try await f.store.writing { db in
+            try db.set(
+                DocumentPath("reports/rep-old"),
                 [
-                    "deviceId": .string(device), "status": .string(status), "createdAt": .serverTimestamp,
-                    "collectedAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 86_400)),
+                    "deviceId": "dev-4", "status": "accepted",
+                    "createdAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 20 * 86_400)),
                 ]
             )
         }
-        try f.store.set(
-            DocumentPath("reports/rep-old"),
-            [
-                "deviceId": "dev-4", "status": "accepted",
-                "createdAt": .timestamp(Timestamp(seconds: Date().timeIntervalSince1970 - 20 * 86_400)),
-            ]
-        )
         func ids(_ api: API) async throws -> [String] {
             try await Application(router: api.router()).test(.router) { client in
                 try await client.execute(uri: "/v1/responses", method: .get, headers: ServerFixture.bearer(f.device)) {
@@ -788,7 +813,7 @@ extension Value {
         let first = try await ids(f.api)
         #expect(first.count == 2, "the accepted reports of the last 14 days")
         #expect(try await ids(f.api) == first, "stable within a day on one server")
-        let other = try API(store: f.store, site: nil, engine: ExposureEngine())
+        let other = try await API(store: f.store, site: nil, engine: ExposureEngine())
         #expect(Set(try await ids(other)).isDisjoint(with: first), "another key, other ids")
     }
 }

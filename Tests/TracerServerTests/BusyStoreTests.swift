@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -15,7 +15,7 @@ import TracerTesting
 /// the process stopped with them.
 @Suite struct BusyStoreTests {
     @Test func healthAndStreamsAnswerWhileAWriteTransactionHoldsTheStore() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let store = f.store
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)

@@ -8,7 +8,7 @@ import TracerTesting
 
 @testable import TracerCertificate
 @testable import TracerServer
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// A mutational fuzzer over every decoder at a boundary: the store's JSON and its `__time__`
 /// values, `DocumentCodec`'s stored form, the sync batch, the iBeacon parser, CBOR, Base45 and the

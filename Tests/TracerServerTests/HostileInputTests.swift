@@ -7,7 +7,7 @@ import Testing
 import TracerAPI
 import TracerModel
 import TracerReplication
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -39,8 +39,10 @@ import TracerTesting
     }
 
     @Test func timesOutOfRangeAreA400ForEveryRole() async throws {
-        let f = try ServerFixture()
-        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let f = try await ServerFixture()
+        let lab = try await f.store.writing { db in
+            try TokenStore.create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil, in: db)
+        }
         let device = ServerFixture.bearer(f.device)
         let admin = ServerFixture.bearer(f.admin)
         let gets: [(String, HTTPFields)] = [
@@ -100,15 +102,17 @@ import TracerTesting
                 #expect(r.status == .badRequest, "invalid UTF-8: \(r.status) \(String(buffer: r.body))")
             }
         }
-        #expect(try f.store.getDocuments(Query(collection: Collections.reports)).isEmpty)
-        #expect(try !f.store.get(DocumentPath(doc)).exists)
+        #expect(try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.reports)) }.isEmpty)
+        #expect(try await !f.store.reading { db in try db.get(DocumentPath(doc)) }.exists)
     }
 
     /// Every body over its route's limit is a 413 with the JSON error, whichever way it came.
     @Test func bodiesOverTheirLimitAre413() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let admin = ServerFixture.bearer(f.admin)
-        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let lab = try await f.store.writing { db in
+            try TokenStore.create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil, in: db)
+        }
         let bigSync = ByteBuffer(repeating: UInt8(ascii: " "), count: SyncEndpoint.maxBody + 1)
         let bigNote = ByteBuffer(string: #"{"note": ""# + String(repeating: "x", count: 17 * 1024) + #""}"#)
         try await f.app().test(.router) { client in
@@ -127,7 +131,7 @@ import TracerTesting
     /// before parsing answers "more than 16 parts" (no wall-clock bound: a loaded machine took
     /// 80 s to pass the 11 MB through the test client).
     @Test func aFormOfManyPartsIsRefusedBeforeParsing() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let body =
             String(repeating: "--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n\r\n", count: 200_000)
             + "--b--\r\n"
@@ -146,7 +150,7 @@ import TracerTesting
     /// A part header whose name holds a byte of 0x80 or more: MultipartKit indexes a table of 128
     /// with it and traps (FuzzTests found it); refused before it parses.
     @Test func aHeaderNameOutsideASCIIIsA400NotACrash() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         var bytes = Array("--b\r\nContent-Disposition: form-data; name=\"deviceId\"\r\nX-".utf8)
         bytes += [0xC3, 0xA9] + Array(": v\r\n\r\ndev-1\r\n--b--\r\n".utf8)
         var headers = ServerFixture.bearer(f.kiosk)
@@ -173,8 +177,10 @@ import TracerTesting
     /// A batch at or below what the server acknowledged for the kiosk changes nothing: not a
     /// stale one arriving late, not a replay of an old one, and the kiosk's token never goes back.
     @Test func staleAndReplayedBatchesChangeNothing() async throws {
-        let f = try ServerFixture()
-        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let f = try await ServerFixture()
+        let lab = try await f.store.writing { db in
+            try TokenStore.create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil, in: db)
+        }
         let path = "beacons/kiosk-lab/interactions/w"
         let start = Timestamp(seconds: Date().timeIntervalSince1970 - 60).iso8601Milliseconds
         let times = #""start": {"__time__": "\#(start)"}, "end": {"__time__": "\#(start)"}"#
@@ -196,11 +202,11 @@ import TracerTesting
                     #expect(answer.acknowledged == acknowledged, "batch through \(through)")
                 }
                 #expect(
-                    try f.store.get(DocumentPath("kiosks/kiosk-lab"))["acknowledged"]
+                    try await f.store.reading { db in try db.get(DocumentPath("kiosks/kiosk-lab")) }["acknowledged"]
                         == .integer(max(through, acknowledged))
                 )
             }
         }
-        #expect(try f.store.get(DocumentPath(path))["distance"] == .double(2.0))
+        #expect(try await f.store.reading { db in try db.get(DocumentPath(path)) }["distance"] == .double(2.0))
     }
 }

@@ -7,7 +7,7 @@ import TracerAPI
 import TracerAPIClient
 import TracerModel
 import TracerReports
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -18,7 +18,7 @@ import TracerTesting
     static func auth(_ token: String) -> [String: String] { ["Authorization": "Bearer \(token)"] }
 
     @Test func aWatchedDocumentArrivesAsItChanges() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
             let sse = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1", headers: Self.auth(f.admin))
@@ -27,7 +27,9 @@ import TracerTesting
             #expect(sse.responseHead.contains("text/event-stream"))
             #expect(sse.events.first?.event == "document")
             #expect(sse.events.first?.data.contains(#""exists":false"#) == true)
-            try f.store.set(DocumentPath("devices/dev-1"), ["status": "exposed", "risk": "medium"])
+            try await f.store.writing { db in
+                try db.set(DocumentPath("devices/dev-1"), ["status": "exposed", "risk": "medium"])
+            }
             #expect(await sse.wait { $0.contains { $0.data.contains(#""status":"exposed""#) } }, "\(sse.events)")
             let ids = sse.events.compactMap { $0.id.flatMap { Int64($0) } }
             #expect(ids.count == sse.events.count && ids == ids.sorted())
@@ -43,7 +45,7 @@ import TracerTesting
     /// ticket in the URL, never its token (URLs end up in logs). A ticket opens its own path only,
     /// a device gets tickets for its own device only, and a revoked token's ticket opens nothing.
     @Test func aDeviceWatchesItsOwnDeviceWithATicketNeverItsTokenInTheURL() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
             func ticket(_ path: String, _ token: String) async -> (Int, String) {
@@ -71,7 +73,11 @@ import TracerTesting
             }
             #expect(await ticket("devices/dev-2", f.device).0 == 403)
             // Revoked: its ticket opens nothing more.
-            #expect(try TokenStore(store: f.store).revoke(String(f.device.split(separator: "_")[1])))
+            #expect(
+                try await f.store.writing { db in
+                    try TokenStore.revoke(String(f.device.split(separator: "_")[1]), in: db)
+                }
+            )
             let after = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&ticket=\(t)")
             defer { after.stop() }
             #expect(await after.wait { _ in after.responseHead.contains("401") }, "\(after.responseHead)")
@@ -79,7 +85,7 @@ import TracerTesting
     }
 
     @Test func aReconnectWithLastEventIDGetsWhatItMissed() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try f.exposure("dev-2", at: "kiosk-lab", report: "r1", daysAgo: 1)
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
@@ -98,7 +104,9 @@ import TracerTesting
 
             // Missed while away: one added, one changed.
             try f.exposure("dev-3", at: "kiosk-cafe", report: "r1", daysAgo: 1)
-            try f.store.update(DocumentPath("devices/dev-2/exposures/r1-kiosk-lab"), ["overlapSeconds": 900])
+            try await f.store.writing { db in
+                try db.update(DocumentPath("devices/dev-2/exposures/r1-kiosk-lab"), ["overlapSeconds": 900])
+            }
             var headers = Self.auth(f.admin)
             headers["Last-Event-ID"] = token
             let again = try SSEClient(port: port, path: "/v1/watch?path=*/exposures", headers: headers)
@@ -118,10 +126,12 @@ import TracerTesting
     }
 
     @Test func anExpiredTokenEndsTheStreamWithAnErrorEvent() async throws {
-        let f = try ServerFixture()
-        try f.store.set(DocumentPath("devices/a"), ["status": "clear"])
-        try f.store.set(DocumentPath("devices/b"), ["status": "clear"])
-        try f.store.pruneChanges(olderThan: Timestamp(seconds: Date().timeIntervalSince1970 + 60))
+        let f = try await ServerFixture()
+        try await f.store.writing { db in try db.set(DocumentPath("devices/a"), ["status": "clear"]) }
+        try await f.store.writing { db in try db.set(DocumentPath("devices/b"), ["status": "clear"]) }
+        _ = try await f.store.writing { db in
+            try db.pruneChanges(olderThan: Timestamp(seconds: Date().timeIntervalSince1970 + 60))
+        }
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
             var headers = Self.auth(f.admin)
@@ -141,7 +151,7 @@ import TracerTesting
             FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"),
             "Debian's chromium is needed (Tools/setup installs it)"
         )
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let shot = Chromium.artifacts + "/dashboard.png"
         try? FileManager.default.removeItem(atPath: shot)
         try? FileManager.default.removeItem(atPath: shot + ".ready")
@@ -178,12 +188,14 @@ import TracerTesting
     /// refused token said on the sign-in page. axe-core at each step.
     @Test func theDashboardSignsInAndShowsOneReportRoomByRoom() async throws {
         let axe = try Chromium.axeCore()
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try f.interaction("old", at: "kiosk-lab", device: "dev-r", ago: 3 * 3600, length: 600)
-        try f.store.set(
-            Collections.report("r9"),
-            Report(id: "r9", deviceID: "dev-r", status: .accepted, collectedAt: nil, imageSHA256: "x").data
-        )
+        try await f.store.writing { db in
+            try db.set(
+                Collections.report("r9"),
+                Report(id: "r9", deviceID: "dev-r", status: .accepted, collectedAt: nil, imageSHA256: "x").data
+            )
+        }
         try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.2)
         try f.exposure("dev-9", at: "kiosk-lab", report: "r9", daysAgo: 0.1)
         try f.exposure("dev-7", at: "kiosk-cafe", report: "r9", daysAgo: 0.05)
@@ -223,7 +235,7 @@ import TracerTesting
     /// its evidence and its image; approved by a click with a note, it leaves the list, the
     /// decision is recorded under the admin token's name, and the colleague is flagged.
     @Test func theDashboardReviewsAHeldReport() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         await ResultImages.ready()
         let shot = Chromium.artifacts + "/dashboard-review.png"
         for file in [shot, shot + ".ready", Chromium.artifacts + "/dashboard-review-before.png"] {
@@ -234,12 +246,9 @@ import TracerTesting
         let image = try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive-two-dates.png")))
         let page = try await f.api.ocr.read(data: image, name: "two-dates.png")
         guard
-            case .held(let held, _) = try f.api.desk.submit(
-                f.api.desk.verify(page),
-                imageSHA256: "two-dates",
-                image: image,
-                device: "dev-r"
-            )
+            case .held(let held, _) = try await f.store.writing({ [desk = f.api.desk] db in
+                try desk.submit(desk.verify(page), imageSHA256: "two-dates", image: image, device: "dev-r", in: db)
+            })
         else {
             Issue.record("the two-dates page was not held")
             return
@@ -260,10 +269,10 @@ import TracerTesting
             #expect(status == 0, "\(output)")
             #expect(output.contains(#""check": true"#), "\(output)")
         }
-        let report = try f.store.get(Collections.report(held.id))
+        let report = try await f.store.reading { db in try db.get(Collections.report(held.id)) }
         #expect(report["status"] == "accepted" && report["decidedBy"] == "health team")
         #expect(report["note"] == "checked with the lab")
-        #expect(try f.store.get("devices/dev-c")["status"] == "exposed")
+        #expect(try await f.store.reading { db in try db.get("devices/dev-c") }["status"] == "exposed")
         let before = Chromium.artifacts + "/dashboard-review-before.png"
         let size = (try? FileManager.default.attributesOfItem(atPath: before)[.size] as? Int) ?? 0
         #expect(size > 20_000, "the screenshot at \(before) is \(size) bytes")
@@ -272,12 +281,12 @@ import TracerTesting
     /// The kiosks' sync state on the dashboard: a silent kiosk marked, a clock beyond 2 s
     /// flagged, and a kiosk that starts replicating appearing live (over the watch of `kiosks`).
     @Test func theDashboardShowsEachKiosksLagOffsetAndSilence() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let shot = Chromium.artifacts + "/dashboard-kiosks.png"
         try? FileManager.default.removeItem(atPath: shot)
         try? FileManager.default.removeItem(atPath: shot + ".ready")
         let now = Date().timeIntervalSince1970
-        @Sendable func kiosk(_ key: String, seen: Double, offset: Double, backlog: Int64) throws {
+        @Sendable func kiosk(_ key: String, seen: Double, offset: Double, backlog: Int64) async throws {
             var data = KioskSync.batch(
                 acknowledged: 10,
                 backlog: backlog,
@@ -290,10 +299,10 @@ import TracerTesting
             data["lastSeen"] = .timestamp(Timestamp(seconds: seen))
             data["documents"] = 5
             data["refused"] = 0
-            try f.store.set(Collections.kiosk(key), data)
+            try await f.store.writing { [data] db in try db.set(Collections.kiosk(key), data) }
         }
-        try kiosk("kiosk-lab", seen: now - 2, offset: 3.2, backlog: 0)
-        try kiosk("kiosk-cafe", seen: now - 600, offset: 0.01, backlog: 120)
+        try await kiosk("kiosk-lab", seen: now - 2, offset: 3.2, backlog: 0)
+        try await kiosk("kiosk-cafe", seen: now - 600, offset: 0.01, backlog: 120)
         let go = f.dir.file("go")
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
@@ -311,12 +320,12 @@ import TracerTesting
             var refreshed = Date()
             while !FileManager.default.fileExists(atPath: shot + ".ready"), Date() < deadline {
                 if Date().timeIntervalSince(refreshed) > 5 {
-                    try kiosk("kiosk-lab", seen: Date().timeIntervalSince1970 - 2, offset: 3.2, backlog: 0)
+                    try await kiosk("kiosk-lab", seen: Date().timeIntervalSince1970 - 2, offset: 3.2, backlog: 0)
                     refreshed = Date()
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try kiosk("kiosk-seminar", seen: Date().timeIntervalSince1970, offset: -0.2, backlog: 0)
+            try await kiosk("kiosk-seminar", seen: Date().timeIntervalSince1970, offset: -0.2, backlog: 0)
             _ = FileManager.default.createFile(atPath: go, contents: Data())
             let (status, output) = try await result
             #expect(status == 0, "\(output)")

@@ -28,8 +28,8 @@ import Yams
         return out
     }
 
-    @Test func everyRouteIsDocumentedAndNothingElse() throws {
-        let f = try ServerFixture()
+    @Test func everyRouteIsDocumentedAndNothingElse() async throws {
+        let f = try await ServerFixture()
         let served = Set(f.api.router().routes.map { "\($0.method) \($0.path)" })
         let documented = try Self.documented()
         #expect(served.count >= 17, "\(served.sorted())")
@@ -45,7 +45,7 @@ import Yams
 
     /// The server's answers read as the contract's types, as the clients read them.
     @Test func theContractsTypesReadTheServersAnswers() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             func get<T: Decodable>(_ path: String, _ type: T.Type, token: String? = nil) async throws -> T? {
                 try await client.execute(
@@ -96,7 +96,7 @@ import Yams
     }
 
     @Test func theServerServesTheDocument() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/openapi.yaml", method: .get) { response in
                 #expect(response.status == .ok)

@@ -10,7 +10,7 @@ import TracerExposure
 import TracerModel
 import TracerReplication
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -99,7 +99,7 @@ import TracerTesting
         init(seed: UInt64, dir: TemporaryDirectory) throws {
             g = SplitMix64(seed: seed &* 0x9E37_79B9)
             serverPath = dir.file("site.sqlite")
-            let tokens = TokenStore(store: try DocumentStore(path: serverPath))
+            let tokens = Tokens(store: try DocumentStore(path: serverPath))
             for anchor in ["kiosk-lab", "kiosk-cafe", "kiosk-library"] {
                 let t = try tokens.create(role: .kiosk, deviceID: nil, anchor: anchor, name: nil)
                 kiosks.append(try Kiosk(anchor, in: dir, token: t.token))
@@ -109,18 +109,19 @@ import TracerTesting
         func random(_ n: Int) -> Int { Int.random(in: 0..<n, using: &g) }
 
         /// The server: its store opened afresh (a restart) and the API over it.
-        func server() throws -> (DocumentStore, API) {
+        func server() async throws -> (DocumentStore, API) {
             let store = try DocumentStore(path: serverPath)
             let site = try Site.load(file: ServerFixture.map)
             return (
-                store, try API(store: store, site: site, engine: ExposureEngine(policy: ExposurePolicy(site: site)))
+                store,
+                try await API(store: store, site: site, engine: ExposureEngine(policy: ExposurePolicy(site: site)))
             )
         }
 
         /// Delivers one request; the kiosk hears the answer unless it is lost.
         func deliver(_ r: Request, _ client: some TestClientProtocol, store: DocumentStore, heard: Bool) async throws {
             let k = kiosks[r.kiosk]
-            let newest = try k.store.currentToken()
+            let newest = try await k.store.reading { db in try db.currentToken() }
             try await client.execute(
                 uri: "/v1/sync",
                 method: .post,
@@ -138,7 +139,9 @@ import TracerTesting
                 }
             }
             delivered += 1
-            let acknowledged = try store.get(DocumentPath("kiosks/\(k.anchor)"))["acknowledged"]?.doubleValue
+            let acknowledged = try await store.reading { db in try db.get(DocumentPath("kiosks/\(k.anchor)")) }[
+                "acknowledged"
+            ]?.doubleValue
             let now = Int64(acknowledged ?? 0)
             #expect(now >= serverAcknowledged[k.anchor, default: 0], "the server's checkpoint moved back")
             serverAcknowledged[k.anchor] = now
@@ -191,17 +194,19 @@ import TracerTesting
         // Epochs of a server's life: each ends with the server killed (its store closed and
         // opened again), the network keeping what it holds.
         for epoch in 0..<4 {
-            let (store, api) = try world.server()
+            let (store, api) = try await world.server()
             try await Application(router: api.router()).test(.router) { client in
                 for _ in 0..<(epoch == 3 ? 40 : 60) { try await world.step(client, store: store) }
             }
         }
-        let (store, api) = try world.server()
+        let (store, api) = try await world.server()
         try await Application(router: api.router()).test(.router) { client in
             try await world.drain(client, store: store)
         }
         for k in world.kiosks {
-            let docs = try store.getDocuments(Query(collection: CollectionPath("beacons/\(k.anchor)/interactions")))
+            let docs = try await store.reading { db in
+                try db.getDocuments(Query(collection: CollectionPath("beacons/\(k.anchor)/interactions")))
+            }
             let site = Dictionary(uniqueKeysWithValues: docs.map { ($0.path.description, JSON.string($0.data ?? [:])) })
             #expect(site == (try k.documents), "seed \(seed), \(k.anchor): the site differs from the kiosk")
             #expect(world.serverAcknowledged[k.anchor] == k.checkpoint)

@@ -5,7 +5,7 @@ import Testing
 import TracerAPI
 import TracerModel
 import TracerSite
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -47,7 +47,7 @@ import TracerTesting
 
     @Test func theDashboardReadsEveryKiosksFitAndWhoMayNot() async throws {
         let now = Date(timeIntervalSince1970: 1_795_000_000)
-        let f = try ServerFixture(now: now)
+        let f = try await ServerFixture(now: now)
         try await f.app().test(.router) { client in
             func get(_ path: String, _ token: String?) async throws -> (HTTPResponse.Status, [UInt8]) {
                 try await client.execute(

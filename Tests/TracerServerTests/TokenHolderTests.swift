@@ -8,7 +8,7 @@ import Testing
 import TracerAPI
 import TracerExposure
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerServer
@@ -68,8 +68,10 @@ import TracerTesting
     /// times or distance are not a window's) are refused, per document, for a kiosk and an admin
     /// alike; one already past the site's retention is acknowledged and not stored.
     @Test func syncTakesOnlyInteractionsTheSiteCanUse() async throws {
-        let f = try ServerFixture()
-        let lab = try TokenStore(store: f.store).create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil)
+        let f = try await ServerFixture()
+        let lab = try await f.store.writing { db in
+            try TokenStore.create(role: .kiosk, deviceID: nil, anchor: "kiosk-lab", name: nil, in: db)
+        }
         let now = Date().timeIntervalSince1970
         func window(_ device: String, ago: Double = 60, distance: String = "1.5") -> [UInt8] {
             let start = Timestamp(seconds: now - ago).iso8601Milliseconds
@@ -117,14 +119,16 @@ import TracerTesting
                 }
             }
         }
-        let stored = try f.store.getDocuments(Query(collection: CollectionPath("beacons/kiosk-lab/interactions")))
+        let stored = try await f.store.reading { db in
+            try db.getDocuments(Query(collection: CollectionPath("beacons/kiosk-lab/interactions")))
+        }
         #expect(stored.map(\.id) == ["good"])
     }
 
     /// A stolen kiosk token reads a kiosk's days of badge ids (yesterday to 3 days ahead), never a
     /// fortnight back, and nobody's status.
     @Test func aKioskTokenReadsWhatAKioskNeedsAndNoStatus() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let day = { @Sendable (offset: Int) in
             String(Timestamp(seconds: Date().timeIntervalSince1970 + Double(offset) * 86_400).iso8601.prefix(10))
         }
@@ -163,7 +167,7 @@ import TracerTesting
     /// The badges' master key, the VAPID key, the tickets' key, token hashes and push
     /// subscriptions never leave the server over the watch, an admin's included.
     @Test func secretsNeverLeaveOverTheWatch() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             for path in [
                 "config/badgeKeys", "config/push", "config/watchKey", "config", "*/config", "tokens", "*/tokens",
@@ -184,7 +188,7 @@ import TracerTesting
 
     /// The published map is no secret: `config/site` may still be watched, with a ticket too.
     @Test func thePublishedMapMayBeWatched() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             try await client.execute(
                 uri: "/v1/watch/ticket?path=config/site",
@@ -199,8 +203,8 @@ import TracerTesting
     /// Forgetting a phone (`DELETE /v1/tokens/self`) or revoking its token ends the push
     /// subscriptions that token made; another token's stay.
     @Test func revocationEndsTheTokensPushSubscriptions() async throws {
-        let f = try ServerFixture()
-        let tokens = TokenStore(store: f.store)
+        let f = try await ServerFixture()
+        let tokens = Tokens(store: f.store)
         let second = try tokens.create(role: .device, deviceID: "dev-1", name: "second phone")
         let third = try tokens.create(role: .device, deviceID: "dev-1", name: "third phone")
         let push = try Collections.pushSubscriptions(of: "dev-1")
@@ -213,20 +217,22 @@ import TracerTesting
                     body: ByteBuffer(string: Self.subscription("https://fcm.googleapis.com/fcm/send/\(name)"))
                 ) { r in #expect(r.status == .created, "\(String(buffer: r.body))") }
             }
-            #expect(try f.store.getDocuments(Query(collection: push)).count == 3)
+            #expect(try await f.store.reading { db in try db.getDocuments(Query(collection: push)) }.count == 3)
             try await client.execute(uri: "/v1/tokens/self", method: .delete, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .ok)
             }
         }
         #expect(try tokens.revoke(second.id))
-        let left = try f.store.getDocuments(Query(collection: push)).compactMap { $0["endpoint"]?.stringValue }
+        let left = try await f.store.reading { db in try db.getDocuments(Query(collection: push)) }.compactMap {
+            $0["endpoint"]?.stringValue
+        }
         #expect(left == ["https://fcm.googleapis.com/fcm/send/c"])
     }
 
     /// The site server forgets on time: interactions, exposures (the devices' status with them)
     /// and push subscriptions nobody renewed, past the retention; the rest kept.
     @Test func theSiteForgetsWhatIsPastItsRetention() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let now = Date().timeIntervalSince1970
         try f.interaction("old", at: "kiosk-lab", device: "dev-1", ago: 15 * 86_400)
         try f.interaction("new", at: "kiosk-lab", device: "dev-1", ago: 13 * 86_400)
@@ -234,17 +240,21 @@ import TracerTesting
         try f.exposure("dev-3", at: "kiosk-lab", report: "r-old", daysAgo: 15)
         try f.exposure("dev-3", at: "kiosk-lab", report: "r-new", daysAgo: 2)
         for device in ["dev-2", "dev-3"] {
-            try f.store.set(DocumentPath("devices/\(device)"), ["status": "exposed", "exposureCount": .integer(1)])
+            try await f.store.writing { db in
+                try db.set(DocumentPath("devices/\(device)"), ["status": "exposed", "exposureCount": .integer(1)])
+            }
         }
         let push = try Collections.pushSubscriptions(of: "dev-1")
         for (id, days) in [("stale", 15.0), ("renewed", 1.0)] {
-            try f.store.set(
-                push.document(id),
-                [
-                    "endpoint": .string("https://fcm.googleapis.com/x/\(id)"),
-                    "createdAt": .timestamp(Timestamp(seconds: now - days * 86_400)),
-                ]
-            )
+            try await f.store.writing { db in
+                try db.set(
+                    push.document(id),
+                    [
+                        "endpoint": .string("https://fcm.googleapis.com/x/\(id)"),
+                        "createdAt": .timestamp(Timestamp(seconds: now - days * 86_400)),
+                    ]
+                )
+            }
         }
         let purge = SitePurge(
             store: f.store,
@@ -254,15 +264,17 @@ import TracerTesting
         )
         let purged = try await purge.purgeOnce()
         #expect(purged == .init(interactions: 1, exposures: 2, subscriptions: 1), "\(purged)")
-        #expect(try f.store.getDocuments(Query.interactions).map(\.id) == ["new"])
+        #expect(try await f.store.reading { db in try db.getDocuments(Query.interactions) }.map(\.id) == ["new"])
         #expect(
-            try f.store.getDocuments(Query.exposures).map(\.path.description) == [
+            try await f.store.reading { db in try db.getDocuments(Query.exposures) }.map(\.path.description) == [
                 "devices/dev-3/exposures/r-new-kiosk-lab"
             ]
         )
-        #expect(try f.store.get(DocumentPath("devices/dev-2"))["status"] == "clear")
-        #expect(try f.store.get(DocumentPath("devices/dev-3"))["status"] == "exposed")
-        #expect(try f.store.getDocuments(Query(collection: push)).map(\.id) == ["renewed"])
+        #expect(try await f.store.reading { db in try db.get(DocumentPath("devices/dev-2")) }["status"] == "clear")
+        #expect(try await f.store.reading { db in try db.get(DocumentPath("devices/dev-3")) }["status"] == "exposed")
+        #expect(
+            try await f.store.reading { db in try db.getDocuments(Query(collection: push)) }.map(\.id) == ["renewed"]
+        )
         #expect(try await purge.purgeOnce().total == 0)
     }
 
@@ -270,7 +282,7 @@ import TracerTesting
     /// moves (`tracer serve` runs a round every 30 s, so an interaction outlives its expiry by
     /// 30 s at most, plus one round's time).
     @Test func anExpiredInteractionIsGoneAtTheFirstRoundAfterItsExpiry() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         let retention = 3600.0
         let start = Date()
         try f.interaction("soon", at: "kiosk-lab", device: "dev-1", ago: retention - 60)
@@ -284,7 +296,7 @@ import TracerTesting
             clock: { clock.withLock { $0 } },
             logger: .init(label: "test")
         )
-        let interactions = { (try? f.store.getDocuments(Query.interactions).count) ?? -1 }
+        let interactions = { (try? f.store.read { db in try db.getDocuments(Query.interactions) }.count) ?? -1 }
         // A round a second before the expiry keeps it.
         clock.withLock { $0 = start.addingTimeInterval(29) }
         #expect(try await purge.purgeOnce().interactions == 0)
@@ -298,7 +310,7 @@ import TracerTesting
     /// A method a route does not take is 405 with `Allow` (HTTP's answer), not 404; a path no
     /// route has is still 404.
     @Test func aMethodARouteDoesNotTakeIs405WithAllow() async throws {
-        let f = try ServerFixture()
+        let f = try await ServerFixture()
         try await f.app().test(.router) { client in
             for (uri, method, allow) in [
                 ("/v1/beacons", HTTPRequest.Method.delete, "GET"), ("/v1/devices/dev-1/push", .put, "DELETE, POST"),

@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// `DocumentStore.close()`: what was given to the store is written, its threads end, and
 /// nothing after it is taken (on PostgreSQL too: `TRACER_TEST_STORE=postgres`).
@@ -24,7 +24,7 @@ import TracerTesting
         let release = Release()
         let holding = Release()
         let holder = Task {
-            try await store.writing {
+            try await store.writing { db in
                 holding.value.store(true, ordering: .releasing)
                 while !release.value.load(ordering: .acquiring) { usleep(1_000) }
             }
@@ -33,7 +33,7 @@ import TracerTesting
         // the forty tasks took over 30 s to start.
         _ = await until { holding.value.load(ordering: .acquiring) }
         let writes = (0..<40).map { i in
-            Task { try await store.writing { try store.set(try c.document("w\(i)"), ["i": .integer(Int64(i))]) } }
+            Task { try await store.writing { db in try db.set(try c.document("w\(i)"), ["i": .integer(Int64(i))]) } }
         }
         _ = await until { store.unfinished.writes >= 41 }
         #expect(store.unfinished.writes == 41)
@@ -45,22 +45,23 @@ import TracerTesting
         #expect(store.isClosed && store.unfinished == (0, 0))
 
         func isGone(_ error: any Error) -> Bool { (error as? StoreError)?.code == .storeGone }
-        #expect(performing: { try store.get(try c.document("w0")) }, throws: isGone)
-        #expect(performing: { try store.set(try c.document("late"), ["i": 1]) }, throws: isGone)
+        // The command line's synchronous reads and writes too.
+        #expect(performing: { try store.read { db in try db.get(try c.document("w0")) } }, throws: isGone)
+        #expect(performing: { try store.write { db in try db.set(try c.document("late"), ["i": 1]) } }, throws: isGone)
         await #expect(
-            performing: { try await store.writing { try store.set(try c.document("late"), ["i": 1]) } },
+            performing: { try await store.writing { db in try db.set(try c.document("late"), ["i": 1]) } },
             throws: isGone
         )
         await #expect(
-            performing: { try await store.reading { try store.getDocuments(Query(collection: c)) } },
+            performing: { try await store.reading { db in try db.getDocuments(Query(collection: c)) } },
             throws: isGone
         )
         await store.close()  // a second close does nothing more
 
         let again = try DocumentStore(path: store.path)
-        let documents = try again.getDocuments(Query(collection: c))
+        let documents = try await again.reading { db in try db.getDocuments(Query(collection: c)) }
         #expect(documents.count == 40 && !documents.contains { $0.id == "late" })
-        #expect(try again.integrityCheck() == "ok")
+        #expect(try await again.reading { db in try db.integrityCheck() } == "ok")
         await again.close()
     }
 
@@ -69,11 +70,11 @@ import TracerTesting
     @Test func aStoreNeverUsedClosesAtOnce() async throws {
         let (store, dir) = try DocumentStore.temporary()
         _ = dir
-        try store.set(try DocumentPath("beacons/b1"), ["room": "lab"])
+        try await store.writing { db in try db.set(try DocumentPath("beacons/b1"), ["room": "lab"]) }
         let started = ContinuousClock.now
         await store.close()
         #expect(ContinuousClock.now - started < .seconds(5))
-        #expect(throws: StoreError.self) { try store.get(try DocumentPath("beacons/b1")) }
+        #expect(throws: StoreError.self) { try store.read { db in try db.get(try DocumentPath("beacons/b1")) } }
     }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// A writer killed with SIGKILL in the middle of its transactions, again and again: every
 /// transaction it reported as committed is there, no transaction is there in part, and the store's
@@ -15,9 +15,9 @@ import TracerTesting
         var g = SplitMix64(seed: 11)
         var acknowledged: [Int: Int] = [:]
         // The writer keeps this index up to date too, so the counts below are index reads.
-        try DocumentStore(path: storePath).declareIndex(
-            IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run")
-        )
+        try await DocumentStore(path: storePath).writing { db in
+            try db.declareIndex(IndexDefinition(collectionID: "interactions", scope: .collectionGroup, "run"))
+        }
 
         for run in 0..<10 {
             // Interaction-shaped documents for 40 beacons, interleaved as live sightings are.
@@ -58,11 +58,13 @@ import TracerTesting
             #expect(last > 0, "run \(run): the writer never reported a commit")
 
             let store = try DocumentStore(path: storePath)
-            #expect(try store.integrityCheck() == "ok", "run \(run)")
+            #expect(try await store.reading { db in try db.integrityCheck() } == "ok", "run \(run)")
             for (r, count) in acknowledged {
-                let present = try store.count(
-                    Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r)))
-                )
+                let present = try await store.reading { db in
+                    try db.count(
+                        Query(collectionGroup: "interactions").where("run", .equal, .integer(Int64(r)))
+                    )
+                }
                 #expect(present >= count, "run \(r): \(present) documents, \(count) acknowledged")
                 #expect(present % batchSize == 0, "run \(r): a transaction landed in part (\(present) documents)")
             }

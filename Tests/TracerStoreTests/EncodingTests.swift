@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// The stored form (schema 2): documents in `DocumentCodec`'s binary, parents interned, and a
 /// schema-1 store written by an earlier tracer upgraded in place.

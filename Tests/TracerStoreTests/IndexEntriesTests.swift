@@ -1,7 +1,7 @@
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// Covering reads: an index's values decoded from its keys, without the documents.
 @Suite struct IndexEntriesTests {

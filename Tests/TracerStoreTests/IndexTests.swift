@@ -1,7 +1,7 @@
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 @Suite struct IndexTests {
     let store: DocumentStore

@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 @Suite struct ListenerTests {
     let store: DocumentStore
@@ -77,13 +77,13 @@ import TracerTesting
     }
 
     @Test func asyncSequenceEndsTheListenerWhenTheLoopEnds() async throws {
-        try store.set(try doc("a"), ["n": 1])
+        try await store.writing { db in try db.set(try doc("a"), ["n": 1]) }
         let store = self.store
         let target = try doc("b")
         var seen: [[String]] = []
         for try await snapshot in store.snapshots(Query(collection: interactions)) {
             seen.append(snapshot.documents.map(\.id))
-            if seen.count == 1 { try store.set(target, ["n": 2]) }
+            if seen.count == 1 { try await store.writing { db in try db.set(target, ["n": 2]) } }
             if seen.count == 2 { break }
         }
         #expect(seen == [["a"], ["a", "b"]])
@@ -102,7 +102,7 @@ import TracerTesting
         let writer = Thread { [store, interactions] in
             var n = 0
             while !stop.withLock({ $0 }) {
-                try? store.set(interactions.document("w\(n % 50)"), ["n": .integer(Int64(n))])
+                try? store.write { db in try db.set(interactions.document("w\(n % 50)"), ["n": .integer(Int64(n))]) }
                 n += 1
             }
         }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 @Suite struct PathTests {
     @Test func splitsAndNames() throws {

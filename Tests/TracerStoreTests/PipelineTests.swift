@@ -3,7 +3,7 @@ import Logging
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// A batch on PostgreSQL sends its statements ahead of their answers (libpq's pipeline) and its
 /// new documents without first learning that their paths are free. These batches meet what that

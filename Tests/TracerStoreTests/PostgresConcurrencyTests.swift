@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// What only PostgreSQL can do to the store: several processes' connections writing one database
 /// at once. Change sequence numbers are drawn before commit, so without the writers' lock a
@@ -40,7 +40,7 @@ struct PostgresConcurrencyTests {
                             )
                             written += 1
                         }
-                        try store.commit(batch)
+                        try await store.writing { [batch] db in try db.commit(batch) }
                     }
                 }
             }
@@ -103,8 +103,8 @@ struct PostgresConcurrencyTests {
         #expect(state.added.values.allSatisfy { $0 == 1 }, "\(state.added.filter { $0.value != 1 })")
         #expect(resumes > 1)
         // The log itself: one change per write, numbered 1…total with no gap.
-        #expect(try reader.currentToken() == Int64(total))
-        #expect(try reader.integrityCheck() == "ok")
+        #expect(try await reader.reading { db in try db.currentToken() } == Int64(total))
+        #expect(try await reader.reading { db in try db.integrityCheck() } == "ok")
     }
 
     @Test func anOutboxReadAfterItsTokenWhileEightWritersRunMissesNothing() async throws {
@@ -117,7 +117,8 @@ struct PostgresConcurrencyTests {
         let deadline = Date(timeIntervalSinceNow: 120)
         // A kiosk's replicator: small pages, each after the last one's token.
         while counts.count < total, Date() < deadline {
-            let page = try reader.outbox(after: token, limit: 7)
+            let after = token
+            let page = try await reader.reading { db in try db.outbox(after: after, limit: 7) }
             for entry in page.entries { counts[entry.path, default: 0] += 1 }
             #expect(page.through >= token)
             token = page.through

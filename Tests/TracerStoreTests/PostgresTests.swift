@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 @testable import TracerStorePostgres
 
 /// The ground the store's PostgreSQL backend stands on: a server of the test's own, started and

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 @testable import TracerStorePostgres
 
 /// A role run once per store (the flagger, a notifier): a second instance waits and takes over

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 /// Times are Firestore's, 0001-01-01 through 9999-12-31: checked where they are decoded, and
 /// what tracer computes saturates instead of trapping (each case here crashed a process before).

@@ -1,7 +1,7 @@
 import Testing
 import TracerTesting
 
-@testable import TracerStore
+@_spi(Blocking) @testable import TracerStore
 
 @Suite struct ValueOrderingTests {
     /// Firestore's cross-type order, with its equalities (1 == 1.0, -0.0 == 0.0).

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerReports
@@ -39,17 +39,23 @@ import TracerTesting
         let (store, dir) = try DocumentStore.temporary()
         _ = dir
         let v = Self.accepted()
-        let first = try SelfReport.record(
-            deviceID: "dev-1",
-            imageSHA256: "ab12",
-            verification: v,
-            answers: ["symptoms": true],
-            store: store
-        )
+        let first = try store.write { db in
+            try SelfReport.record(
+                deviceID: "dev-1",
+                imageSHA256: "ab12",
+                verification: v,
+                answers: ["symptoms": true],
+                in: db
+            )
+        }
         #expect(first.created)
-        let again = try SelfReport.record(deviceID: "dev-1", imageSHA256: "ab12", verification: v, store: store)
+        let again = try store.write { db in
+            try SelfReport.record(deviceID: "dev-1", imageSHA256: "ab12", verification: v, in: db)
+        }
         #expect(!again.created && again.id == first.id)
-        let other = try SelfReport.record(deviceID: "dev-2", imageSHA256: "ab12", verification: v, store: store)
+        let other = try store.write { db in
+            try SelfReport.record(deviceID: "dev-2", imageSHA256: "ab12", verification: v, in: db)
+        }
         #expect(other.id != first.id)
 
         let report = try store.get("reports/\(first.id)")
@@ -84,10 +90,16 @@ import TracerTesting
         }
         try interaction("near-one", "near", endedAgo: 5)
         try interaction("old-one", "immediate", endedAgo: 120)
-        #expect(try SelfReport.immediateDevices(at: "kiosk-lab", now: now, store: store) == [])
+        #expect(try store.read { db in try SelfReport.immediateDevices(at: "kiosk-lab", now: now, in: db) } == [])
         try interaction("the-one", "immediate", endedAgo: 10)
-        #expect(try SelfReport.immediateDevices(at: "kiosk-lab", now: now, store: store) == ["the-one"])
+        #expect(
+            try store.read { db in try SelfReport.immediateDevices(at: "kiosk-lab", now: now, in: db) } == ["the-one"]
+        )
         try interaction("another", "immediate", endedAgo: 3)
-        #expect(try SelfReport.immediateDevices(at: "kiosk-lab", now: now, store: store) == ["another", "the-one"])
+        #expect(
+            try store.read { db in try SelfReport.immediateDevices(at: "kiosk-lab", now: now, in: db) } == [
+                "another", "the-one",
+            ]
+        )
     }
 }

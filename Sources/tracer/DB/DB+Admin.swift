@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 extension DB {
     struct IndexCommand: ParsableCommand {

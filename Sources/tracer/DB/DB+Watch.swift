@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 extension DB {
     struct WatchCommand: AsyncParsableCommand {

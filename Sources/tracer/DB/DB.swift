@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import TracerModel
-import TracerStore
+@_spi(Blocking) import TracerStore
 
 /// `tracer db …`: the document store by hand.
 struct DB: AsyncParsableCommand {
