@@ -39,7 +39,7 @@ struct PipelineTests {
     static func item(_ i: Int) throws -> DocumentPath { try DocumentPath("lists/l\(i % 7)/items/i\(i)") }
 
     @Test func aBatchMeetingTakenPathsAndAPathWrittenTwiceEndsAsOnSQLite() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         // One clock for both stores, so that their documents' times compare.
         var configuration = DocumentStore.Configuration()
         let clock = Timestamp(seconds: 1_795_341_600)
@@ -84,7 +84,7 @@ struct PipelineTests {
     }
 
     @Test func aStatementFailingInThePipelineLeavesNothingOfTheBatchAndTheStoreUsable() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let store = try Self.stores(dir)[1]
         try store.set(try Self.item(0), ["tag": "kept"])
         let before = try Self.contents(store)
@@ -113,7 +113,7 @@ struct PipelineTests {
     }
 
     @Test func aCreateOnATakenPathFailsTheBatchOnBothBackends() throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         for store in try Self.stores(dir) {
             try store.set(try Self.item(500), ["tag": "first"])
             let token = try store.currentToken()
