@@ -123,7 +123,7 @@ public final class DocumentStore: Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         await threads.close()
         await observer.close()
-        pool.close()
+        await pool.finish()
     }
 
     /// Whether `close()` has begun.

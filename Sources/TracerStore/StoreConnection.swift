@@ -158,4 +158,10 @@ package protocol StorePool: AnyObject, Sendable {
     func tryLock(_ name: String) throws -> (any HeldLock)?
     /// Stops what the pool runs in the background.
     func close()
+    /// Closes the pool and waits for the threads it started to end (`DocumentStore.close()`).
+    func finish() async
+}
+
+extension StorePool {
+    package func finish() async { close() }
 }

@@ -268,6 +268,15 @@ final class PostgresPool: StorePool, @unchecked Sendable {
         wakeups.stop()
     }
 
+    /// Whether the wake-up thread runs (started by the first listener, ended by `finish`).
+    var wakeUpsRunning: Bool { wakeups.isRunning }
+
+    /// Closes the pool and waits for the wake-up thread to end (within a poll, 250 ms).
+    func finish() async {
+        close()
+        await wakeups.ended()
+    }
+
     /// Every read and write after `close` fails with `storeGone`.
     private func checkOpen() throws {
         if closed.load(ordering: .acquiring) {
@@ -297,13 +306,23 @@ private final class WakeUpThread: @unchecked Sendable {
     private let lock = NSLock()
     private var started = false
     private var stopped = false
+    private var finished = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
 
     func start(uri: String, poke: @escaping @Sendable () -> Void) {
         lock.lock()
         defer { lock.unlock() }
         guard !started else { return }
         started = true
-        let t = Thread { [self] in self.loop(uri: uri, poke: poke) }
+        let t = Thread { [self] in
+            self.loop(uri: uri, poke: poke)
+            self.lock.lock()
+            self.finished = true
+            let waiting = self.waiting
+            self.waiting = []
+            self.lock.unlock()
+            for w in waiting { w.resume() }
+        }
         t.name = "tracer.store.notify"
         t.start()
     }
@@ -312,6 +331,26 @@ private final class WakeUpThread: @unchecked Sendable {
         lock.lock()
         stopped = true
         lock.unlock()
+    }
+
+    var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return started && !finished
+    }
+
+    /// Returns once the thread has ended (at once when it never started).
+    func ended() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            guard started, !finished else {
+                lock.unlock()
+                c.resume()
+                return
+            }
+            waiting.append(c)
+            lock.unlock()
+        }
     }
 
     private var isStopped: Bool {
@@ -323,8 +362,9 @@ private final class WakeUpThread: @unchecked Sendable {
     private func loop(uri: String, poke: @Sendable () -> Void) {
         while !isStopped {
             guard let c = try? PostgresConnection(uri), (try? c.execute("LISTEN \(PostgresPool.channel)")) != nil else {
-                // The server is away: the observer's own poll notices when it is back.
-                Thread.sleep(forTimeInterval: 1)
+                // The server is away: the observer's own poll notices when it is back. A second,
+                // in steps that a stop ends.
+                for _ in 0..<4 where !isStopped { Thread.sleep(forTimeInterval: 0.25) }
                 continue
             }
             poke()  // whatever was committed while this connection was away

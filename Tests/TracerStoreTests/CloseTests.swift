@@ -4,6 +4,7 @@ import Testing
 import TracerTesting
 
 @_spi(Blocking) @testable import TracerStore
+@testable import TracerStorePostgres
 
 /// `DocumentStore.close()`: what was given to the store is written, its threads end, and
 /// nothing after it is taken (on PostgreSQL too: `TRACER_TEST_STORE=postgres`).
@@ -63,6 +64,19 @@ import TracerTesting
         #expect(documents.count == 40 && !documents.contains { $0.id == "late" })
         #expect(try await again.reading { db in try db.integrityCheck() } == "ok")
         await again.close()
+    }
+
+    /// On PostgreSQL, the thread that waits on LISTEN for other servers' commits ends with the
+    /// store: `close()` returns once it has (it was told to stop and left to end by itself).
+    @Test(.enabled(if: TestBackend.isPostgres, "the wake-up thread is PostgreSQL's"))
+    func closingEndsTheWakeUpThread() async throws {
+        let store = try DocumentStore(path: try TestBackend.freshPostgresStore())
+        let registration = try store.addListener(Query(collection: try CollectionPath("things"))) { _ in }
+        let pool = try #require(store.pool as? PostgresPool)
+        #expect(await until { pool.wakeUpsRunning })
+        registration.cancel()
+        await store.close()
+        #expect(!pool.wakeUpsRunning)
     }
 
     /// A store never used from async code closes at once, and a store that was closed is
