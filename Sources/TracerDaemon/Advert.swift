@@ -42,7 +42,7 @@ public protocol AdvertSource: Sendable {
     /// Whether adverts carry their own times (replay): then the file's clock is the daemon's.
     var isReplay: Bool { get }
     /// Ends the stream and releases what the source holds (a live source stops scanning).
-    func stop(timeout: Duration)
+    func stop(timeout: Duration) async
 }
 
 extension AdvertSource {

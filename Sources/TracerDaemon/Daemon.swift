@@ -115,7 +115,7 @@ public final class Daemon: Sendable {
             failure = error
         }
         let interrupted = Task.isCancelled
-        source.stop(timeout: .seconds(1))
+        await source.stop(timeout: .seconds(1))
         do {
             try await run.finish()
         } catch {

@@ -51,7 +51,7 @@ import TracerTesting
 
         func stop() {
             task?.cancel()
-            source.stop()
+            source.stopWaiting()
         }
 
         deinit { stop() }

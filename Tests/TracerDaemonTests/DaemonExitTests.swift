@@ -16,7 +16,7 @@ import TracerTesting
     /// lab kiosk for two minutes; its lines that are not adverts left out, as a replay skips
     /// them), in batches of five seconds.
     static func batches() throws -> [[Advert]] {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let file = dir.file("lab.jsonl")
         try DaemonReplayTests.fixture().write(to: file)
         let adverts = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")

@@ -92,7 +92,21 @@ public final class BlueZSource: AdvertSource, Sendable {
     }
 
     /// Stops discovery and ends the stream; returns once the thread is done (at most `timeout`).
-    public func stop(timeout: Duration = .seconds(1)) {
+    /// The wait is a thread's of its own, never a cooperative one (the daemon stops its source on
+    /// its way out, beside the last write's task).
+    public func stop(timeout: Duration = .seconds(1)) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let waiter = Thread { [self] in
+                stopWaiting(timeout: timeout)
+                done.resume()
+            }
+            waiter.name = "tracer.bluez.stop"
+            waiter.start()
+        }
+    }
+
+    /// The same, blocking the calling thread (a test's teardown).
+    package func stopWaiting(timeout: Duration = .seconds(1)) {
         stopped.set()
         let deadline = ContinuousClock.now + timeout
         while !finished.isSet, ContinuousClock.now < deadline { usleep(5_000) }
