@@ -115,10 +115,10 @@ public final class DocumentStore: Sendable {
 
     /// Releases what the store runs: lets every write already given to `writing` commit, then
     /// stops the store's reader and writer threads and its listeners' thread and waits for them
-    /// to end, and closes the pool (PostgreSQL's wake-up connection). Afterwards every read and
-    /// write fails with `storeGone`. The server and the daemon close their store on every way
-    /// out; a store released without it (a command's, at exit) stops its threads without
-    /// waiting. Closing twice does nothing more.
+    /// to end, and closes the pool (on PostgreSQL, waiting for its LISTEN thread to end too,
+    /// within 250 ms). Afterwards every read and write fails with `storeGone`. The server and the
+    /// daemon close their store on every way out; a store released without it (a command's, at
+    /// exit) stops its threads without waiting. Closing twice does nothing more.
     public func close() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         await threads.close()
