@@ -208,7 +208,11 @@ let package = Package(
         // the sync wire format. No I/O.
         .target(
             name: "TracerAPI",
-            dependencies: ["TracerStore", "TracerModel", "TracerVerification"]
+            dependencies: [
+                "TracerStore", "TracerModel", "TracerVerification",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
 
         // Kiosk → site server: the kiosk's replicator and its HTTP client.

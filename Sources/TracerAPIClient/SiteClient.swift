@@ -3,7 +3,7 @@ package import Foundation
 import HTTPTypes
 import OpenAPIAsyncHTTPClient
 package import OpenAPIRuntime
-import TracerAPI
+package import TracerAPI
 import TracerReplication
 
 /// The site server's API as the `--server` commands call it: the client generated from the

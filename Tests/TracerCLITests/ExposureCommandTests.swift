@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TracerAPIClient
+import TracerAPI
 import TracerModel
 @_spi(Blocking) import TracerStore
 import TracerTesting
