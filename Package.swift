@@ -174,7 +174,7 @@ let package = Package(
         .target(
             name: "TracerExposure",
             dependencies: [
-                "TracerAPI", "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
+                "TracerStore", "TracerModel", "TracerColocation", "TracerReports", "TracerSite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -185,9 +185,9 @@ let package = Package(
         ),
 
         // The API's client, generated from its OpenAPI document (openapi.yaml here is the server's
-        // Resources/openapi.yaml, linked) by swift-openapi-generator's build plugin: the types
-        // of every operation's input and output, and `Client`, sent through an `Upstream`'s
-        // AsyncHTTPClient with its token and its servers in turn. The `--server` commands use it.
+        // Resources/openapi.yaml, linked) by swift-openapi-generator's build plugin: `Client`, on
+        // TracerAPI's generated types, sent through an `Upstream`'s AsyncHTTPClient with its
+        // token and its servers in turn. The `--server` commands use it.
         .target(
             name: "TracerAPIClient",
             dependencies: [
@@ -203,9 +203,10 @@ let package = Package(
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
-        // The HTTP API's contract as types: every body the server answers and its clients read
-        // (the OpenAPI document, Resources/openapi.yaml in TracerServer, describes the same), and
-        // the sync wire format. No I/O.
+        // The HTTP API's contract as types: generated from its OpenAPI document (openapi.yaml here is
+        // TracerServer's Resources/openapi.yaml, linked) once, for the server that answers with them
+        // and the client that reads them; made from the stored documents, written as JSON
+        // (`APIJSON`); and the sync wire format. No I/O.
         .target(
             name: "TracerAPI",
             dependencies: [
@@ -399,7 +400,7 @@ let package = Package(
             name: "TracerExposureTests",
             dependencies: [
                 "TracerExposure", "TracerColocation", "TracerModel", "TracerReports", "TracerVerification",
-                "TracerSite",
+                "TracerSite", "TracerAPI",
                 "TracerTesting",
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

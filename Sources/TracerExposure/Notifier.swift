@@ -128,10 +128,11 @@ public struct Notifier: Service {
                     var fields: [String: Value] = [
                         "deviceId": .string(doc.id), "status": .string(d.status.rawValue),
                         "risk": .string(d.risk.rawValue), "exposureCount": .integer(Int64(d.exposureCount)),
-                        "updatedAt": ExposureJSON.iso(doc["updatedAt"]), "token": .integer(snap.token),
+                        "updatedAt": doc["updatedAt"]?.timestampValue.map { .string($0.iso8601Milliseconds) } ?? .null,
+                        "token": .integer(snap.token),
                     ]
                     if let report { fields["report"] = report }
-                    try await deliver(ExposureJSON.json(.map(fields)), to: webhook)
+                    try await deliver(JSON.string(.map(fields)), to: webhook)
                 case .push:
                     // Owed in the store before the token moves past it: delivered after a restart too.
                     try await delivery?.owe(doc.id)

@@ -175,7 +175,7 @@ public final class API: AsyncShutdown {
                 if who.role == .device, who.deviceID != id {
                     throw APIError.forbidden("a device token reads its own device only")
                 }
-                return ExposureJSON.status(
+                return Components.Schemas.DeviceStatus(
                     id,
                     document: read.documents[0],
                     exposures: Exposure.ordered(read.collections[0])
@@ -220,20 +220,23 @@ public final class API: AsyncShutdown {
             let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
             let (store, site) = (self.store, self.site)
             let docs = try await store.reading { (db: StoreReader) throws(any Error) -> [DocumentSnapshot] in
-                if let unknown = try ExposureJSON.unknownBeacon(key, site: site, in: db) {
+                if let unknown = try ExposureViews.unknownBeacon(key, site: site, in: db) {
                     throw APIError(.notFound, .notFound, unknown)
                 }
-                return try ExposureJSON.atBeacon(key, since: since, in: db)
+                return try ExposureViews.atBeacon(key, since: since, in: db)
             }
             return JSONBody.response(
-                Responses.BeaconExposures(beaconKey: key, exposures: docs.map(ExposureJSON.exposure)).value
+                Components.Schemas.BeaconExposures(
+                    beaconKey: key,
+                    exposures: docs.map(Components.Schemas.Exposure.init)
+                ).value
             )
         }
         router.get("/v1/reports/:id/exposures") { [self] request, context in
             try await authorize(request, context, [.admin])
             let id = try Self.key(context.parameters.require("id"), "report id")
             let store = self.store
-            guard let found = try await store.reading({ db in try ExposureJSON.forReport(id, in: db) }) else {
+            guard let found = try await store.reading({ db in try ExposureViews.forReport(id, in: db) }) else {
                 throw APIError(.notFound, .notFound, "no report \(id)")
             }
             return JSONBody.response(found.value)

@@ -83,7 +83,7 @@ extension API {
         var anchors: [Responses.Beacons.Beacon] = []
         for key in keys {
             let present = present[key] ?? []
-            let exposures = try ExposureJSON.atBeacon(key, since: fortnight, in: db)
+            let exposures = try ExposureViews.atBeacon(key, since: fortnight, in: db)
             // When it last heard anyone: its latest window (by the per-anchor index on start),
             // not only within the occupancy window.
             var lastHeard = present.map(\.end).max()

@@ -7,6 +7,7 @@ import TracerColocation
 import TracerExposure
 import TracerModel
 import TracerReplication
+import TracerServer
 import TracerSite
 @_spi(Blocking) import TracerStore
 
@@ -66,7 +67,7 @@ enum ExposureOutput {
     }
 
     /// `Tue 24 Nov 10:05–10:48` in the context's time zone.
-    static func when(_ e: Responses.Exposure, _ c: Context) -> String {
+    static func when(_ e: Components.Schemas.Exposure, _ c: Context) -> String {
         guard let from = date(e.from) else { return "?" }
         return c.day.string(from: from) + (date(e.to).map { "–" + c.time.string(from: $0) } ?? "")
     }
@@ -74,7 +75,7 @@ enum ExposureOutput {
     /// What was decided: within the radius for certain (`≤ 2.5 m`), with the pair decision's
     /// chance (`80% ≤ 6 m`), or possibly (`maybe ≤ 6 m`, the site's rule flagged what the two
     /// readings allow).
-    static func close(_ e: Responses.Exposure, _ c: Context) -> String {
+    static func close(_ e: Components.Schemas.Exposure, _ c: Context) -> String {
         if e.separation.max <= c.radius { return "≤ \(metres(e.separation.max)) m" }
         if let chance = e.chance { return "\(Int((chance * 100).rounded()))% ≤ \(metres(c.radius)) m" }
         return "maybe ≤ \(metres(c.radius)) m"
@@ -83,7 +84,7 @@ enum ExposureOutput {
     static func metres(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(format: "%.1f", x) }
 
     /// How long both were heard at once; none: within the window of each other.
-    static func together(_ e: Responses.Exposure, _ c: Context) -> String {
+    static func together(_ e: Components.Schemas.Exposure, _ c: Context) -> String {
         let s = e.overlapSeconds
         if s >= 60 { return "\(Int((Double(s) / 60).rounded())) min" }
         if s > 0 { return "\(s) s" }
@@ -113,7 +114,11 @@ enum ExposureOutput {
     /// The table: device (shortened), report, where, when, how close, how long together. A
     /// column every row shares (one report, one beacon) is said once above, not in each row.
     /// `device: false`: the person's own view (no device or report column, no footer).
-    static func table(exposures: [Responses.Exposure], _ c: Context = Context(), device: Bool = true) -> [String] {
+    static func table(
+        exposures: [Components.Schemas.Exposure],
+        _ c: Context = Context(),
+        device: Bool = true
+    ) -> [String] {
         guard !exposures.isEmpty else { return ["no exposures"] }
         let names = short(exposures.map(\.deviceId))
         let zone = c.timeZone.abbreviation() ?? c.timeZone.identifier
@@ -157,7 +162,7 @@ enum ExposureOutput {
     static let csvHeader =
         "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
 
-    static func csv(_ exposures: [Responses.Exposure], _ c: Context) -> [String] {
+    static func csv(_ exposures: [Components.Schemas.Exposure], _ c: Context) -> [String] {
         [csvHeader]
             + exposures.map { e in
                 [e.deviceId, e.reportId, e.beaconKey, c.rooms[e.beaconKey] ?? "", e.from ?? "", e.to ?? ""].map(
@@ -221,10 +226,10 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     static func status(_ device: String, json: Bool, _ doc: DocumentSnapshot, in db: StoreReader) throws -> String {
-        let status = ExposureJSON.status(
+        let status = Components.Schemas.DeviceStatus(
             device,
             document: doc,
-            exposures: try ExposureJSON.exposures(of: device, in: db)
+            exposures: try ExposureViews.exposures(of: device, in: db)
         )
         return json
             ? JSON.string(status.value)
@@ -233,18 +238,18 @@ struct StatusCommand: AsyncParsableCommand {
 
     /// `ID: exposed, risk medium; 1 exposure, 4.5 minutes together` and the exposures, from the
     /// status in the contract's JSON (the store's here, or the site server's).
-    static func text(_ v: Responses.DeviceStatus, _ context: ExposureOutput.Context) -> String {
-        var text = "\(v.deviceId): \(v.status), risk \(v.risk)"
+    static func text(_ v: Components.Schemas.DeviceStatus, _ context: ExposureOutput.Context) -> String {
+        var text = "\(v.deviceId): \(v.status.rawValue), risk \(v.risk.rawValue)"
         // The device's own report, while the health team has it and once they denied it: last,
         // after the exposures.
         var said = ""
         if let report = v.report {
             switch report.status {
-            case "pending":
+            case .pending:
                 said = "\nyour report \(report.id) is with the health team: nobody is flagged until they approve it"
-            case "denied":
+            case .denied:
                 said = "\nyour report \(report.id) was denied at review" + (report.note.map { ": \($0)" } ?? "")
-            case "revoked":
+            case .revoked:
                 said = "\nyour report \(report.id) was withdrawn by the health team: nobody is flagged for it"
             default: break
             }
@@ -279,9 +284,8 @@ struct StatusCommand: AsyncParsableCommand {
         let context = json ? ExposureOutput.Context() : try await ExposureOutput.Context(site)
         @Sendable func fetch() async throws -> String {
             let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device)).ok.body.json }
-            // As the server made it, so that the text and --json are the local command's.
-            let status = try Contract.convert(answer, to: Responses.DeviceStatus.self)
-            return json ? JSON.string(status.value) : Self.text(status, context)
+            // As the server wrote it, so that the text and --json are the local command's.
+            return json ? JSON.string(answer.value) : Self.text(answer, context)
         }
         guard watch else {
             Output.line(try await fetch())
@@ -376,21 +380,23 @@ struct ExposureCommand: AsyncParsableCommand {
         }
     }
 
-    func local(since cutoff: Timestamp?) throws -> ([Responses.Exposure], ExposureOutput.Context) {
+    func local(since cutoff: Timestamp?) throws -> ([Components.Schemas.Exposure], ExposureOutput.Context) {
         let store = try options.open(remote: true)
         try store.write { try Indexes.declare(in: $0) }
         let context = ExposureOutput.Context(site: try store.read { try PublishedSite.load(from: $0) }?.site)
         if let beacon {
-            if let unknown = try store.read({ try ExposureJSON.unknownBeacon(beacon, in: $0) }) {
+            if let unknown = try store.read({ try ExposureViews.unknownBeacon(beacon, in: $0) }) {
                 throw ValidationError(unknown + " (tracer map show lists the site's)")
             }
             return (
-                try store.read { try ExposureJSON.atBeacon(beacon, since: cutoff, in: $0) }.map(ExposureJSON.exposure),
+                try store.read { try ExposureViews.atBeacon(beacon, since: cutoff, in: $0) }.map(
+                    Components.Schemas.Exposure.init
+                ),
                 context
             )
         }
         if let report {
-            guard let found = try store.read({ try ExposureJSON.forReport(report, in: $0) }) else {
+            guard let found = try store.read({ try ExposureViews.forReport(report, in: $0) }) else {
                 throw ValidationError("no report \(report) (tracer report pending --status all lists them)")
             }
             Self.say(found)
@@ -399,14 +405,14 @@ struct ExposureCommand: AsyncParsableCommand {
         let query = Query(collection: try Collections.exposures(of: device ?? ""))
             .where(Exposure.Field.from, .greaterThanOrEqual, .timestamp(cutoff ?? Timestamp(seconds: 0)))
             .order(by: Exposure.Field.from)
-        return (try store.getDocuments(query).map(ExposureJSON.exposure), context)
+        return (try store.getDocuments(query).map(Components.Schemas.Exposure.init), context)
     }
 
     func remote(
         _ site: SiteClient,
         since cutoff: Timestamp?
     ) async throws -> (
-        [Responses.Exposure], ExposureOutput.Context
+        [Components.Schemas.Exposure], ExposureOutput.Context
     ) {
         let context = try await ExposureOutput.Context(site)
         let since = cutoff?.iso8601Seconds
@@ -414,29 +420,28 @@ struct ExposureCommand: AsyncParsableCommand {
             let answer = try await site.run {
                 try await $0.beaconExposures(path: .init(key: beacon), query: .init(since: since)).ok.body.json
             }
-            return (try answer.exposures.map { try Contract.convert($0, to: Responses.Exposure.self) }, context)
+            return (answer.exposures, context)
         }
         if let report {
             let answer = try await site.run { try await $0.reportExposures(path: .init(id: report)).ok.body.json }
-            let found = try Contract.convert(answer, to: Responses.ReportExposures.self)
-            Self.say(found)
-            return (Self.since(cutoff, found.exposures), context)
+            Self.say(answer)
+            return (Self.since(cutoff, answer.exposures), context)
         }
         let answer = try await site.run { try await $0.deviceStatus(path: .init(id: device ?? "")).ok.body.json }
-        let status = try Contract.convert(answer, to: Responses.DeviceStatus.self)
-        return (Self.since(cutoff, status.exposures), context)
+        return (Self.since(cutoff, answer.exposures), context)
     }
 
-    static func since(_ cutoff: Timestamp?, _ exposures: [Responses.Exposure]) -> [Responses.Exposure] {
+    static func since(_ cutoff: Timestamp?, _ exposures: [Components.Schemas.Exposure]) -> [Components.Schemas.Exposure]
+    {
         guard let cutoff else { return exposures }
         return exposures.filter { ($0.from.flatMap { Timestamp(parsing: $0) } ?? .min) >= cutoff }
     }
 
     /// A report's own line, on stderr (stdout is the table, JSON or CSV a program reads).
-    static func say(_ r: Responses.ReportExposures) {
+    static func say(_ r: Components.Schemas.ReportExposures) {
         let devices = Set(r.exposures.map(\.deviceId)).count
         Output.error(
-            "report \(r.reportId) (\(r.status)) from device \(r.deviceId): \(ExposureEngine.count(devices, "device")) flagged"
+            "report \(r.reportId) (\(r.status.rawValue)) from device \(r.deviceId): \(ExposureEngine.count(devices, "device")) flagged"
         )
     }
 }

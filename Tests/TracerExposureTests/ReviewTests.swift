@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TracerAPI
 import TracerColocation
 import TracerModel
 @_spi(Blocking) import TracerStore
@@ -327,8 +328,8 @@ import TracerTesting
         #expect(!flagged && line.contains("flagging failed"), "\(line)")
         #expect(try site.report(report.id)["flaggingFailed"]?.stringValue?.contains("database is locked") == true)
         #expect(try site.status("reporter")["report.flagging"] == "failed")
-        let shown = ExposureJSON.status("reporter", document: try site.status("reporter"), exposures: [])
-        #expect(shown.report?.flagging == "failed" && shown.status == "positive")
+        let shown = Components.Schemas.DeviceStatus("reporter", document: try site.status("reporter"), exposures: [])
+        #expect(shown.report?.flagging == .failed && shown.status == .positive)
         let listed = try desk.reviewList(.accepted, unflaggedOnly: true)
         #expect(listed["reports"]?.arrayValue?.count == 1, "\(listed)")
 

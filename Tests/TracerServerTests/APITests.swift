@@ -324,7 +324,7 @@ extension Value {
             // A device reads its own device only; a kiosk reads nobody's status, nor the site.
             try await client.execute(uri: "/v1/devices/dev-1", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .ok)
-                #expect(decoded(Responses.DeviceStatus.self, $0)?.status == "clear")
+                #expect(decoded(Components.Schemas.DeviceStatus.self, $0)?.status == .clear)
             }
             try await client.execute(uri: "/v1/devices/dev-2", method: .get, headers: ServerFixture.bearer(f.device)) {
                 #expect($0.status == .forbidden)
@@ -474,7 +474,7 @@ extension Value {
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                let answer = try #require(decoded(Responses.BeaconExposures.self, r))
+                let answer = try #require(decoded(Components.Schemas.BeaconExposures.self, r))
                 #expect(answer.beaconKey == "kiosk-lab")
                 #expect(answer.exposures.map(\.deviceId) == ["dev-6", "dev-5", "dev-2"])
             }
@@ -484,7 +484,7 @@ extension Value {
                 method: .get,
                 headers: ServerFixture.bearer(f.admin)
             ) { r in
-                #expect(decoded(Responses.BeaconExposures.self, r)?.exposures.count == 2)
+                #expect(decoded(Components.Schemas.BeaconExposures.self, r)?.exposures.count == 2)
             }
         }
     }

@@ -44,7 +44,7 @@ import TracerTesting
                 headers: ServerFixture.bearer(linked.token)
             ) {
                 #expect($0.status == .ok)
-                #expect(decoded(Responses.DeviceStatus.self, $0)?.status == "clear")
+                #expect(decoded(Components.Schemas.DeviceStatus.self, $0)?.status == .clear)
             }
             try await client.execute(
                 uri: "/v1/devices/dev-1",

@@ -4,61 +4,13 @@ import TracerModel
 import TracerSite
 import TracerStore
 
-/// Exposures and device statuses in the contract's JSON shape, shared by the command line
-/// (`tracer exposure --json`, `tracer status --json`) and the HTTP API.
-public enum ExposureJSON {
-    /// A time as ISO 8601 with milliseconds, or null.
-    public static func iso(_ v: Value?) -> Value {
-        guard let t = v?.timestampValue else { return .null }
-        return .string(t.iso8601Milliseconds)
-    }
-
-    /// `devices/{id}/exposures/{x}` as the contract's `Exposure`. Fields are read by key, not
-    /// parsed as field paths: this runs for every exposure served.
-    public static func exposure(_ doc: DocumentSnapshot) -> Responses.Exposure {
-        let data = doc.data ?? [:]
-        let separation = data["separation"]?.mapValue ?? [:]
-        return Responses.Exposure(
-            deviceId: Collections.device(ofExposure: doc.path) ?? "",
-            reportId: data["reportId"]?.stringValue ?? "",
-            beaconKey: data["beaconKey"]?.stringValue ?? "",
-            from: data["from"]?.timestampValue?.iso8601Milliseconds,
-            to: data["to"]?.timestampValue?.iso8601Milliseconds,
-            separation: .init(
-                min: separation["min"]?.doubleValue ?? 0,
-                max: separation["max"]?.doubleValue ?? 0
-            ),
-            overlapSeconds: Int64(saturating: data["overlapSeconds"]?.doubleValue ?? 0),
-            chance: data["chance"]?.doubleValue
-        )
-    }
-
+/// The reads behind the exposure routes, shared with the command line's own reading of a store
+/// (`tracer exposure`, `tracer status` without `--server`): what they answer is the contract's
+/// types (`Components.Schemas`), made from the stored documents (`TracerAPI`).
+public enum ExposureViews {
     /// A device's exposures, oldest first.
     public static func exposures(of device: String, in db: some StoreReads) throws -> [DocumentSnapshot] {
         try db.getDocuments(Exposure.of(device: device))
-    }
-
-    /// What a device is told (the contract's `DeviceStatus`). A device nobody has written of
-    /// is clear, at low risk.
-    public static func status(
-        _ device: String,
-        document doc: DocumentSnapshot,
-        exposures: [DocumentSnapshot]
-    ) -> Responses.DeviceStatus {
-        let d = DeviceStatus(doc)
-        // The device's own latest report, while the health team reviews it and once decided.
-        let report = doc["report"].flatMap { r -> Responses.DeviceStatus.Report? in
-            guard let id = r["id"]?.stringValue, let status = r["status"]?.stringValue else { return nil }
-            return .init(id: id, status: status, note: r["note"]?.stringValue, flagging: r["flagging"]?.stringValue)
-        }
-        return Responses.DeviceStatus(
-            deviceId: device,
-            status: d.status.rawValue,
-            risk: d.risk.rawValue,
-            colocatedMinutes: d.colocatedMinutes,
-            exposures: exposures.map(exposure),
-            report: report
-        )
     }
 
     /// Exposures at a beacon from `since` on, oldest first (served by the exposures index).
@@ -67,15 +19,15 @@ public enum ExposureJSON {
     }
 
     /// Who was flagged for one report, and where (nil: no such report), oldest first.
-    public static func forReport(_ id: String, in db: some StoreReads) throws -> Responses.ReportExposures? {
+    public static func forReport(_ id: String, in db: some StoreReads) throws -> Components.Schemas.ReportExposures? {
         let doc = try db.get(try Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else { return nil }
-        let exposures = try db.getDocuments(Exposure.of(report: id)).map(exposure)
+        let exposures = try db.getDocuments(Exposure.of(report: id)).map(Components.Schemas.Exposure.init)
             .sorted { ($0.from ?? "", $0.deviceId) < ($1.from ?? "", $1.deviceId) }
-        return Responses.ReportExposures(
+        return Components.Schemas.ReportExposures(
             reportId: id,
             deviceId: report.deviceID,
-            status: report.status.rawValue,
+            status: .init(rawValue: report.status.rawValue) ?? .pending,
             exposures: exposures,
             visits: try visits(of: report.deviceID, before: report.collectedAt ?? report.createdAt, in: db)
         )
@@ -89,7 +41,7 @@ public enum ExposureJSON {
         lookback: Double = 14 * 86_400,
         gap: Double = 300,
         in db: some StoreReads
-    ) throws -> [Responses.ReportExposures.Visit] {
+    ) throws -> [Components.Schemas.ReportExposures.VisitsPayloadPayload] {
         let end = time?.seconds ?? Date().timeIntervalSince1970
         let windows = try db.getDocuments(
             Query.interactions.where(Interaction.Field.deviceID, .equal, .string(device))
@@ -122,7 +74,4 @@ public enum ExposureJSON {
             ? "no beacon \(key): this store knows none (no site published, nothing ranged yet)"
             : "no beacon \(key): the closest known are \(Closest.to(key, in: keys).joined(separator: ", "))"
     }
-
-    /// Compact JSON with sorted keys (the store's writer: no Foundation on the way).
-    public static func json(_ value: Value) -> String { JSON.string(value) }
 }
