@@ -1,3 +1,4 @@
+import Foundation
 import TracerStore
 
 /// The API's bodies (the generated `Components.Schemas` types) as JSON: encoded into the store's
@@ -23,6 +24,11 @@ public enum APIJSON {
 
     /// `body` as JSON bytes.
     public static func bytes(_ body: some Encodable) throws -> [UInt8] { Array(try string(body).utf8) }
+
+    /// An answer's body as one of the generated types; nil when it is not that.
+    public static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) -> T? {
+        try? JSONDecoder().decode(type, from: Data(body))
+    }
 }
 
 /// A generated type's keys that are required and may be null: written as null when nil.

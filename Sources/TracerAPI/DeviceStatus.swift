@@ -43,10 +43,6 @@ extension Components.Schemas.Exposure {
     }
 }
 
-extension Components.Schemas.Exposure.CodingKeys: NullWhenNil {
-    public static let nullWhenNil: Set<String> = ["from", "to"]
-}
-
 extension Components.Schemas.DeviceStatus {
     /// What a device is told. A device nobody has written of is clear, at low risk.
     public init(_ device: String, document doc: DocumentSnapshot, exposures: [DocumentSnapshot]) {

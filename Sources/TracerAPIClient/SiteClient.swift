@@ -3,7 +3,7 @@ package import Foundation
 import HTTPTypes
 import OpenAPIAsyncHTTPClient
 package import OpenAPIRuntime
-package import TracerAPI
+internal import TracerAPI
 import TracerReplication
 
 /// The site server's API as the `--server` commands call it: the client generated from the
@@ -117,38 +117,6 @@ struct UpstreamMiddleware: ClientMiddleware {
 
     /// The API's error message: `{"error": {"message": …}}`.
     static func message(_ body: [UInt8]) -> String? {
-        let decoded = try? JSONDecoder().decode(Components.Schemas._Error.self, from: Data(body))
-        return decoded?.error.message
+        APIJSON.decode(Components.Schemas._Error.self, from: body)?.error.message
     }
-}
-
-/// The contract's JSON between the types on either side of it: the server's (`TracerAPI`,
-/// which the store's data is made into) and the generated client's (`Components`,
-/// `Operations`). A command that reads the store here renders what the server would have
-/// answered, through the same JSON.
-package enum Contract {
-    /// `json` as `type`; a body that does not fit the contract is an error saying so.
-    package static func decode<T: Decodable>(_ type: T.Type, json: some DataProtocol) throws -> T {
-        do {
-            return try JSONDecoder().decode(type, from: Data(json))
-        } catch {
-            throw SyncError(.protocolError, "not the API's \(type): \(String(describing: error).prefix(200))")
-        }
-    }
-
-    /// The same value as another type of the contract.
-    package static func convert<T: Decodable>(_ value: some Encodable, to type: T.Type) throws -> T {
-        try decode(type, json: try encoder.encode(value))
-    }
-
-    /// A value as the commands print JSON: keys sorted, on one line.
-    package static func json(_ value: some Encodable) -> String {
-        String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
-    }
-
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
 }

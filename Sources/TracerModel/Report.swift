@@ -133,23 +133,6 @@ public struct Report: Sendable, Equatable {
         Query(collection: Collections.reports).where(Field.status, .equal, .string(status.rawValue))
     }
 
-    /// The report as the health team reviews it (`GET /v1/reports`, `tracer report pending
-    /// --json`): the evidence and why it waits, never the image; `image` says whether it is kept.
-    public func forReview(image: Bool) -> Value {
-        var fields: [String: Value] = [
-            "reportId": .string(id), "deviceId": .string(deviceID), "status": .string(status.rawValue),
-            "createdAt": createdAt.map { .string($0.iso8601Seconds) } ?? .null,
-            "collectedAt": collectedAt.map { .string(String($0.iso8601.prefix(10))) } ?? .null,
-            "doubts": .array(doubts.map(Value.string)), "evidence": .array(evidence), "image": .bool(image),
-        ]
-        if !answers.isEmpty { fields["answers"] = .map(answers.mapValues(Value.bool)) }
-        if let decidedBy { fields["decidedBy"] = .string(decidedBy) }
-        if let decidedAt { fields["decidedAt"] = .string(decidedAt.iso8601Seconds) }
-        if let note { fields["note"] = .string(note) }
-        if let flaggingFailed { fields["flaggingFailed"] = .string(flaggingFailed) }
-        return .map(fields)
-    }
-
     /// What the reporter's device document says of their latest report (`devices/{id}.report`), so
     /// that `tracer status` and its listeners tell them it waits, and then what was decided.
     public var forReporter: Value {

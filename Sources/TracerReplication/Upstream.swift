@@ -100,7 +100,7 @@ public final class Upstream: AsyncShutdown {
 
         /// The API's error message (`{"error": {"message"}}`), or the status.
         public var message: String {
-            Responses.decode(Responses.ErrorBody.self, from: body)?.error.message ?? "HTTP \(status)"
+            APIJSON.decode(Components.Schemas._Error.self, from: body)?.error.message ?? "HTTP \(status)"
         }
     }
 
@@ -187,7 +187,7 @@ public final class Upstream: AsyncShutdown {
         switch answer.status {
         case 304: return nil
         case 200:
-            guard let site = Responses.decode(Responses.PublishedSite.self, from: answer.body) else {
+            guard let site = APIJSON.decode(Components.Schemas.PublishedSite.self, from: answer.body) else {
                 throw SyncError(.protocolError, "\(base)/v1/site: not a published site")
             }
             return (site.source, site.file, site.digest, site.trustList)
@@ -210,19 +210,23 @@ public final class Upstream: AsyncShutdown {
         switch answer.status {
         case 304: return nil
         case 200:
-            guard let body = Responses.decode(Responses.BadgeIDs.self, from: answer.body),
+            guard let body = APIJSON.decode(Components.Schemas.BadgeIDs.self, from: answer.body),
                 let packed = Data(base64Encoded: body.ids), let ids = BadgeIDDay.unpack(Array(packed)),
-                BadgeIDDay.day(named: body.day) == day
+                BadgeIDDay.day(named: body.day) == day, let firstEpoch = UInt32(exactly: body.firstEpoch)
             else {
                 throw SyncError(.protocolError, "\(base)/v1/badges/ids: not a day of badge ids")
+            }
+            let numbers = body.numbers.compactMap(UInt32.init(exactly:))
+            guard numbers.count == body.numbers.count else {
+                throw SyncError(.protocolError, "\(base)/v1/badges/ids: a badge number that is none")
             }
             let made = BadgeIDDay(
                 day: day,
                 bits: body.epochBits,
                 version: body.version,
                 serials: body.serials,
-                numbers: body.numbers,
-                firstEpoch: body.firstEpoch,
+                numbers: numbers,
+                firstEpoch: firstEpoch,
                 epochs: body.epochs,
                 ids: ids
             )

@@ -210,9 +210,6 @@ extension SelfReportDesk {
         public var line: String
         /// False when an approval's flagging failed (the line says how to retry).
         public var flagged: Bool
-
-        /// `{"report": {...}, "outcome": LINE}`, as the API answers and the command prints it.
-        public var value: Value { .map(["report": report.forReview(image: false), "outcome": .string(line)]) }
     }
 
     /// Deletes the review images kept here that no report waits on any more: past their 72 hours,
@@ -235,20 +232,16 @@ extension SelfReportDesk {
         }
     }
 
-    /// A report as the health team sees it (`GET /v1/reports`, `tracer report pending --json`),
-    /// with whether its image is kept here.
-    public func reviewed(_ r: Report) -> Value {
-        r.forReview(image: r.status == .pending && images?.has(r.id) == true)
-    }
-
-    /// The list the health team reads: `{"reports": [...], "review": MODE}`.
+    /// The reports the health team reads (`GET /v1/reports`, `tracer report pending`), each with
+    /// whether its image is kept here (pending reports only).
     public func reviewList(
         _ status: Report.Status? = .pending,
         unflaggedOnly: Bool = false,
         in db: some StoreReads
-    ) throws -> Value {
-        let listed = try reports(status, in: db).filter { !unflaggedOnly || $0.flaggingFailed != nil }
-        return .map(["reports": .array(listed.map(reviewed)), "review": .string(policy.review.rawValue)])
+    ) throws -> [(report: Report, image: Bool)] {
+        try reports(status, in: db).filter { !unflaggedOnly || $0.flaggingFailed != nil }.map {
+            ($0, $0.status == .pending && images?.has($0.id) == true)
+        }
     }
 
     /// Approves a pending report: it is accepted, the reporter marked positive, and exposures

@@ -48,7 +48,7 @@ public final class API: AsyncShutdown {
     /// Kiosks' batches.
     let sync: SyncEndpoint
     /// Days of badge ids made lately, by ETag (`GET /v1/badges/ids`).
-    let badgeDays = Mutex<[String: Responses.BadgeIDs]>([:])
+    let badgeDays = Mutex<[String: Components.Schemas.BadgeIDs]>([:])
     /// A kiosk unheard for longer than this is shown as silent (it sends at least every 15 s).
     public static let silentAfter = 60.0
 
@@ -142,9 +142,9 @@ public final class API: AsyncShutdown {
         router.get("/v1/tokens/self") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk, .device])
             return JSONBody.response(
-                encoding: Responses.TokenSelf(
+                encoding: Operations.OwnToken.Output.Ok.Body.JsonPayload(
                     id: who.tokenID,
-                    role: who.role.rawValue,
+                    role: .init(rawValue: who.role.rawValue) ?? .device,
                     name: who.name,
                     deviceId: who.deviceID,
                     anchor: who.anchor
@@ -155,7 +155,7 @@ public final class API: AsyncShutdown {
             // A person's "forget this phone": the token presented revokes itself.
             let who = try await authorize(request, context, [.device])
             _ = try await store.writing { db in try TokenStore.revoke(who.tokenID, in: db) }
-            return JSONBody.response(encoding: Responses.Revoked(revoked: true))
+            return JSONBody.response(encoding: Components.Schemas.Revoked(revoked: true))
         }
         router.get("/v1/page") { [self] request, context in
             try await authorize(request, context, [.admin, .kiosk, .device])
@@ -197,7 +197,7 @@ public final class API: AsyncShutdown {
                 key: watchKey
             )
             return JSONBody.response(
-                encoding: Responses.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
+                encoding: Components.Schemas.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
                 status: .created
             )
         }
@@ -262,7 +262,7 @@ public final class API: AsyncShutdown {
                 try await store.writing { db in try engine.flag(reportID: id, in: db) }
             }
             return JSONBody.response(
-                encoding: Responses.Flagged(
+                encoding: Components.Responses.Flagged.Body.JsonPayload(
                     reportId: id,
                     devices: r.exposedDevices.count,
                     exposures: r.exposures,
@@ -279,7 +279,7 @@ public final class API: AsyncShutdown {
                 try await store.writing { db in try ExposureEngine().revoke(reportID: id, in: db) }
             }
             return JSONBody.response(
-                encoding: Responses.Flagged(
+                encoding: Components.Responses.Flagged.Body.JsonPayload(
                     reportId: id,
                     devices: 0,
                     exposures: 0,

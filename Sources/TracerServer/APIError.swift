@@ -8,13 +8,13 @@ import TracerStore
 /// `{"error": {"code": "...", "message": "..."}}`. Every 4xx is one of these, never a crash.
 public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     public var status: HTTPResponse.Status
-    public var code: Responses.ErrorCode
+    public var code: ErrorCode
     public var message: String
     public var headers: HTTPFields = [:]
     /// A rejected report's outcome, written beside `error`.
-    var outcome: Responses.ReportOutcome?
+    var outcome: Components.Schemas.ReportOutcome?
 
-    public init(_ status: HTTPResponse.Status, _ code: Responses.ErrorCode, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String) {
         self.status = status
         self.code = code
         self.message = message
@@ -32,10 +32,17 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
         return e
     }
 
-    var body: Responses.ErrorBody { .init(error: .init(code, message: message), outcome: outcome) }
-
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = JSONBody.response(encoding: body, status: status)
+        let error = Components.Schemas._Error(code, message: message)
+        var response =
+            if let outcome {
+                JSONBody.response(
+                    encoding: Components.Schemas.RejectedReport(value1: error, value2: outcome),
+                    status: status
+                )
+            } else {
+                JSONBody.response(encoding: error, status: status)
+            }
         response.headers.append(contentsOf: headers)
         return response
     }
@@ -68,11 +75,11 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
                 return APIError(.serviceUnavailable, .storeUnavailable, "the store could not answer: \(e.message)")
             }
         default:
-            return APIError(.internalServerError, .`internal`, "an internal error (logged): \(error)")
+            return APIError(.internalServerError, ._internal, "an internal error (logged): \(error)")
         }
     }
 
-    static func code(for status: HTTPResponse.Status) -> Responses.ErrorCode {
+    static func code(for status: HTTPResponse.Status) -> ErrorCode {
         switch status.code {
         case 400: .badRequest
         case 401: .unauthorized
@@ -97,13 +104,13 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
     }
 }
 
-/// JSON responses: the API's types through `JSONEncoder`, the store's values through its writer.
+/// JSON responses: the API's generated types through `APIJSON`, the store's values through its
+/// writer (both end in the store's JSON writer).
 enum JSONBody {
     static func response(encoding body: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         // The types are the API's own: encoding them cannot fail.
-        let data =
-            (try? Responses.encoder.encode(body)) ?? Data(#"{"error":{"code":"internal","message":"encoding"}}"#.utf8)
-        return response(bytes: data, status: status)
+        let text = (try? APIJSON.string(body)) ?? #"{"error":{"code":"internal","message":"encoding"}}"#
+        return response(bytes: Data(text.utf8), status: status)
     }
 
     /// From the store's values, by its own JSON writer: the hot routes skip Foundation's.

@@ -49,7 +49,7 @@ extension API {
         if let presented = request.headers[.ifNoneMatch], presented == etag {
             return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
         }
-        let body: Responses.BadgeIDs
+        let body: Components.Schemas.BadgeIDs
         if let cached = badgeDays.withLock({ $0[etag] }) {
             body = cached
         } else {
@@ -57,13 +57,13 @@ extension API {
                 throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
             }
             let made = BadgeIDDay(badges: material.badges, day: day, bits: bits, version: material.version)
-            body = Responses.BadgeIDs(
+            body = Components.Schemas.BadgeIDs(
                 day: name,
                 epochBits: bits,
                 version: material.version,
                 serials: made.serials,
-                numbers: made.numbers,
-                firstEpoch: made.firstEpoch,
+                numbers: made.numbers.map(Int64.init),
+                firstEpoch: Int64(made.firstEpoch),
                 epochs: made.epochs,
                 ids: Data(made.packedIDs).base64EncodedString()
             )

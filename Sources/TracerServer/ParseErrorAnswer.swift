@@ -22,8 +22,8 @@ final class ParseErrorAnswer: ChannelInboundHandler, RemovableChannelHandler, Se
         case .headerOverflow: why = "its headers are over the server's limit (1,000 fields, 80 KiB)"
         default: why = "it is not an HTTP/1.1 request (\(parse))"
         }
-        let error = Responses.ErrorBody(error: .init(.badRequest, message: "the request was refused: \(why)"))
-        let body = ByteBuffer(bytes: (try? Responses.encoder.encode(error)) ?? Data())
+        let error = Components.Schemas._Error(.badRequest, message: "the request was refused: \(why)")
+        let body = ByteBuffer(bytes: (try? APIJSON.bytes(error)) ?? [])
         let head = HTTPResponse(
             status: .badRequest,
             headerFields: [

@@ -102,7 +102,7 @@ extension API {
         }
         switch try await store.writing({ db in try TokenStore.exchange(code, in: db) }) {
         case .token(let token, let deviceID):
-            return JSONBody.response(encoding: Responses.Linked(token: token, deviceId: deviceID))
+            return JSONBody.response(encoding: Components.Schemas.Linked(token: token, deviceId: deviceID))
         case .used:
             throw APIError(
                 .gone,
@@ -117,12 +117,12 @@ extension API {
 
     /// What the person's page shows beside the status: the site's name, its guidance, and the
     /// room of each beacon (the status names beacons by key).
-    var page: Responses.Page {
+    var page: Components.Schemas.Page {
         guard let site else {
-            return Responses.Page(
+            return Components.Schemas.Page(
                 site: nil,
                 guidance: nil,
-                rooms: [:],
+                rooms: .init(additionalProperties: [:]),
                 radiusMetres: ExposureSettings().radius,
                 pushKey: pushKey
             )
@@ -131,10 +131,10 @@ extension API {
         for anchor in site.anchors {
             rooms[anchor.key] = site.room(anchor.room)?.name ?? anchor.room
         }
-        return Responses.Page(
+        return Components.Schemas.Page(
             site: site.name,
             guidance: site.guidance.map { .init(text: $0.text, link: $0.link) },
-            rooms: rooms,
+            rooms: .init(additionalProperties: rooms),
             radiusMetres: site.exposure.radius,
             pushKey: pushKey
         )

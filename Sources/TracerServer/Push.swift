@@ -35,7 +35,7 @@ extension API {
                 t.set(try collection.document(subscription.id), subscription.data(tokenID: who.tokenID), merge: true)
             }
         }
-        return JSONBody.response(encoding: Responses.Subscribed(subscribed: true), status: .created)
+        return JSONBody.response(encoding: Components.Schemas.Subscribed(subscribed: true), status: .created)
     }
 
     /// `DELETE /v1/devices/{id}/push` `{"endpoint": …}`: that browser is told no more.
@@ -49,7 +49,7 @@ extension API {
         let store = self.store
         let path = try Collections.pushSubscriptions(of: device).document(id)
         try await store.writing { db in try db.delete(path) }
-        return JSONBody.response(encoding: Responses.Subscribed(subscribed: false))
+        return JSONBody.response(encoding: Components.Schemas.Subscribed(subscribed: false))
     }
 
     /// A device token for `device` itself, and the JSON body read by `parse`.

@@ -167,14 +167,14 @@ extension API {
         let verification = try await store.reading { db in try desk.withHistory(read, device: device ?? "", in: db) }
         if form.text("dryRun") == "true", let status = desk.disposition(verification) {
             return JSONBody.response(
-                encoding: Responses.ReportOutcome(
+                encoding: Components.Schemas.ReportOutcome(
                     accepted: status == .accepted,
                     deviceId: device,
-                    status: status.rawValue,
+                    status: .init(rawValue: status.rawValue),
                     dryRun: true,
-                    decision: status.rawValue,
+                    decision: .init(rawValue: status.rawValue),
                     doubts: verification.doubts,
-                    rules: verification.rules.map(Responses.Rule.init),
+                    rules: verification.rules.map(Components.Schemas.Rule.init),
                     collectedAt: Self.iso(verification.collectedAt)
                 ),
                 status: .ok
@@ -310,32 +310,32 @@ extension API {
         case .recorded(let recorded, let verification, let flagging, let flagged):
             if !flagged { context.logger.error("\(flagging)") }
             return JSONBody.response(
-                encoding: Responses.ReportOutcome(
+                encoding: Components.Schemas.ReportOutcome(
                     accepted: true,
                     reportId: recorded.id,
                     deviceId: recorded.deviceID,
                     created: recorded.created,
-                    status: Report.Status.accepted.rawValue,
+                    status: .accepted,
                     flagging: flagging,
                     flagged: flagged,
-                    decision: Report.Status.accepted.rawValue,
-                    rules: verification.rules.map(Responses.Rule.init),
+                    decision: .accepted,
+                    rules: verification.rules.map(Components.Schemas.Rule.init),
                     collectedAt: iso(verification.collectedAt)
                 ),
                 status: recorded.created ? .created : .ok
             )
         case .held(let r, let verification):
             return JSONBody.response(
-                encoding: Responses.ReportOutcome(
+                encoding: Components.Schemas.ReportOutcome(
                     accepted: false,
                     reportId: r.id,
                     deviceId: r.deviceID,
                     created: r.created,
-                    status: Report.Status.pending.rawValue,
+                    status: .pending,
                     flagging: "sent to the health team: nobody is flagged until they approve it",
-                    decision: Report.Status.pending.rawValue,
+                    decision: .pending,
                     doubts: verification.doubts,
-                    rules: verification.rules.map(Responses.Rule.init),
+                    rules: verification.rules.map(Components.Schemas.Rule.init),
                     collectedAt: iso(verification.collectedAt)
                 ),
                 status: .accepted
@@ -353,10 +353,10 @@ extension API {
                 "rejected: " + verification.reasons.map { "\($0.name) (\($0.detail))" }.joined(separator: "; ")
                     + "; nothing was recorded"
             )
-            e.outcome = Responses.ReportOutcome(
+            e.outcome = Components.Schemas.ReportOutcome(
                 accepted: false,
-                decision: "rejected",
-                rules: verification.rules.map(Responses.Rule.init),
+                decision: .rejected,
+                rules: verification.rules.map(Components.Schemas.Rule.init),
                 collectedAt: iso(verification.collectedAt)
             )
             throw e
@@ -371,6 +371,8 @@ extension API {
     }
 }
 
+typealias ReviewList = Operations.ReviewList.Output.Ok.Body.JsonPayload
+
 extension API {
     /// `GET /v1/reports?status=pending` (the default; `accepted`, `denied`, `revoked`, `all`): the
     /// reports with their evidence, newest decisions last.
@@ -378,14 +380,16 @@ extension API {
         let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
         // `unflagged`: accepted reports whose flagging failed, nobody near them told yet.
         if wanted == "unflagged" {
-            return JSONBody.response(try desk.reviewList(.accepted, unflaggedOnly: true, in: db))
+            let listed = try desk.reviewList(.accepted, unflaggedOnly: true, in: db)
+            return JSONBody.response(encoding: ReviewList(listed, review: desk.policy.review.rawValue))
         }
         guard wanted == "all" || Report.Status(rawValue: wanted) != nil else {
             throw APIError.badRequest(
                 "status takes pending, accepted, denied, revoked, unflagged or all, not '\(wanted.prefix(40))'"
             )
         }
-        return JSONBody.response(try desk.reviewList(Report.Status(rawValue: wanted), in: db))
+        let listed = try desk.reviewList(Report.Status(rawValue: wanted), in: db)
+        return JSONBody.response(encoding: ReviewList(listed, review: desk.policy.review.rawValue))
     }
 
     /// `GET /v1/reports/{id}/image`: a pending report's image, for the reviewer's eyes only (never
@@ -453,7 +457,9 @@ extension API {
                     in: db
                 )
             }
-            return JSONBody.response(decided.value)
+            return JSONBody.response(
+                encoding: Components.Responses.Decided.Body.JsonPayload(decided.report, outcome: decided.line)
+            )
         } catch let e as ReviewError {
             switch e.code {
             case .notFound: throw APIError(.notFound, .notFound, e.message)

@@ -32,6 +32,6 @@ extension API {
                 "no kiosk heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
             )
         }
-        return JSONBody.response(encoding: Responses.SiteCalibration(report) { site.anchor($0)?.room })
+        return JSONBody.response(encoding: Components.Schemas.SiteCalibration(report) { site.anchor($0)?.room })
     }
 }

@@ -22,8 +22,8 @@ extension API {
             let store = self.store
             let token = try await store.reading { db in try db.currentToken() }
             return JSONBody.response(
-                encoding: Responses.Health(
-                    status: "ok",
+                encoding: Components.Schemas.Health(
+                    status: .ok,
                     storeToken: token,
                     uptimeSeconds: Int(Date().timeIntervalSince(started)),
                     site: site?.name
@@ -31,8 +31,8 @@ extension API {
             )
         } catch {
             return JSONBody.response(
-                encoding: Responses.Health(
-                    status: "unavailable",
+                encoding: Components.Schemas.Health(
+                    status: .unavailable,
                     site: site?.name,
                     error: .init(.storeUnavailable, message: "\(error)")
                 ),
@@ -42,23 +42,32 @@ extension API {
     }
 
     /// What this site has on, so that kiosks and apps can adapt their interface.
-    func features() -> Responses.Features {
+    func features() -> Components.Schemas.Features {
         let policy = engine.policy
-        return Responses.Features(
+        return Components.Schemas.Features(
+            selfReport: true,
+            verification: "ocr",
+            questionnaire: ["symptoms", "tested"],
+            exposureNotifications: true,
+            responses: true,
+            watch: true,
+            dashboard: true,
+            kioskDeviceLookup: true,
             site: site?.name,
             exposure: .init(
                 radiusMetres: policy.radius,
                 windowMinutes: policy.window / 60,
                 lookbackDays: policy.lookback / 86_400,
-                separation: policy.separation.rawValue
+                separation: .init(rawValue: policy.separation.rawValue) ?? .sum
             ),
+            retentionDays: Int((retention / 86_400).rounded()),
             maxUploadBytes: ImageLimits().maxBytes
         )
     }
 
     /// The site and its anchors with live occupancy (devices heard within `occupancyWindow`) and
     /// exposure counts (from the last 14 days).
-    func beacons(in db: StoreReader) throws -> Responses.Beacons {
+    func beacons(in db: StoreReader) throws -> Components.Schemas.Beacons {
         let now = clock().timeIntervalSince1970
         let recent = Timestamp(seconds: now - occupancyWindow)
         let fortnight = Timestamp(seconds: now - 14 * 86_400)
@@ -80,7 +89,7 @@ extension API {
             guard let i = try? Interaction(doc), i.end >= recent else { continue }
             present[i.anchor, default: []].append(i)
         }
-        var anchors: [Responses.Beacons.Beacon] = []
+        var anchors: Components.Schemas.Beacons.BeaconsPayload = []
         for key in keys {
             let present = present[key] ?? []
             let exposures = try ExposureViews.atBeacon(key, since: fortnight, in: db)
@@ -93,7 +102,7 @@ extension API {
                 )
                 lastHeard = latest.first.flatMap { try? Interaction($0) }?.end
             }
-            var entry = Responses.Beacons.Beacon(
+            var entry = Components.Schemas.Beacons.BeaconsPayloadPayload(
                 key: key,
                 occupancy: Set(present.map(\.deviceID)).count,
                 exposures: exposures.count,
@@ -111,7 +120,7 @@ extension API {
             }
             anchors.append(entry)
         }
-        return Responses.Beacons(
+        return Components.Schemas.Beacons(
             beacons: anchors,
             occupancyWindowSeconds: occupancyWindow,
             generatedAt: Timestamp(seconds: now).iso8601Milliseconds,
@@ -146,9 +155,9 @@ extension API {
 
     /// Every replicating kiosk: when it was last heard, its backlog, its clock, and whether it
     /// has gone silent.
-    func kiosks(in db: StoreReader) throws -> Responses.Kiosks {
+    func kiosks(in db: StoreReader) throws -> Components.Schemas.Kiosks {
         let now = Date().timeIntervalSince1970
-        var out: [Responses.Kiosks.Kiosk] = []
+        var out: Components.Schemas.Kiosks.KiosksPayload = []
         for doc in try db.getDocuments(Query(collection: Collections.kiosks)) {
             guard let k = try? KioskSync(doc) else { continue }
             let silence = k.lastSeen.map { now - $0.seconds }
@@ -159,19 +168,19 @@ extension API {
                     lastSeen: k.lastSeen?.iso8601Milliseconds,
                     secondsSinceSeen: silence,
                     silent: (silence ?? .infinity) > Self.silentAfter,
-                    backlog: k.backlog,
+                    backlog: Int(k.backlog),
                     backlogOldest: k.backlogOldest?.iso8601Milliseconds,
                     lagSeconds: k.backlog > 0 ? k.backlogOldest.map { max(0, now - $0.seconds) } ?? 0 : 0,
                     clockOffsetSeconds: k.clockOffset,
                     clockWarning: abs(k.clockOffset ?? 0) > SyncEndpoint.offsetWarning,
-                    documents: k.documents,
-                    refused: k.refused,
-                    refusedBatches: k.refusedBatches,
+                    documents: Int(k.documents),
+                    refused: Int(k.refused),
+                    refusedBatches: Int(k.refusedBatches),
                     lastRefusal: k.lastRefusal
                 )
             )
         }
-        return Responses.Kiosks(
+        return Components.Schemas.Kiosks(
             kiosks: out,
             silentAfterSeconds: Self.silentAfter,
             generatedAt: Timestamp(seconds: now).iso8601Milliseconds
@@ -190,7 +199,7 @@ extension API {
             return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
         }
         var response = JSONBody.response(
-            encoding: Responses.PublishedSite(
+            encoding: Components.Schemas.PublishedSite(
                 site: published.name,
                 file: published.file,
                 digest: published.digest,
@@ -206,11 +215,11 @@ extension API {
     /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC
     /// of the report id under this server's key and the day, so lists of different days (or
     /// servers) cannot be joined, and with the collection day only.
-    func responses(in db: StoreReader) throws -> Responses.PublicResponses {
+    func responses(in db: StoreReader) throws -> Components.Schemas.PublicResponses {
         let now = Date()
         let fortnight = Timestamp(seconds: now.timeIntervalSince1970 - 14 * 86_400)
         let today = String(Timestamp(seconds: now.timeIntervalSince1970).iso8601.prefix(10))
-        var out: [Responses.PublicResponses.Entry] = []
+        var out: Components.Schemas.PublicResponses.ResponsesPayload = []
         for doc in try db.getDocuments(Query(collection: Collections.reports)) {
             guard let report = try? Report(doc), report.status == .accepted, let created = report.createdAt,
                 created >= fortnight
@@ -220,13 +229,13 @@ extension API {
                     id: Self.rotatedID(report.id, on: today, key: rotationKey),
                     reportedOn: String(created.iso8601.prefix(10)),
                     collectedOn: report.collectedAt.map { String($0.iso8601.prefix(10)) },
-                    answers: report.answers.isEmpty ? nil : report.answers
+                    answers: report.answers.isEmpty ? nil : .init(additionalProperties: report.answers)
                 )
             )
         }
         // Sorted by the rotated id: the order says nothing of when each came in.
         out.sort { $0.id < $1.id }
-        return Responses.PublicResponses(rotatedOn: today, responses: out)
+        return Components.Schemas.PublicResponses(days: 14, rotatedOn: today, responses: out)
     }
 
     /// A report's id in the public list of one day: 24 hex digits of an HMAC-SHA256 of the day

@@ -86,13 +86,13 @@ enum ReviewCommands {
                 guard let site else {
                     let policy = try ReportCommand.PolicyOptions.parse(map.map { ["--map", $0] } ?? [])
                     let (desk, store) = try ReviewCommands.desk(options, policy)
-                    let value = try await store.reading { db in try desk.reviewList(in: db) }
-                    return try Contract.decode(ReviewCommands.ReviewList.self, json: Array(JSON.string(value).utf8))
+                    let listed = try await store.reading { db in try desk.reviewList(in: db) }
+                    return ReviewCommands.ReviewList(listed, review: desk.policy.review.rawValue)
                 }
                 return try await site.run { try await $0.reviewList(query: .init(status: .pending)).ok.body.json }
             }
             if json {
-                Output.line(Contract.json(list))
+                Output.line(try APIJSON.string(list))
                 return
             }
             guard !list.reports.isEmpty else {
@@ -131,7 +131,7 @@ enum ReviewCommands {
                     ? try await client.approveReport(path: .init(id: id), body: body).ok.body.json
                     : try await client.denyReport(path: .init(id: id), body: body).ok.body.json
             }
-            show(decided)
+            try show(decided)
         }
 
         func local(approve: Bool) throws {
@@ -144,13 +144,13 @@ enum ReviewCommands {
             } catch let e as ReviewError {
                 throw ValidationError(e.message)
             }
-            show(try Contract.decode(ReviewCommands.Decided.self, json: Array(JSON.string(decided.value).utf8)))
+            try show(ReviewCommands.Decided(decided.report, outcome: decided.line))
             guard decided.flagged else { throw ExitCode.failure }
         }
 
-        func show(_ decided: ReviewCommands.Decided) {
+        func show(_ decided: ReviewCommands.Decided) throws {
             if json {
-                Output.line(Contract.json(decided))
+                Output.line(try APIJSON.string(decided))
                 return
             }
             let report = decided.report

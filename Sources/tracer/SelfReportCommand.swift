@@ -75,12 +75,12 @@ struct VerifyOptions: ParsableArguments {
     }
 
     static func show(_ v: Verification, as outcome: String? = nil) {
-        show(outcome ?? v.decision.rawValue, rules: v.rules.map(Responses.Rule.init))
+        show(outcome ?? v.decision.rawValue, rules: v.rules.map(Components.Schemas.Rule.init))
     }
 
     /// The decision and its rules, from the verifier here or from the site server's answer
     /// (both the API's `Rule`: confidences to a tenth), so the two print the same.
-    static func show(_ outcome: String, rules: [Responses.Rule]) {
+    static func show(_ outcome: String, rules: [Components.Schemas.Rule]) {
         Output.line(heading(outcome))
         // When the picture is the problem, that alone: nothing else on it could be read.
         let picture = rules.filter { $0.name == "image" && !$0.passed }
@@ -94,18 +94,21 @@ struct VerifyOptions: ParsableArguments {
 
     /// What the verifier here decided, in the API's shape (`POST /v1/reports`'s answer), for
     /// `--json` and for the fields a recorded report adds.
-    static func outcome(_ v: Verification, decision: String? = nil) -> Responses.ReportOutcome {
-        Responses.ReportOutcome(
+    static func outcome(
+        _ v: Verification,
+        decision: Components.Schemas.ReportOutcome.DecisionPayload? = nil
+    ) -> Components.Schemas.ReportOutcome {
+        Components.Schemas.ReportOutcome(
             accepted: v.accepted,
-            decision: decision ?? v.decision.rawValue,
-            rules: v.rules.map(Responses.Rule.init),
+            decision: decision ?? .init(rawValue: v.decision.rawValue),
+            rules: v.rules.map(Components.Schemas.Rule.init),
             collectedAt: v.collectedAt.map { Timestamp(seconds: $0.timeIntervalSince1970).iso8601Seconds }
         )
     }
 
     /// One line of JSON, as the API writes it.
-    static func json(_ outcome: Responses.ReportOutcome) -> String {
-        String(decoding: (try? Responses.encoder.encode(outcome)) ?? Data(), as: UTF8.self)
+    static func json(_ outcome: Components.Schemas.ReportOutcome) -> String {
+        (try? APIJSON.string(outcome)) ?? "null"
     }
 }
 
@@ -224,7 +227,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         let v = try await store.reading { db in try desk.withHistory(read, device: deviceID, in: db) }
         guard let disposition = SelfReportDesk.disposition(v, review: rules.review) else {
             if options.json {
-                Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: "rejected")))
+                Output.line(VerifyOptions.json(VerifyOptions.outcome(v, decision: .rejected)))
             } else {
                 VerifyOptions.show(v, as: "rejected")
             }
@@ -251,9 +254,9 @@ struct SelfReportCommand: AsyncParsableCommand {
         }
         if case .held(let report, _) = outcome {
             if options.json {
-                var o = VerifyOptions.outcome(v, decision: "pending")
+                var o = VerifyOptions.outcome(v, decision: .pending)
                 (o.reportId, o.deviceId, o.created) = (report.id, deviceID, report.created)
-                (o.status, o.doubts) = (Report.Status.pending.rawValue, v.doubts)
+                (o.status, o.doubts) = (.pending, v.doubts)
                 Output.line(VerifyOptions.json(o))
             } else {
                 Self.held(report.id, device: deviceID, created: report.created, hint: statusCommand(deviceID))
@@ -269,7 +272,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         if options.json {
             var o = VerifyOptions.outcome(v)
             (o.reportId, o.deviceId, o.created) = (report.id, deviceID, report.created)
-            (o.status, o.flagging) = (Report.Status.accepted.rawValue, flagged)
+            (o.status, o.flagging) = (.accepted, flagged)
             Output.line(VerifyOptions.json(o))
         } else {
             Self.recorded(report.id, device: deviceID, created: report.created, flagging: flagged)
@@ -350,8 +353,8 @@ struct SelfReportCommand: AsyncParsableCommand {
         /// What `POST /v1/reports` answered: an outcome (200 checked or recorded before, 201
         /// recorded, 202 held), or 422 (rejected, with the rules; or decided before, without).
         enum Posted {
-            case outcome(Responses.ReportOutcome, created: Bool)
-            case refused(Responses.ReportOutcome?, message: String)
+            case outcome(Components.Schemas.ReportOutcome, created: Bool)
+            case refused(Components.Schemas.ReportOutcome?, message: String)
         }
         @Sendable func post(dryRun: Bool) async throws -> Posted {
             typealias Part = Operations.SubmitReport.Input.Body.MultipartFormPayload
@@ -364,27 +367,24 @@ struct SelfReportCommand: AsyncParsableCommand {
             }
             if dryRun { parts.append(.dryRun(.init(payload: .init(body: HTTPBody("true"))))) }
             let output = try await site.run { try await $0.submitReport(body: .multipartForm(MultipartBody(parts))) }
-            func outcome(_ o: Components.Schemas.ReportOutcome) throws -> Responses.ReportOutcome {
-                try Contract.convert(o, to: Responses.ReportOutcome.self)
-            }
             switch output {
-            case .ok(let r): return .outcome(try outcome(r.body.json), created: false)
-            case .created(let r): return .outcome(try outcome(r.body.json), created: true)
-            case .accepted(let r): return .outcome(try outcome(r.body.json), created: true)
+            case .ok(let r): return .outcome(try r.body.json, created: false)
+            case .created(let r): return .outcome(try r.body.json, created: true)
+            case .accepted(let r): return .outcome(try r.body.json, created: true)
             case .unprocessableContent(let r):
                 let body = try r.body.json
-                // The rules it failed, when the image was read and rejected.
-                let rejected = try body.value2.rules.map { _ in
-                    try Contract.convert(body.value2, to: Responses.ReportOutcome.self)
+                // The rules it failed, when the image was read and rejected (else decided before).
+                if let rejected = body.value1 {
+                    return .refused(rejected.value2, message: rejected.value1.error.message)
                 }
-                return .refused(rejected, message: body.value1.error.message)
+                return .refused(nil, message: body.value2?.error.message ?? "HTTP 422")
             default:
                 // Every other answer is a refusal, thrown by the client (SiteClient).
                 throw ValidationError("\(site.upstream.base) answered POST /v1/reports with \(output)")
             }
         }
         if Output.stderrIsTerminal { Output.error("sending \(options.image) to \(site.upstream.base) to be read…") }
-        let checked: Responses.ReportOutcome
+        let checked: Components.Schemas.ReportOutcome
         switch try await post(dryRun: true) {
         case .refused(let rejected?, let message):
             if options.json {
@@ -403,10 +403,10 @@ struct SelfReportCommand: AsyncParsableCommand {
             throw ValidationError("\(site.upstream.base) checked the report without naming its device")
         }
         // The server's site decides whether the report waits for the health team.
-        let held = checked.status == Report.Status.pending.rawValue
+        let held = checked.status == .pending
         if !options.json { VerifyOptions.show(held ? "pending" : "accepted", rules: checked.rules) }
         try confirm(deviceID, held: held)
-        var r: Responses.ReportOutcome
+        var r: Components.Schemas.ReportOutcome
         let recordedNow: Bool
         if Output.stderrIsTerminal {
             Output.error(
@@ -422,12 +422,12 @@ struct SelfReportCommand: AsyncParsableCommand {
         }
         let id = r.reportId ?? "?"
         let created = r.created ?? recordedNow
-        let status = r.status ?? Report.Status.accepted.rawValue
+        let status = r.status ?? .accepted
         if options.json {
             (r.deviceId, r.created, r.status) = (r.deviceId ?? deviceID, created, status)
             if r.collectedAt == nil { r.collectedAt = checked.collectedAt }
             Output.line(VerifyOptions.json(r))
-        } else if status == Report.Status.pending.rawValue {
+        } else if status == .pending {
             Self.held(id, device: r.deviceId ?? deviceID, created: created, hint: statusCommand(r.deviceId ?? deviceID))
         } else if r.flagged == false {
             // Recorded, and the reporter is positive, but nobody near them is told: never exit 0.
@@ -438,7 +438,7 @@ struct SelfReportCommand: AsyncParsableCommand {
         } else {
             Self.recorded(id, device: r.deviceId ?? deviceID, created: created, flagging: r.flagging ?? "")
         }
-        if status == Report.Status.pending.rawValue { throw ExitCode(3) }
+        if status == .pending { throw ExitCode(3) }
         if r.flagged == false { throw ExitCode(1) }
     }
 }

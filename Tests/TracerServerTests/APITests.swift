@@ -130,9 +130,9 @@ func form(
     return ([.contentType: "multipart/form-data; boundary=\(boundary)"], ByteBuffer(bytes: body))
 }
 
-/// A body as the contract's type (`TracerAPI.Responses`); nil when it is not one.
+/// A body as the contract's generated type; nil when it is not one.
 func decoded<T: Decodable>(_ type: T.Type, _ response: TestResponse) -> T? {
-    Responses.decode(type, from: Array(response.body.readableBytesView))
+    APIJSON.decode(type, from: Array(response.body.readableBytesView))
 }
 
 /// A body the server writes as the store's values with no type of the contract's yet (the health
@@ -142,7 +142,7 @@ func value(_ response: TestResponse) -> Value {
 }
 
 func errorCode(_ response: TestResponse) -> String? {
-    decoded(Responses.ErrorBody.self, response)?.error.code
+    decoded(Components.Schemas._Error.self, response)?.error.codeText
 }
 
 extension Value {
@@ -160,15 +160,15 @@ extension Value {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/health", method: .get) { r in
                 #expect(r.status == .ok)
-                let health = try #require(decoded(Responses.Health.self, r))
-                #expect(health.status == "ok" && health.site == "Example Campus")
+                let health = try #require(decoded(Components.Schemas.Health.self, r))
+                #expect(health.status == .ok && health.site == "Example Campus")
             }
             try await client.execute(uri: "/v1/features", method: .get) { r in
                 #expect(r.status == .ok)
-                let features = try #require(decoded(Responses.Features.self, r))
+                let features = try #require(decoded(Components.Schemas.Features.self, r))
                 #expect(features.selfReport)
                 #expect(features.exposure.radiusMetres == 6)
-                #expect(features.exposure.separation == "geometric")
+                #expect(features.exposure.separation == .geometric)
             }
         }
     }
@@ -187,7 +187,7 @@ extension Value {
             var etag = ""
             try await client.execute(uri: "/v1/site", method: .get, headers: ServerFixture.bearer(f.kiosk)) { r in
                 #expect(r.status == .ok)
-                let site = try #require(decoded(Responses.PublishedSite.self, r))
+                let site = try #require(decoded(Components.Schemas.PublishedSite.self, r))
                 #expect(site.source == source && site.site == "Example Campus")
                 etag = r.headers[.eTag] ?? ""
                 #expect(etag == "\"\(site.digest)\"")
@@ -217,7 +217,7 @@ extension Value {
             headers[.ifNoneMatch] = etag
             try await client.execute(uri: "/v1/site", method: .get, headers: headers) { r in
                 #expect(r.status == .ok && r.headers[.eTag] != etag)
-                let answer = try #require(decoded(Responses.PublishedSite.self, r))
+                let answer = try #require(decoded(Components.Schemas.PublishedSite.self, r))
                 let list = try #require(answer.trustList)
                 #expect(list == published.site.verification.trustListPEM)
                 let copy = try PublishedSite(
@@ -460,7 +460,7 @@ extension Value {
         try f.exposure("dev-6", at: "kiosk-lab", report: "r0", daysAgo: 20)
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/beacons", method: .get, headers: ServerFixture.bearer(f.admin)) { r in
-                let answer = try #require(decoded(Responses.Beacons.self, r))
+                let answer = try #require(decoded(Components.Schemas.Beacons.self, r))
                 let lab = try #require(answer.beacons.first { $0.key == "kiosk-lab" })
                 #expect(lab.occupancy == 2 && lab.exposures == 2)
                 #expect(lab.room == "lab")
@@ -542,7 +542,7 @@ extension Value {
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .unprocessableContent)
                 #expect(errorCode(r) == "rejected")
-                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                let outcome = try #require(decoded(Components.Schemas.ReportOutcome.self, r))
                 #expect(!outcome.accepted)
                 #expect(outcome.rules.contains { $0.name == "result" && !$0.passed })
             }
@@ -560,12 +560,12 @@ extension Value {
             )
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .created, "\(String(buffer: r.body))")
-                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
+                let outcome = try #require(decoded(Components.Schemas.ReportOutcome.self, r))
                 #expect(outcome.deviceId == "dev-9" && outcome.created == true)
             }
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .ok)
-                #expect(decoded(Responses.ReportOutcome.self, r)?.created == false)
+                #expect(decoded(Components.Schemas.ReportOutcome.self, r)?.created == false)
             }
             // A device token reports for itself only.
             (h, b) = post(
@@ -609,8 +609,8 @@ extension Value {
             var (h, b) = dryRun
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .ok, "\(String(buffer: r.body))")
-                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
-                #expect(outcome.status == "pending" && outcome.dryRun == true)
+                let outcome = try #require(decoded(Components.Schemas.ReportOutcome.self, r))
+                #expect(outcome.status == .pending && outcome.dryRun == true)
             }
             #expect(
                 try await f.store.reading { db in try db.getDocuments(Query(collection: Collections.reports)) }.isEmpty
@@ -619,8 +619,8 @@ extension Value {
             var id = ""
             try await client.execute(uri: "/v1/reports", method: .post, headers: h, body: b) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
-                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
-                #expect(outcome.status == "pending" && outcome.doubts?.count == 1)
+                let outcome = try #require(decoded(Components.Schemas.ReportOutcome.self, r))
+                #expect(outcome.status == .pending && outcome.doubts?.count == 1)
                 id = outcome.reportId ?? ""
             }
             #expect(try await f.store.reading { db in try db.get("devices/dev-c") }.exists == false)
@@ -699,7 +699,7 @@ extension Value {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: th, body: tb) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
-                let rules = try #require(decoded(Responses.ReportOutcome.self, r)?.rules)
+                let rules = try #require(decoded(Components.Schemas.ReportOutcome.self, r)?.rules)
                 #expect(rules.first?.name == "signature" && rules.first?.passed == false)
             }
             try await client.execute(uri: "/v1/reports", method: .post, headers: ph, body: pb) { r in
@@ -718,8 +718,8 @@ extension Value {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .accepted, "\(String(buffer: r.body))")
-                let outcome = try #require(decoded(Responses.ReportOutcome.self, r))
-                #expect(outcome.status == "pending" && outcome.doubts == [])
+                let outcome = try #require(decoded(Components.Schemas.ReportOutcome.self, r))
+                #expect(outcome.status == .pending && outcome.doubts == [])
             }
         }
         #expect(try await f.store.reading { db in try db.get("devices/dev-9") }["status"] == nil)
@@ -734,7 +734,7 @@ extension Value {
         try await f.app().test(.router) { client in
             try await client.execute(uri: "/v1/reports", method: .post, headers: headers, body: body) { r in
                 #expect(r.status == .unprocessableContent, "\(String(buffer: r.body))")
-                let rules = try #require(decoded(Responses.ReportOutcome.self, r)?.rules)
+                let rules = try #require(decoded(Components.Schemas.ReportOutcome.self, r)?.rules)
                 #expect(rules.contains { $0.name == "date" && !$0.passed })
             }
         }
@@ -806,7 +806,7 @@ extension Value {
                     for secret in ["rep-a", "rep-b", "dev-1", "dev-2", "deviceId", "imageSHA256"] {
                         #expect(!text.contains(secret), "\(secret) in \(text)")
                     }
-                    return decoded(Responses.PublicResponses.self, r)?.responses.map(\.id) ?? []
+                    return decoded(Components.Schemas.PublicResponses.self, r)?.responses.map(\.id) ?? []
                 }
             }
         }

@@ -58,7 +58,8 @@ import TracerTesting
             }
             let (status, body) = await ticket("devices/dev-1", f.device)
             #expect(status == 201, "\(body)")
-            let t = try #require(try? JSONDecoder().decode(Responses.WatchTicket.self, from: Data(body.utf8))).ticket
+            let t = try #require(try? JSONDecoder().decode(Components.Schemas.WatchTicket.self, from: Data(body.utf8)))
+                .ticket
             #expect(!t.contains(f.device.split(separator: "_").last ?? "x"), "the ticket holds the token's secret")
             let own = try SSEClient(port: port, path: "/v1/watch?path=devices/dev-1&ticket=\(t)")
             defer { own.stop() }

@@ -36,7 +36,7 @@ import TracerTesting
 
             let first = try await Self.post(client, #"{"code": "\#(link.code)"}"#)
             #expect(first.status == .ok)
-            let linked = try #require(decoded(Responses.Linked.self, first))
+            let linked = try #require(decoded(Components.Schemas.Linked.self, first))
             #expect(linked.deviceId == "dev-7" && linked.token.hasPrefix("tracer_\(link.id)_"))
             try await client.execute(
                 uri: "/v1/devices/dev-7",
@@ -67,14 +67,14 @@ import TracerTesting
                 try TokenStore.createLink(deviceID: "dev-7", name: nil, in: db)
             }
             let other = try #require(
-                decoded(Responses.Linked.self, try await Self.post(client, #"{"code": "\#(second.code)"}"#))
+                decoded(Components.Schemas.Linked.self, try await Self.post(client, #"{"code": "\#(second.code)"}"#))
             )
             try await client.execute(
                 uri: "/v1/tokens/self",
                 method: .delete,
                 headers: ServerFixture.bearer(other.token)
             ) {
-                #expect($0.status == .ok && decoded(Responses.Revoked.self, $0)?.revoked == true)
+                #expect($0.status == .ok && decoded(Components.Schemas.Revoked.self, $0)?.revoked == true)
             }
             try await client.execute(uri: "/v1/devices/dev-7", method: .get, headers: ServerFixture.bearer(other.token))
             {
@@ -179,11 +179,14 @@ import TracerTesting
             // The site's guidance is data, never part of the page.
             try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.device)) { r in
                 #expect(r.status == .ok)
-                let page = try #require(decoded(Responses.Page.self, r))
+                let page = try #require(decoded(Components.Schemas.Page.self, r))
                 #expect(page.site == "Example Campus")
                 #expect(page.guidance?.text.hasPrefix("Stay home </script>") == true)
                 #expect(page.guidance?.link == "https://example.org/advice")
-                #expect(page.rooms["kiosk-lecture"] == "Lecture Hall" && page.rooms["b-lab-door"] == "Wet Lab")
+                #expect(
+                    page.rooms.additionalProperties["kiosk-lecture"] == "Lecture Hall"
+                        && page.rooms.additionalProperties["b-lab-door"] == "Wet Lab"
+                )
                 #expect(page.radiusMetres == 6)
             }
             try await client.execute(uri: "/v1/page", method: .get) { #expect($0.status == .unauthorized) }

@@ -66,7 +66,7 @@ import TracerTesting
             try Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -4])
             let (status, body) = try await get("/v1/site/calibration", f.admin)
             #expect(status == .ok, "\(String(decoding: body, as: UTF8.self))")
-            let c = try #require(Responses.decode(Responses.SiteCalibration.self, from: body))
+            let c = try #require(APIJSON.decode(Components.Schemas.SiteCalibration.self, from: body))
             let lab = try #require(c.kiosks.first { $0.key == "kiosk-lab" })
             #expect(abs((lab.receiverOffset ?? 0) - 4) < 1, "reads 4 dB low: +4 to add")
             #expect(lab.room != nil && lab.heard > 0 && c.links > 0 && c.changes.isEmpty)
