@@ -100,14 +100,8 @@ private struct ValueEncoder: Encoder {
     func singleValueContainer() -> any SingleValueEncodingContainer { Single(node: node, codingPath: codingPath) }
 }
 
-// The scalars a container is handed, as the store's values.
-private func scalar(_ v: Bool) -> Value { .bool(v) }
-private func scalar(_ v: String) -> Value { .string(v) }
-private func scalar(_ v: Double) -> Value { .double(v) }
-private func scalar(_ v: Float) -> Value { .double(Double(v)) }
-private func scalar<I: FixedWidthInteger>(_ v: I) -> Value { .integer(Int64(clamping: v)) }
-
-/// Scalars as the store's values; anything else through its own `encode(to:)`.
+/// Scalars as the store's values (every container's `encode` of a scalar comes here);
+/// anything else through its own `encode(to:)`.
 private func encode(_ value: some Encodable, into node: Node, at path: [any CodingKey]) throws {
     switch value {
     case let v as String: node.content = .scalar(.string(v))
@@ -125,52 +119,26 @@ private struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encodeNil(forKey key: Key) throws { node.child(key.stringValue).content = .scalar(.null) }
 
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try put(value, key) }
+
+    private func put(_ value: some Encodable, _ key: Key) throws {
         try TracerAPI.encode(value, into: node.child(key.stringValue), at: codingPath + [key])
     }
 
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Double, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Float, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Int, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Int8, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Int16, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Int32, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: Int64, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: UInt, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws {
-        node.child(key.stringValue).content = .scalar(scalar(value))
-    }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try put(value, key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try put(value, key) }
 
     /// Every `encodeIfPresent` comes here: nil is left out unless the key is one written as null.
     private mutating func present<T: Encodable>(_ value: T?, _ key: Key) throws {
@@ -224,24 +192,26 @@ private struct Unkeyed: UnkeyedEncodingContainer {
     }
 
     mutating func encodeNil() throws { node.append().content = .scalar(.null) }
-    mutating func encode<T: Encodable>(_ value: T) throws {
+    mutating func encode<T: Encodable>(_ value: T) throws { try put(value) }
+
+    private func put(_ value: some Encodable) throws {
         try TracerAPI.encode(value, into: node.append(), at: codingPath)
     }
 
-    mutating func encode(_ value: Bool) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: String) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Double) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Float) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int8) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int16) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int32) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int64) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt8) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt16) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt32) throws { node.append().content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt64) throws { node.append().content = .scalar(scalar(value)) }
+    mutating func encode(_ value: Bool) throws { try put(value) }
+    mutating func encode(_ value: String) throws { try put(value) }
+    mutating func encode(_ value: Double) throws { try put(value) }
+    mutating func encode(_ value: Float) throws { try put(value) }
+    mutating func encode(_ value: Int) throws { try put(value) }
+    mutating func encode(_ value: Int8) throws { try put(value) }
+    mutating func encode(_ value: Int16) throws { try put(value) }
+    mutating func encode(_ value: Int32) throws { try put(value) }
+    mutating func encode(_ value: Int64) throws { try put(value) }
+    mutating func encode(_ value: UInt) throws { try put(value) }
+    mutating func encode(_ value: UInt8) throws { try put(value) }
+    mutating func encode(_ value: UInt16) throws { try put(value) }
+    mutating func encode(_ value: UInt32) throws { try put(value) }
+    mutating func encode(_ value: UInt64) throws { try put(value) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type
@@ -263,20 +233,22 @@ private struct Single: SingleValueEncodingContainer {
     let codingPath: [any CodingKey]
 
     mutating func encodeNil() throws { node.content = .scalar(.null) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try TracerAPI.encode(value, into: node, at: codingPath) }
+    mutating func encode<T: Encodable>(_ value: T) throws { try put(value) }
 
-    mutating func encode(_ value: Bool) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: String) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Double) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Float) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int8) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int16) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int32) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: Int64) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt8) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt16) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt32) throws { node.content = .scalar(scalar(value)) }
-    mutating func encode(_ value: UInt64) throws { node.content = .scalar(scalar(value)) }
+    private func put(_ value: some Encodable) throws { try TracerAPI.encode(value, into: node, at: codingPath) }
+
+    mutating func encode(_ value: Bool) throws { try put(value) }
+    mutating func encode(_ value: String) throws { try put(value) }
+    mutating func encode(_ value: Double) throws { try put(value) }
+    mutating func encode(_ value: Float) throws { try put(value) }
+    mutating func encode(_ value: Int) throws { try put(value) }
+    mutating func encode(_ value: Int8) throws { try put(value) }
+    mutating func encode(_ value: Int16) throws { try put(value) }
+    mutating func encode(_ value: Int32) throws { try put(value) }
+    mutating func encode(_ value: Int64) throws { try put(value) }
+    mutating func encode(_ value: UInt) throws { try put(value) }
+    mutating func encode(_ value: UInt8) throws { try put(value) }
+    mutating func encode(_ value: UInt16) throws { try put(value) }
+    mutating func encode(_ value: UInt32) throws { try put(value) }
+    mutating func encode(_ value: UInt64) throws { try put(value) }
 }

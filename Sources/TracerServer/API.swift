@@ -47,8 +47,8 @@ public final class API: AsyncShutdown {
     let started = Date()
     /// Kiosks' batches.
     let sync: SyncEndpoint
-    /// Days of badge ids made lately, by ETag (`GET /v1/badges/ids`).
-    let badgeDays = Mutex<[String: Components.Schemas.BadgeIDs]>([:])
+    /// Days of badge ids made lately, by ETag, as the JSON answered (`GET /v1/badges/ids`).
+    let badgeDays = Mutex<[String: Data]>([:])
     /// A kiosk unheard for longer than this is shown as silent (it sends at least every 15 s).
     public static let silentAfter = 60.0
 

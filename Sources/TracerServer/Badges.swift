@@ -49,7 +49,7 @@ extension API {
         if let presented = request.headers[.ifNoneMatch], presented == etag {
             return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
         }
-        let body: Components.Schemas.BadgeIDs
+        let body: Data
         if let cached = badgeDays.withLock({ $0[etag] }) {
             body = cached
         } else {
@@ -57,7 +57,7 @@ extension API {
                 throw APIError(.notFound, .noBadges, "no badge is issued at this site (tracer badge issue --count N)")
             }
             let made = BadgeIDDay(badges: material.badges, day: day, bits: bits, version: material.version)
-            body = Components.Schemas.BadgeIDs(
+            let ids = Components.Schemas.BadgeIDs(
                 day: name,
                 epochBits: bits,
                 version: material.version,
@@ -67,13 +67,15 @@ extension API {
                 epochs: made.epochs,
                 ids: Data(made.packedIDs).base64EncodedString()
             )
+            // Encoded once: a day's ids are megabytes for a large site, asked for by every kiosk.
+            body = Data(try APIJSON.string(ids).utf8)
             // Kept for the kiosks that ask next (each asks for the same few days); a handful only.
             badgeDays.withLock { cache in
                 if cache.count >= 8 { cache.removeAll() }
                 if material.version == version { cache[etag] = body }
             }
         }
-        var response = JSONBody.response(encoding: body)
+        var response = JSONBody.response(bytes: body, status: .ok)
         response.headers[HTTPField.Name.eTag] = etag
         return response
     }

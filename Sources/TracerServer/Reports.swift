@@ -379,16 +379,14 @@ extension API {
     func reviewList(_ request: Request, in db: StoreReader) throws -> Response {
         let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
         // `unflagged`: accepted reports whose flagging failed, nobody near them told yet.
-        if wanted == "unflagged" {
-            let listed = try desk.reviewList(.accepted, unflaggedOnly: true, in: db)
-            return JSONBody.response(encoding: ReviewList(listed, review: desk.policy.review.rawValue))
-        }
-        guard wanted == "all" || Report.Status(rawValue: wanted) != nil else {
+        let unflagged = wanted == "unflagged"
+        guard unflagged || wanted == "all" || Report.Status(rawValue: wanted) != nil else {
             throw APIError.badRequest(
                 "status takes pending, accepted, denied, revoked, unflagged or all, not '\(wanted.prefix(40))'"
             )
         }
-        let listed = try desk.reviewList(Report.Status(rawValue: wanted), in: db)
+        let status = unflagged ? .accepted : Report.Status(rawValue: wanted)
+        let listed = try desk.reviewList(status, unflaggedOnly: unflagged, in: db)
         return JSONBody.response(encoding: ReviewList(listed, review: desk.policy.review.rawValue))
     }
 
