@@ -52,6 +52,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-generator", exact: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", exact: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", exact: "1.5.0"),
+        // The server's routes as the generated APIProtocol, on Hummingbird's router (one file:
+        // Router as the runtime's ServerTransport).
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", exact: "2.1.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing else.
@@ -300,6 +303,9 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ],
             // The dashboard page and the API's OpenAPI document, embedded in the binary (one file
             // to install).
@@ -307,7 +313,9 @@ let package = Package(
                 .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml"),
                 .embedInCode("Resources/person.html"), .embedInCode("Resources/person-texts.json"),
                 .embedInCode("Resources/person-sw.js"),
-            ]
+            ],
+            // The routes' registration for the generated APIProtocol (API+Operations.swift).
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
 
         // The command line: thin commands that parse and hand over; long-running ones run their

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import OpenAPIRuntime
 import Synchronization
 import TracerAPI
 import TracerCertificate
@@ -103,71 +104,42 @@ public final class API: AsyncShutdown {
     /// Every route, by whom it serves. Every read and write of the store runs on the store's own
     /// threads (`reading`, `writing`), never on the cooperative threads that every request and
     /// stream shares.
-    public func router() -> Router<TracerContext> {
+    public func router() throws -> Router<TracerContext> {
         let router = Router(context: TracerContext.self)
         router.add(middleware: ErrorMiddleware())
         let table = MethodTable.Box()
         router.add(middleware: MethodNotAllowedMiddleware { table.table.withLock { $0 } })
-        pages(router)
-        tokenHolderRoutes(router)
-        healthTeamRoutes(router)
-        siteRoutes(router)
+        handWrittenRoutes(router)
+        // The document's other operations, through the generated server (API+Operations.swift).
+        let generated = GeneratedRoutes(
+            router.group().add(middleware: CallerMiddleware()),
+            skipping: Self.handWritten
+        )
+        try registerHandlers(
+            on: generated,
+            configuration: Configuration(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
+            middlewares: [AnswerMiddleware(nulls: .served)]
+        )
+        try generated.checkSkipped()
         let routes = MethodTable(router.routes)
         table.table.withLock { $0 = routes }
         return router
     }
 
-    /// The pages (the dashboard, the person's page and its worker), the API's document, health and
-    /// features: no token.
-    func pages(_ router: Router<TracerContext>) {
+    /// The routes answered by hand (`handWritten` says why): the pages, a device's status, a
+    /// report's upload, kiosks' batches and badge ids, the watch.
+    func handWrittenRoutes(_ router: Router<TracerContext>) {
         router.get("/") { _, _ in Dashboard.response() }
         router.get("/dashboard") { _, _ in Dashboard.response() }
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         router.get("/me") { _, _ in PersonPage.response() }
         router.get("/me/sw.js") { _, _ in PersonPage.worker() }
-        router.get("/health") { [self] _, _ in await health() }
-        router.get("/v1/features") { [self] _, _ in JSONBody.response(encoding: features()) }
-    }
-
-    /// What a person's page and any token holder use: the link exchanged, push subscriptions, the
-    /// token itself, the device's status, the watch, the responses' texts.
-    func tokenHolderRoutes(_ router: Router<TracerContext>) {
-        router.post("/v1/links") { [self] request, context in try await exchangeLink(request, context) }
-        router.post("/v1/devices/:id/push") { [self] request, context in
-            try await subscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
-        }
-        router.delete("/v1/devices/:id/push") { [self] request, context in
-            try await unsubscribe(request, context, Self.key(context.parameters.require("id"), "device id"))
-        }
-        router.get("/v1/tokens/self") { [self] request, context in
-            let who = try await authorize(request, context, [.admin, .kiosk, .device])
-            return JSONBody.response(
-                encoding: Operations.OwnToken.Output.Ok.Body.JsonPayload(
-                    id: who.tokenID,
-                    role: .init(rawValue: who.role.rawValue) ?? .device,
-                    name: who.name,
-                    deviceId: who.deviceID,
-                    anchor: who.anchor
-                )
-            )
-        }
-        router.delete("/v1/tokens/self") { [self] request, context in
-            // A person's "forget this phone": the token presented revokes itself.
-            let who = try await authorize(request, context, [.device])
-            _ = try await store.writing { db in try TokenStore.revoke(who.tokenID, in: db) }
-            return JSONBody.response(encoding: Components.Schemas.Revoked(revoked: true))
-        }
-        router.get("/v1/page") { [self] request, context in
-            try await authorize(request, context, [.admin, .kiosk, .device])
-            return JSONBody.response(encoding: page)
-        }
         router.get("/v1/devices/:id") { [self] request, context in
             let id = try Self.key(context.parameters.require("id"), "device id")
             // The token, the device and its exposures: one statement, one snapshot.
             // Not a kiosk's: a stolen kiosk token must not tell whose badge is positive or exposed.
             let (_, status) = try await authorize(
-                request,
-                context,
+                Caller(head: request.head, client: context.client),
                 [.admin, .device],
                 reading: [Collections.device(id)],
                 collections: [Collections.exposures(of: id)]
@@ -183,149 +155,17 @@ public final class API: AsyncShutdown {
             }
             return JSONBody.response(status)
         }
-        router.get("/v1/responses") { [self] request, context in
-            try await authorize(request, context, [.admin, .kiosk, .device])
-            return try await store.reading { db in JSONBody.response(encoding: try self.responses(in: db)) }
-        }
-        router.post("/v1/watch/ticket") { [self] request, context in
-            let who = try await authorize(request, context, [.admin, .device])
-            let path = try Watch.checkedPath(request, who)
-            let ticket = WatchTicket.make(
-                tokenID: who.tokenID,
-                path: path,
-                now: clock().timeIntervalSince1970,
-                key: watchKey
-            )
-            return JSONBody.response(
-                encoding: Components.Schemas.WatchTicket(ticket: ticket, expiresInSeconds: Int(WatchTicket.lifetime)),
-                status: .created
-            )
-        }
         router.get("/v1/watch") { [self] request, context in
             let who = try await watcher(request, context)
             return try await store.reading { db in try Watch.response(self, request, who) }
-        }
-    }
-
-    /// The health team's: exposures per beacon and per report, reports (sent by any holder), their
-    /// images, flagging, revoking and review.
-    func healthTeamRoutes(_ router: Router<TracerContext>) {
-        router.get("/v1/beacons") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            return try await store.reading { db in JSONBody.response(encoding: try self.beacons(in: db)) }
-        }
-        router.get("/v1/beacons/:key/exposures") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            let key = try Self.key(context.parameters.require("key"), "beacon key")
-            let since = try Self.since(request.uri.queryParameters["since"].map(String.init))
-            let (store, site) = (self.store, self.site)
-            let docs = try await store.reading { (db: StoreReader) throws(any Error) -> [DocumentSnapshot] in
-                if let unknown = try ExposureViews.unknownBeacon(key, site: site, in: db) {
-                    throw APIError(.notFound, .notFound, unknown)
-                }
-                return try ExposureViews.atBeacon(key, since: since, in: db)
-            }
-            return JSONBody.response(
-                Components.Schemas.BeaconExposures(
-                    beaconKey: key,
-                    exposures: docs.map(Components.Schemas.Exposure.init)
-                ).value
-            )
-        }
-        router.get("/v1/reports/:id/exposures") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            let id = try Self.key(context.parameters.require("id"), "report id")
-            let store = self.store
-            guard let found = try await store.reading({ db in try ExposureViews.forReport(id, in: db) }) else {
-                throw APIError(.notFound, .notFound, "no report \(id)")
-            }
-            return JSONBody.response(found.value)
         }
         router.post("/v1/reports") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk, .device])
             return try await report(request, context, who)
         }
-        router.get("/v1/reports") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            return try await store.reading { db in try self.reviewList(request, in: db) }
-        }
-        router.get("/v1/reports/:id/image") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            let id = try Self.key(context.parameters.require("id"), "report id")
-            return try await store.reading { db in try self.reviewImage(id, in: db) }
-        }
-        router.post("/v1/reports/:id/flag") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            let id = try Self.key(context.parameters.require("id"), "report id")
-            let (store, engine) = (self.store, self.engine)
-            let r = try await Self.exposureErrors {
-                try await store.writing { db in try engine.flag(reportID: id, in: db) }
-            }
-            return JSONBody.response(
-                encoding: Components.Responses.Flagged.Body.JsonPayload(
-                    reportId: id,
-                    devices: r.exposedDevices.count,
-                    exposures: r.exposures,
-                    changed: r.changed,
-                    line: ExposureEngine.line(id, r)
-                )
-            )
-        }
-        router.post("/v1/reports/:id/revoke") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            let id = try Self.key(context.parameters.require("id"), "report id")
-            let store = self.store
-            let n = try await Self.exposureErrors {
-                try await store.writing { db in try ExposureEngine().revoke(reportID: id, in: db) }
-            }
-            return JSONBody.response(
-                encoding: Components.Responses.Flagged.Body.JsonPayload(
-                    reportId: id,
-                    devices: 0,
-                    exposures: 0,
-                    changed: n,
-                    line: "report \(id) revoked; \(ExposureEngine.count(n, "exposure")) removed"
-                )
-            )
-        }
-        router.post("/v1/reports/:id/approve") { [self] request, context in
-            let who = try await authorize(request, context, [.admin])
-            return try await decide(
-                request,
-                Self.key(context.parameters.require("id"), "report id"),
-                approve: true,
-                who
-            )
-        }
-        router.post("/v1/reports/:id/deny") { [self] request, context in
-            let who = try await authorize(request, context, [.admin])
-            return try await decide(
-                request,
-                Self.key(context.parameters.require("id"), "report id"),
-                approve: false,
-                who
-            )
-        }
-    }
-
-    /// The site's machinery: kiosks' sync, the kiosks, the published site, its calibration, the
-    /// badges' ids.
-    func siteRoutes(_ router: Router<TracerContext>) {
         router.post("/v1/sync") { [self] request, context in
             let who = try await authorize(request, context, [.kiosk, .admin])
             return try await sync.handle(request, who)
-        }
-        router.get("/v1/kiosks") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            return try await store.reading { db in JSONBody.response(encoding: try self.kiosks(in: db)) }
-        }
-        router.get("/v1/site") { [self] request, context in
-            try await authorize(request, context, [.admin, .kiosk, .device])
-            return try await store.reading { db in try self.publishedSite(request, in: db) }
-        }
-        router.get("/v1/site/calibration") { [self] request, context in
-            try await authorize(request, context, [.admin])
-            return try await store.reading { db in try self.siteCalibration(request, in: db) }
         }
         router.get("/v1/badges/ids") { [self] request, context in
             let who = try await authorize(request, context, [.admin, .kiosk])
@@ -366,7 +206,7 @@ public final class API: AsyncShutdown {
             limiter.failed(context.client)
             throw APIError.unauthorized("the token this ticket was made for is revoked")
         }
-        if who.role == .admin { try await audit(who, request) }
+        if who.role == .admin { try await audit(who, Caller(head: request.head, client: context.client)) }
         return who
     }
 
@@ -379,7 +219,13 @@ public final class API: AsyncShutdown {
         _ context: TracerContext,
         _ roles: Set<Role>
     ) async throws -> Principal {
-        try await authorize(request, context, roles, reading: []) { _, _ in () }.who
+        try await authorize(Caller(head: request.head, client: context.client), roles, reading: []) { _, _ in () }.who
+    }
+
+    /// `authorize` for the generated routes: the request they answer.
+    @discardableResult
+    func authorize(_ roles: Set<Role>) async throws -> Principal {
+        try await authorize(try Caller.now, roles, reading: []) { _, _ in () }.who
     }
 
     /// `authorize`, with documents and collections the route answers with read by the same
@@ -389,32 +235,25 @@ public final class API: AsyncShutdown {
     /// 15%: those two threads were the busiest, `Tools/bench/serve`); it runs only once the token
     /// is found good and its role allowed.
     func authorize<Answer: Sendable>(
-        _ request: Request,
-        _ context: TracerContext,
+        _ caller: Caller,
         _ roles: Set<Role>,
         reading paths: [DocumentPath],
         collections: [CollectionPath] = [],
         answer: @escaping @Sendable (Principal, Fetched) throws -> Answer
     ) async throws -> (who: Principal, answer: Answer) {
         // No token at all is no guess at one: 401 at once, whatever the client tried before.
-        guard request.headers[.authorization] != nil else {
+        guard let header = caller.head.headerFields[.authorization] else {
             throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
         }
-        try limiter.refuseIfLimited(context.client, "token attempts")
-        var presented: String?
-        if let header = request.headers[.authorization] {
-            guard header.lowercased().hasPrefix("bearer ") else {
-                limiter.failed(context.client)
-                throw APIError.unauthorized("the Authorization header takes 'Bearer tracer_…'")
-            }
-            presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        try limiter.refuseIfLimited(caller.client, "token attempts")
+        guard header.lowercased().hasPrefix("bearer ") else {
+            limiter.failed(caller.client)
+            throw APIError.unauthorized("the Authorization header takes 'Bearer tracer_…'")
         }
-        guard let presented else {
-            throw APIError.unauthorized("a token is needed: Authorization: Bearer tracer_… (tracer token create)")
-        }
+        let presented = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         let store = self.store
-        let method = request.method
-        let path = request.uri.path
+        let method = caller.head.method
+        let path = caller.path
         let judged: (Principal, Answer)? = try await store.reading { db in
             guard let claim = TokenStore.Claim(presented) else { return nil }
             let fetched = try db.fetch([claim.path] + paths, collections: collections)
@@ -426,18 +265,18 @@ public final class API: AsyncShutdown {
             return (who, try answer(who, read))
         }
         guard let (who, answer) = judged else {
-            limiter.failed(context.client)
+            limiter.failed(caller.client)
             throw APIError.unauthorized("the token is not valid: unknown, revoked or mistyped")
         }
-        if who.role == .admin { try await audit(who, request) }
+        if who.role == .admin { try await audit(who, caller) }
         return (who, answer)
     }
 
     /// `audit/{id}`: who (the token's id and name), what (method and path with its query,
     /// without a token), when (the server's time).
-    func audit(_ who: Principal, _ request: Request) async throws {
-        var what = request.uri.path
-        if let query = request.uri.query, !query.isEmpty {
+    func audit(_ who: Principal, _ caller: Caller) async throws {
+        var what = caller.path
+        if let query = caller.query, !query.isEmpty {
             let kept = query.split(separator: "&").filter { !$0.hasPrefix("ticket=") }
             if !kept.isEmpty { what += "?" + kept.joined(separator: "&") }
         }
@@ -445,7 +284,7 @@ public final class API: AsyncShutdown {
             tokenID: who.tokenID,
             tokenName: who.name,
             role: who.role,
-            method: request.method.rawValue,
+            method: caller.head.method.rawValue,
             path: what
         )
         let store = self.store

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import OpenAPIRuntime
 import TracerAPI
 import TracerStore
 
@@ -57,6 +58,13 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
             var mapped = APIError(e.status, Self.code(for: e.status), e.body ?? Self.message(for: e.status))
             mapped.headers = e.headers
             return mapped
+        case let e as ServerError:
+            // The generated server's: a route's own refusal inside, or a request that is not as
+            // the document says (a parameter, a body, its type), which the runtime found.
+            if e.httpStatus.code >= 500 || e.underlyingError is APIError || e.underlyingError is StoreError {
+                return from(e.underlyingError)
+            }
+            return APIError(e.httpStatus, Self.code(for: e.httpStatus), Self.notAsDocumented(e))
         case let e as NIOTooManyBytesError:
             // Every route collects its body up to a limit of its own: over it is the client's
             // mistake (413), whichever route it was.
@@ -76,6 +84,39 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
             }
         default:
             return APIError(.internalServerError, ._internal, "an internal error (logged): \(error)")
+        }
+    }
+
+    /// What the generated server found wrong with a request, in one line that names it.
+    static func notAsDocumented(_ e: ServerError) -> String {
+        let what: String =
+            switch e.underlyingError {
+            case DecodingError.keyNotFound(let key, let context):
+                "\(Self.path(context.codingPath + [key])) is missing"
+            case DecodingError.typeMismatch(let type, let context):
+                "\(Self.path(context.codingPath)) is not \(Self.kind(type))"
+            case DecodingError.valueNotFound(let type, let context):
+                "\(Self.path(context.codingPath)) is null, not \(Self.kind(type))"
+            case DecodingError.dataCorrupted(let context):
+                context.codingPath.isEmpty
+                    ? "the body is not JSON" : "\(Self.path(context.codingPath)): \(context.debugDescription)"
+            default:
+                "\(e.underlyingError)"
+            }
+        let line = what.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return "\(e.request.method) \(e.request.path?.prefix { $0 != "?" } ?? ""): \(line.prefix(200))"
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        keys.isEmpty ? "the body" : keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+
+    static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "what the document says (\(type))"
         }
     }
 

@@ -93,16 +93,11 @@ extension API {
     /// token is needed (the code is the credential); a wrong code counts against the client on a
     /// limiter of its own (`linkLimiter`), so codes cannot be guessed at speed and its tokens
     /// still work.
-    func exchangeLink(_ request: Request, _ context: TracerContext) async throws -> Response {
-        try linkLimiter.refuseIfLimited(context.client, "link codes")
-        let body = try await request.body.collect(upTo: 4096)
-        let text = String(buffer: body)
-        guard case .map(let object)? = try? JSON.parse(text), case .string(let code)? = object["code"] else {
-            throw APIError.badRequest("a link's body is a JSON object like {\"code\": \"…\"}, not \(text.prefix(80))")
-        }
+    func exchangeLink(_ code: String, client: String) async throws -> Components.Schemas.Linked {
+        try linkLimiter.refuseIfLimited(client, "link codes")
         switch try await store.writing({ db in try TokenStore.exchange(code, in: db) }) {
         case .token(let token, let deviceID):
-            return JSONBody.response(encoding: Components.Schemas.Linked(token: token, deviceId: deviceID))
+            return Components.Schemas.Linked(token: token, deviceId: deviceID)
         case .used:
             throw APIError(
                 .gone,
@@ -110,7 +105,7 @@ extension API {
                 "this link was used already, in another browser: ask the site for a new card"
             )
         case .unknown:
-            linkLimiter.failed(context.client)
+            linkLimiter.failed(client)
             throw APIError(.notFound, .notFound, "no such link: check the whole link, or ask the site for a new card")
         }
     }

@@ -12,6 +12,8 @@ import TracerReports
 import TracerStore
 import TracerVerification
 
+import class OpenAPIRuntime.HTTPBody
+
 /// A `multipart/form-data` body's parts (RFC 7578), parsed by MultipartKit.
 struct Form {
     var parts: [MultipartPart]
@@ -376,24 +378,19 @@ typealias ReviewList = Operations.ReviewList.Output.Ok.Body.JsonPayload
 extension API {
     /// `GET /v1/reports?status=pending` (the default; `accepted`, `denied`, `revoked`, `all`): the
     /// reports with their evidence, newest decisions last.
-    func reviewList(_ request: Request, in db: StoreReader) throws -> Response {
-        let wanted = request.uri.queryParameters["status"].map(String.init) ?? "pending"
+    func reviewList(_ wanted: Operations.ReviewList.Input.Query.StatusPayload, in db: StoreReader) throws -> ReviewList
+    {
         // `unflagged`: accepted reports whose flagging failed, nobody near them told yet.
-        let unflagged = wanted == "unflagged"
-        guard unflagged || wanted == "all" || Report.Status(rawValue: wanted) != nil else {
-            throw APIError.badRequest(
-                "status takes pending, accepted, denied, revoked, unflagged or all, not '\(wanted.prefix(40))'"
-            )
-        }
-        let status = unflagged ? .accepted : Report.Status(rawValue: wanted)
+        let unflagged = wanted == .unflagged
+        let status = unflagged ? .accepted : Report.Status(rawValue: wanted.rawValue)
         let listed = try desk.reviewList(status, unflaggedOnly: unflagged, in: db)
-        return JSONBody.response(encoding: ReviewList(listed, review: desk.policy.review.rawValue))
+        return ReviewList(listed, review: desk.policy.review.rawValue)
     }
 
     /// `GET /v1/reports/{id}/image`: a pending report's image, for the reviewer's eyes only (never
     /// cached); 404 once it is decided or past 72 hours, or when another server of the site
     /// received it.
-    func reviewImage(_ id: String, in db: StoreReader) throws -> Response {
+    func reviewImage(_ id: String, in db: StoreReader) throws -> Data {
         let doc = try db.get(Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else {
             throw APIError(.notFound, .notFound, "no report \(id)")
@@ -407,57 +404,43 @@ extension API {
                     : "report \(id) is \(report.status.rawValue): its image was deleted at the decision"
             )
         }
-        var headers = HTTPFields()
-        headers[.contentType] = Self.imageType(data)
-        headers[.cacheControl] = "no-store"
-        headers[.contentDisposition] = "inline; filename=\"report-\(id)\""
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return data
     }
 
-    /// The image's type by its first bytes (the reader accepts these four only).
-    static func imageType(_ data: Data) -> String {
+    /// The image as its type, by its first bytes (the reader accepts these four only).
+    static func image(_ data: Data) -> Operations.ReviewImage.Output.Ok.Body {
         let b = [UInt8](data.prefix(12))
-        if b.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
-        if b.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        let body = HTTPBody(data)
+        if b.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return .png(body) }
+        if b.starts(with: [0xFF, 0xD8, 0xFF]) { return .jpeg(body) }
         if b.starts(with: [0x49, 0x49, 0x2A, 0x00]) || b.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) {
-            return "image/tiff"
+            return .imageTiff(body)
         }
         if b.count >= 12, b.starts(with: [0x52, 0x49, 0x46, 0x46]), Array(b[8..<12]) == [0x57, 0x45, 0x42, 0x50] {
-            return "image/webp"
+            return .imageWebp(body)
         }
-        return "application/octet-stream"
+        return .binary(body)
     }
 
-    /// `POST /v1/reports/{id}/approve` and `/deny`, with an optional JSON body `{"note": "…"}`.
-    func decide(_ request: Request, _ id: String, approve: Bool, _ who: Principal) async throws -> Response {
-        let body = try await request.body.collect(upTo: 16 * 1024)
-        var note: String?
-        if body.readableBytes > 0 {
-            let text = String(buffer: body)
-            guard case .map(let object)? = try? JSON.parse(text) else {
-                throw APIError.badRequest(
-                    "a decision's body is a JSON object like {\"note\": \"…\"}, not \(text.prefix(80))"
-                )
-            }
-            if let value = object["note"] {
-                guard case .string(let s) = value else { throw APIError.badRequest("note takes a string") }
-                note = s
-            }
-        }
-        let (desk, decision) = (self.desk, note)
+    /// `POST /v1/reports/{id}/approve` and `/deny`, with an optional note.
+    func decide(
+        _ id: String,
+        approve: Bool,
+        _ note: String?,
+        _ who: Principal
+    ) async throws -> Components.Responses.Decided.Body.JsonPayload {
+        let desk = self.desk
         do {
             let decided = try await store.writing { db in
                 try desk.decide(
                     id,
                     approve: approve,
                     by: .init(name: who.name, tokenID: who.tokenID),
-                    note: decision,
+                    note: note,
                     in: db
                 )
             }
-            return JSONBody.response(
-                encoding: Components.Responses.Decided.Body.JsonPayload(decided.report, outcome: decided.line)
-            )
+            return Components.Responses.Decided.Body.JsonPayload(decided.report, outcome: decided.line)
         } catch let e as ReviewError {
             switch e.code {
             case .notFound: throw APIError(.notFound, .notFound, e.message)

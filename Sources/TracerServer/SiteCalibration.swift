@@ -8,12 +8,12 @@ extension API {
     /// `GET /v1/site/calibration[?at=TIME]`: the last hour's fit of the site's radio from what its
     /// kiosks heard of each other, up to `at` (RFC 3339; by default now, or the last hearing
     /// stored if that is earlier), and the kiosks that changed in the last half hour.
-    func siteCalibration(_ request: Request, in db: StoreReader) throws -> Response {
+    func siteCalibration(at: Timestamp?, in db: StoreReader) throws -> Components.Schemas.SiteCalibration {
         guard let site else {
             throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
         let time: Double
-        if let at = try Self.since(request.uri.queryParameters["at"].map(String.init), name: "at") {
+        if let at {
             time = at.seconds
         } else {
             guard let last = try CalibrationReport.latest(in: db) else {
@@ -32,6 +32,6 @@ extension API {
                 "no kiosk heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
             )
         }
-        return JSONBody.response(encoding: Components.Schemas.SiteCalibration(report) { site.anchor($0)?.room })
+        return Components.Schemas.SiteCalibration(report) { site.anchor($0)?.room }
     }
 }

@@ -17,26 +17,28 @@ import TracerVerification
 /// The site's own read routes: health, features, the beacons with live occupancy, the kiosks,
 /// the published site and the public responses.
 extension API {
-    func health() async -> Response {
+    /// Whether the store answers (and what the server is): false with the store's error when not.
+    func health() async -> (Components.Schemas.Health, up: Bool) {
         do {
             let store = self.store
             let token = try await store.reading { db in try db.currentToken() }
-            return JSONBody.response(
-                encoding: Components.Schemas.Health(
+            return (
+                Components.Schemas.Health(
                     status: .ok,
                     storeToken: token,
                     uptimeSeconds: Int(Date().timeIntervalSince(started)),
                     site: site?.name
-                )
+                ),
+                true
             )
         } catch {
-            return JSONBody.response(
-                encoding: Components.Schemas.Health(
+            return (
+                Components.Schemas.Health(
                     status: .unavailable,
                     site: site?.name,
                     error: .init(.storeUnavailable, message: "\(error)")
                 ),
-                status: .serviceUnavailable
+                false
             )
         }
     }
@@ -190,26 +192,18 @@ extension API {
     /// `config/site` as published now (not as this server started): the BeaconMap's source, its
     /// file and digest. The digest is the ETag, so a kiosk polling with `If-None-Match` gets
     /// 304 until a new map is published.
-    func publishedSite(_ request: Request, in db: StoreReader) throws -> Response {
+    func publishedSite(in db: StoreReader) throws -> Components.Schemas.PublishedSite {
         guard let published = try PublishedSite.Stored(db.get(PublishedSite.path)) else {
             throw APIError(.notFound, .noSite, "no site is published on this server (tracer map publish FILE)")
         }
-        let etag = "\"\(published.digest)\""
-        if let presented = request.headers[.ifNoneMatch], presented == etag {
-            return Response(status: .notModified, headers: [HTTPField.Name.eTag: etag])
-        }
-        var response = JSONBody.response(
-            encoding: Components.Schemas.PublishedSite(
-                site: published.name,
-                file: published.file,
-                digest: published.digest,
-                publishedAt: published.publishedAt?.iso8601Milliseconds,
-                source: published.source,
-                trustList: published.trustList
-            )
+        return Components.Schemas.PublishedSite(
+            site: published.name,
+            file: published.file,
+            digest: published.digest,
+            publishedAt: published.publishedAt?.iso8601Milliseconds,
+            source: published.source,
+            trustList: published.trustList
         )
-        response.headers[HTTPField.Name.eTag] = etag
-        return response
     }
 
     /// Accepted reports of the last 14 days as the public list: each with an id that is an HMAC

@@ -26,13 +26,14 @@ enum Watch {
     static let keepalive: Duration = .seconds(15)
 
     /// The `path` asked for, when this token may watch it (what a ticket is made for).
-    static func checkedPath(_ request: Request, _ who: Principal) throws -> String {
-        _ = try target(request, who)
-        return request.uri.queryParameters["path"].map(String.init) ?? ""
+    static func checkedPath(path: String, since: String?, field: String?, _ who: Principal) throws -> String {
+        _ = try target(path: path, since: since, field: field, who)
+        return path
     }
 
-    static func target(_ request: Request, _ who: Principal) throws -> Target {
-        guard let raw = request.uri.queryParameters["path"].map(String.init), !raw.isEmpty else {
+    /// What `path` (with `since` and `field`) watches, when this token may.
+    static func target(path: String?, since: String?, field: String?, _ who: Principal) throws -> Target {
+        guard let raw = path, !raw.isEmpty else {
             throw APIError.badRequest("watch takes ?path= a document, a collection or */GROUP")
         }
         let ids =
@@ -52,8 +53,8 @@ enum Watch {
         }
         // Checked for every path, a document's too, as the document says (a document's watch
         // does not use them).
-        let since = try API.since(request.uri.queryParameters["since"].map(String.init))
-        let field = try Self.field(request.uri.queryParameters["field"].map(String.init) ?? "start")
+        let since = try API.since(since)
+        let field = try Self.field(field ?? "start")
         var query: Query
         if raw.hasPrefix("*/") {
             let group = String(raw.dropFirst(2))
@@ -118,7 +119,13 @@ enum Watch {
     }
 
     static func response(_ api: API, _ request: Request, _ who: Principal) throws -> Response {
-        let target = try target(request, who)
+        let query = request.uri.queryParameters
+        let target = try target(
+            path: query["path"].map(String.init),
+            since: query["since"].map(String.init),
+            field: query["field"].map(String.init),
+            who
+        )
         var resumeAt: Int64?
         if let raw = request.headers[API.lastEventID] ?? request.uri.queryParameters["lastEventId"].map(String.init) {
             guard let token = Int64(String(raw).trimmingCharacters(in: .whitespaces)), token >= 0 else {

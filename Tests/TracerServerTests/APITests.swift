@@ -69,8 +69,8 @@ struct ServerFixture {
         }
     }
 
-    func app(port: Int = 0) -> some ApplicationProtocol {
-        Application(router: api.router(), configuration: .init(address: .hostname("127.0.0.1", port: port)))
+    func app(port: Int = 0) throws -> some ApplicationProtocol {
+        Application(router: try api.router(), configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
 
     static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
@@ -643,6 +643,7 @@ extension Value {
             try await client.execute(uri: "/v1/reports/\(id)/image", method: .get, headers: admin) { r in
                 #expect(r.status == .ok)
                 #expect(r.headers[.contentType] == "image/png" && r.headers[.cacheControl] == "no-store")
+                #expect(r.headers[.contentDisposition] == "inline; filename=\"report-\(id)\"")
                 #expect(Array(r.body.readableBytesView) == doubtful)
             }
             try await client.execute(uri: "/v1/reports?status=maybe", method: .get, headers: admin) {
@@ -798,7 +799,7 @@ extension Value {
             )
         }
         func ids(_ api: API) async throws -> [String] {
-            try await Application(router: api.router()).test(.router) { client in
+            try await Application(router: try api.router()).test(.router) { client in
                 try await client.execute(uri: "/v1/responses", method: .get, headers: ServerFixture.bearer(f.device)) {
                     r in
                     #expect(r.status == .ok)

@@ -195,12 +195,12 @@ import TracerTesting
         // opened again), the network keeping what it holds.
         for epoch in 0..<4 {
             let (store, api) = try await world.server()
-            try await Application(router: api.router()).test(.router) { client in
+            try await Application(router: try api.router()).test(.router) { client in
                 for _ in 0..<(epoch == 3 ? 40 : 60) { try await world.step(client, store: store) }
             }
         }
         let (store, api) = try await world.server()
-        try await Application(router: api.router()).test(.router) { client in
+        try await Application(router: try api.router()).test(.router) { client in
             try await world.drain(client, store: store)
         }
         for k in world.kiosks {

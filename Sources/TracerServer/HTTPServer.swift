@@ -78,7 +78,7 @@ public enum Server {
             )
         )
         return Application(
-            router: api.router(),
+            router: try api.router(),
             server: try options.tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
             configuration: .init(
                 address: .hostname(host, port: port),
