@@ -187,22 +187,6 @@ let package = Package(
             ]
         ),
 
-        // The API's client, generated from its OpenAPI document (openapi.yaml here is the server's
-        // Resources/openapi.yaml, linked) by swift-openapi-generator's build plugin: `Client`, on
-        // TracerAPI's generated types, sent through an `Upstream`'s AsyncHTTPClient with its
-        // token and its servers in turn. The `--server` commands use it.
-        .target(
-            name: "TracerAPIClient",
-            dependencies: [
-                "TracerAPI", "TracerReplication",
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
-        ),
-
         // D-Bus over libdbus-1: connections, calls, and the values BlueZ uses.
         .target(name: "TracerDBus", dependencies: ["CTracerDBus"]),
 
@@ -219,19 +203,25 @@ let package = Package(
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
 
-        // Kiosk → site server: the kiosk's replicator and its HTTP client.
+        // Kiosk → site server: the kiosk's replicator, and the one HTTP client every kiosk and
+        // `--server` command talks to the site with (`Upstream`, AsyncHTTPClient), the API's
+        // client generated from its OpenAPI document on it (`SiteClient`, swift-openapi-async-http-client).
         .target(
             name: "TracerReplication",
             dependencies: [
                 "TracerStore", "TracerModel", "TracerAPI", "TracerBadges",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
 
         // The Firestore-like document store: the engine (paths, values, writes, queries, indexes,
@@ -324,7 +314,6 @@ let package = Package(
             name: "tracer",
             dependencies: [
                 "TracerAPI",
-                "TracerAPIClient",
                 "TracerCards",
                 "TracerStore",
                 .target(name: "TracerStorePostgres", condition: .when(traits: ["PostgreSQL"])),
@@ -430,7 +419,7 @@ let package = Package(
         .testTarget(
             name: "TracerServerTests",
             dependencies: [
-                "TracerAPI", "TracerAPIClient",
+                "TracerAPI",
                 "TracerServer", "TracerStore", "TracerModel", "TracerColocation", "TracerSite", "TracerOCR",
                 "TracerReplication", "TracerReports", "TracerCertificate", "TracerRanging",
                 "TracerTesting",
@@ -455,7 +444,7 @@ let package = Package(
         .testTarget(
             name: "TracerCLITests",
             dependencies: [
-                "TracerAPI", "TracerAPIClient", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore",
+                "TracerAPI", "TracerReplication", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore",
                 "TracerTesting",
             ]
         ),

@@ -183,61 +183,79 @@ public final class Upstream: AsyncShutdown {
     public func site(
         etag: String?
     ) async throws(SyncError) -> (source: String, file: String, digest: String, trustList: String?)? {
-        let answer = try await request(.GET, "/v1/site", headers: etag.map { [("If-None-Match", "\"\($0)\"")] } ?? [])
-        switch answer.status {
-        case 304: return nil
-        case 200:
-            guard let site = APIJSON.decode(Components.Schemas.PublishedSite.self, from: answer.body) else {
+        let answer = try await api { client in
+            try await client.publishedSite(headers: .init(ifNoneMatch: etag.map { "\"\($0)\"" }))
+        }
+        switch answer {
+        case .notModified: return nil
+        case .ok(let ok):
+            guard case .json(let site) = ok.body else {
                 throw SyncError(.protocolError, "\(base)/v1/site: not a published site")
             }
             return (site.source, site.file, site.digest, site.trustList)
-        case 401: throw SyncError(.unauthorized, answer.message)
-        case 403: throw SyncError(.forbidden, answer.message)
-        case 404: throw SyncError(.unavailable, "\(base): \(answer.message)")
-        default: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        default:
+            throw SyncError(.protocolError, "\(base)/v1/site: an answer the API does not give")
         }
     }
 
     /// One day of the site's badge ids (`GET /v1/badges/ids`): nil when it is the one with
     /// `etag` (304). Throws `notFound` when the site has no badges.
     public func badgeDay(_ day: UInt32, etag: String?) async throws(SyncError) -> (day: BadgeIDDay, etag: String)? {
-        let answer = try await request(
-            .GET,
-            "/v1/badges/ids?day=\(BadgeIDDay.name(day))",
-            headers: etag.map { [("If-None-Match", $0)] } ?? [],
-            limit: 64 << 20
+        let answer = try await api(notFound: .notFound) { client in
+            try await client.badgeIDs(query: .init(day: BadgeIDDay.name(day)), headers: .init(ifNoneMatch: etag))
+        }
+        let ok: Operations.BadgeIDs.Output.Ok
+        switch answer {
+        case .notModified: return nil
+        case .ok(let answered): ok = answered
+        default: throw SyncError(.protocolError, "\(base)/v1/badges/ids: an answer the API does not give")
+        }
+        guard case .json(let body) = ok.body,
+            let packed = Data(base64Encoded: body.ids), let ids = BadgeIDDay.unpack(Array(packed)),
+            BadgeIDDay.day(named: body.day) == day, let firstEpoch = UInt32(exactly: body.firstEpoch)
+        else {
+            throw SyncError(.protocolError, "\(base)/v1/badges/ids: not a day of badge ids")
+        }
+        let numbers = body.numbers.compactMap(UInt32.init(exactly:))
+        guard numbers.count == body.numbers.count else {
+            throw SyncError(.protocolError, "\(base)/v1/badges/ids: a badge number that is none")
+        }
+        let made = BadgeIDDay(
+            day: day,
+            bits: body.epochBits,
+            version: body.version,
+            serials: body.serials,
+            numbers: numbers,
+            firstEpoch: firstEpoch,
+            epochs: body.epochs,
+            ids: ids
         )
-        switch answer.status {
-        case 304: return nil
-        case 200:
-            guard let body = APIJSON.decode(Components.Schemas.BadgeIDs.self, from: answer.body),
-                let packed = Data(base64Encoded: body.ids), let ids = BadgeIDDay.unpack(Array(packed)),
-                BadgeIDDay.day(named: body.day) == day, let firstEpoch = UInt32(exactly: body.firstEpoch)
-            else {
-                throw SyncError(.protocolError, "\(base)/v1/badges/ids: not a day of badge ids")
+        guard made.isWhole else {
+            throw SyncError(.protocolError, "\(base)/v1/badges/ids: the day's ids do not add up")
+        }
+        return (made, ok.headers.eTag ?? "")
+    }
+
+    /// Calls the API with the client generated from its document (`SiteClient`, on this
+    /// upstream's HTTP client and servers), a refusal said as the replicator's errors say it:
+    /// 401 a refused token, 403 forbidden, 404 `notFound`'s code, anything else unavailable.
+    func api<Answer: Sendable>(
+        notFound: SyncError.Code = .unavailable,
+        _ call: (Client) async throws -> Answer
+    ) async throws(SyncError) -> Answer {
+        do {
+            return try await SiteClient(self).call(call)
+        } catch let e as SiteClient.Refusal {
+            switch e.status {
+            case 401: throw SyncError(.unauthorized, e.message)
+            case 403: throw SyncError(.forbidden, e.message)
+            case 404: throw SyncError(notFound, notFound == .unavailable ? "\(base): \(e.message)" : e.message)
+            default: throw SyncError(.unavailable, "\(base): \(e.message)")
             }
-            let numbers = body.numbers.compactMap(UInt32.init(exactly:))
-            guard numbers.count == body.numbers.count else {
-                throw SyncError(.protocolError, "\(base)/v1/badges/ids: a badge number that is none")
-            }
-            let made = BadgeIDDay(
-                day: day,
-                bits: body.epochBits,
-                version: body.version,
-                serials: body.serials,
-                numbers: numbers,
-                firstEpoch: firstEpoch,
-                epochs: body.epochs,
-                ids: ids
-            )
-            guard made.isWhole else {
-                throw SyncError(.protocolError, "\(base)/v1/badges/ids: the day's ids do not add up")
-            }
-            return (made, answer.headers["ETag"].first ?? "")
-        case 401: throw SyncError(.unauthorized, answer.message)
-        case 403: throw SyncError(.forbidden, answer.message)
-        case 404: throw SyncError(.notFound, answer.message)
-        default: throw SyncError(.unavailable, "\(base): \(answer.message)")
+        } catch let e as SyncError {
+            throw e
+        } catch {
+            throw SyncError(.unavailable, "\(base): \(Self.describe(error))")
         }
     }
 

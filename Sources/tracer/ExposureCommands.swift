@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import TracerAPI
-import TracerAPIClient
 import TracerColocation
 import TracerExposure
 import TracerModel

@@ -3,7 +3,6 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import TracerAPI
-import TracerAPIClient
 import TracerModel
 import TracerReplication
 @_spi(Blocking) import TracerStore

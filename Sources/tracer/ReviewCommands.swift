@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import TracerAPI
-import TracerAPIClient
 import TracerCertificate
 import TracerExposure
 import TracerModel

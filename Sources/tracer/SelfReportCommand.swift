@@ -3,7 +3,6 @@ import Foundation
 import NIOCore
 import OpenAPIRuntime
 import TracerAPI
-import TracerAPIClient
 import TracerCertificate
 import TracerExposure
 import TracerModel

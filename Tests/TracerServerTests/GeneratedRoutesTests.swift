@@ -6,8 +6,10 @@ import NIOCore
 import OpenAPIRuntime
 import Testing
 import TracerAPI
+import TracerBadges
 import TracerExposure
 import TracerModel
+import TracerReplication
 @_spi(Blocking) import TracerStore
 
 @testable import TracerServer
@@ -123,5 +125,37 @@ import TracerModel
         let exact = GeneratedRoutes(Router(context: TracerContext.self).group(), skipping: API.handWritten)
         try f.api.registerHandlers(on: exact)
         try exact.checkSkipped()
+    }
+
+    /// A kiosk polls the published site and a day of badge ids with the ETag it holds, through
+    /// the API's generated client: the second answer is "unchanged" (304), not the site or a
+    /// day's megabytes again; a refused token is the replicator's `unauthorized`.
+    @Test func aKioskPollingWithItsETagHearsUnchanged() async throws {
+        let f = try await ServerFixture()
+        let source = try String(contentsOfFile: ServerFixture.map, encoding: .utf8)
+        try await f.store.writing { db in
+            _ = try PublishedSite(source: source, file: "example-campus.yaml").publish(to: db)
+            _ = try BadgeRegistry.issue(count: 3, in: db)
+        }
+        let tokenFile = f.dir.file("kiosk.token")
+        try f.kiosk.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try await f.app().test(.live) { client in
+            let upstream = try Upstream("http://127.0.0.1:\(try #require(client.port))", tokenFile: tokenFile)
+            let site = try #require(try await upstream.site(etag: nil))
+            #expect(site.file == "example-campus.yaml" && site.source == source)
+            #expect(try await upstream.site(etag: site.digest) == nil)
+            let today = BadgeIDDay.day(of: Date().timeIntervalSince1970)
+            let (day, etag) = try #require(try await upstream.badgeDay(today, etag: nil))
+            #expect(day.serials.count == 3 && day.isWhole && etag.hasPrefix("\""), "\(etag)")
+            #expect(try await upstream.badgeDay(today, etag: etag) == nil)
+            try "tracer_nottherightone".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+            do {
+                _ = try await upstream.site(etag: nil)
+                Issue.record("a refused token was taken")
+            } catch let e as SyncError {
+                #expect(e.code == .unauthorized, "\(e)")
+            }
+            try await upstream.shutdown()
+        }
     }
 }

@@ -4,8 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import TracerAPI
-import TracerAPIClient
 import TracerModel
+import TracerReplication
 import TracerReports
 @_spi(Blocking) import TracerStore
 import TracerTesting

@@ -1,10 +1,9 @@
 import AsyncHTTPClient
-package import Foundation
+import Foundation
 import HTTPTypes
 import OpenAPIAsyncHTTPClient
-package import OpenAPIRuntime
-internal import TracerAPI
-import TracerReplication
+import OpenAPIRuntime
+import TracerAPI
 
 /// The site server's API as the `--server` commands call it: the client generated from the
 /// API's OpenAPI document (`Client`, `Operations`, `Components`), sent through an `Upstream`'s
@@ -85,6 +84,11 @@ struct UpstreamMiddleware: ClientMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
+        // The runtime percent-encodes the headers the document declares (an ETag's quotes:
+        // apple/swift-openapi-generator#857); the server takes them as they are.
+        if let tag = request.headerFields[.ifNoneMatch] {
+            request.headerFields[.ifNoneMatch] = tag.removingPercentEncoding
+        }
         request.headerFields[.authorization] = "Bearer " + (try upstream.token())
         request.headerFields[.userAgent] = "tracer"
         // A body sent to one server and then another is read twice: a streamed one (a
