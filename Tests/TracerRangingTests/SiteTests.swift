@@ -12,6 +12,23 @@ import Testing
         return root.appendingPathComponent("BeaconMap/example-campus.yaml").path
     }
 
+    /// docs/person-page.md's guidance, pasted under the example campus's settings as the page
+    /// tells a site to, is taken (`map publish` failed on it: an unquoted colon in its text).
+    @Test func theDocumentedGuidanceIsAMapsSetting() throws {
+        let root = URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/person-page.md"), encoding: .utf8)
+        let blocks = doc.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        let example = try #require(blocks.first { $0.contains("guidance:") }, "no guidance example")
+        let pasted = example.split(separator: "\n").drop { $0 != "settings:" }.dropFirst().joined(separator: "\n")
+        let map = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
+        let site = try Site.parse(
+            map.replacingOccurrences(of: "\nsettings:\n", with: "\nsettings:\n\(pasted)\n"),
+            file: "t.yaml"
+        )
+        #expect(site.guidance?.text.contains("514 555 0100") == true, "\(String(describing: site.guidance))")
+        #expect(site.guidance?.link == "https://example.org/advice")
+    }
+
     @Test func theExampleSiteLoads() throws {
         let site = try Site.load(file: Self.examplePath)
         #expect(site.name == "Example Campus")
