@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 @_spi(Blocking) import TracerStore
 
@@ -80,4 +81,41 @@ enum HumanFormat {
 extension DocumentSnapshot {
     /// `{"path": ..., "data": {...}}`
     var jsonLine: String { DocumentStore.exportLine(self) }
+}
+
+/// A file that holds a secret (a token): created readable and writable by its owner only (0600)
+/// before anything is written to it, then renamed into place, so that no moment of it is
+/// readable by others, whatever the umask (a shell's `> file` gives 0644).
+enum SecretFile {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Says in one line, before anything is made, when `path` cannot be written.
+    static func checkWritable(_ path: String, option: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let folder = directory.isEmpty ? "." : directory
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ValidationError("\(option) \(path): a folder, not a file")
+        }
+        guard FileManager.default.isWritableFile(atPath: folder) else {
+            throw ValidationError("\(option) \(path): cannot write there (no folder \(folder), or not writable)")
+        }
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw Failure(description: reason)
+        }
+    }
 }

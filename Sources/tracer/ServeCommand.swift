@@ -180,6 +180,13 @@ struct TokenCommand: ParsableCommand {
             help: ArgumentHelp("With --link: the link's QR code as a PNG, for the badge's card.", valueName: "FILE")
         )
         var qr: String?
+        @Option(
+            help: ArgumentHelp(
+                "Write the token to FILE, readable by its owner only (mode 0600), instead of printing it: a token file for --token-file.",
+                valueName: "FILE"
+            )
+        )
+        var out: String?
         @Flag(help: "Print JSON: {\"id\", \"token\", \"role\"} (with --link: {\"id\", \"link\", \"deviceId\"}).")
         var json = false
 
@@ -192,6 +199,11 @@ struct TokenCommand: ParsableCommand {
             if let device, device.contains("/") { throw ValidationError("--device takes a device id, not '\(device)'") }
             if r != .kiosk, anchor != nil { throw ValidationError("only a kiosk token takes --anchor") }
             if qr != nil, link == nil { throw ValidationError("--qr FILE goes with --link BASE_URL") }
+            if out != nil, link != nil {
+                throw ValidationError("--out FILE writes a token; a link is printed (its card: --qr FILE)")
+            }
+            if out != nil, json { throw ValidationError("--out FILE writes the token alone; --json prints it") }
+            if let out { try SecretFile.checkWritable(out, option: "--out") }
             if let link {
                 guard r == .device, let device else {
                     throw ValidationError("--link makes a device's link: give --role device --device ID")
@@ -211,7 +223,18 @@ struct TokenCommand: ParsableCommand {
             let created = try store.write {
                 try TokenStore.create(role: r, deviceID: device, anchor: anchor, name: name, in: $0)
             }
-            if json {
+            if let out {
+                do {
+                    try SecretFile.write(created.token + "\n", to: out)
+                } catch {
+                    // No file: no token either.
+                    _ = try? store.write { try TokenStore.revoke(created.id, in: $0) }
+                    throw ValidationError("--out \(out): \(error)")
+                }
+                Output.error(
+                    "token \(created.id) (\(r.rawValue)\(device.map { " for \($0)" } ?? "")\(anchor.map { " for anchor \($0)" } ?? "")) written to \(out), readable by you only; stored hashed"
+                )
+            } else if json {
                 Output.line(
                     JSON.string(
                         .map(["id": .string(created.id), "token": .string(created.token), "role": .string(r.rawValue)])

@@ -62,4 +62,33 @@ import TracerTesting
         let listed = try await tracer(["token", "list"])
         #expect(!listed.stdout.contains("device link"), "\(listed.stdout)")
     }
+
+    /// `token create --out FILE`: the token in a file its owner alone may read (0600), also over
+    /// a file that was readable by others, whatever the umask; a file that cannot be written is
+    /// one line, and no token is left made.
+    @Test func aTokenFileIsItsOwnersOnly() async throws {
+        let file = dir.file("admin.token")
+        try "old".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+        let made = try await tracer(["token", "create", "--role", "admin", "--name", "team", "--out", file])
+        #expect(made.status == 0 && made.stdout.isEmpty, "\(made.stdout) \(made.stderr)")
+        #expect(made.stderr.contains("written to \(file), readable by you only"), "\(made.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "\(String(mode ?? 0, radix: 8))")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("tracer_"))
+        for (args, says) in [
+            (
+                ["--out", dir.file("no/such/folder/t.token")],
+                "--out \(dir.file("no/such/folder/t.token")): cannot write there"
+            ),
+            (["--out", dir.path], "a folder, not a file"),
+            (["--out", file, "--json"], "--out FILE writes the token alone"),
+        ] {
+            let r = try await tracer(["token", "create", "--role", "kiosk", "--name", "nowhere"] + args)
+            #expect(r.status == 1 && r.stderr.contains(says), "\(args): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        }
+        let listed = try await tracer(["token", "list"])
+        #expect(listed.stdout.contains("team") && !listed.stdout.contains("nowhere"), "\(listed.stdout)")
+    }
 }

@@ -49,5 +49,13 @@ import TracerTesting
         #expect(table.first?.contains("how close") == true, "\(r.stdout)")
         #expect(table.dropFirst().first?.contains("Wet Lab (kiosk-lab)") == true, "\(r.stdout)")
         #expect(table.contains { $0.contains(" exposures of ") || $0.contains(" exposure of ") }, "\(r.stdout)")
+        // Its token files are readable by their owner only, whatever the umask.
+        let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []
+        let tokens = files.filter { $0.hasSuffix(".token") }
+        #expect(tokens.count >= 3, "\(files)")
+        for token in tokens {
+            let mode = try FileManager.default.attributesOfItem(atPath: dir.file(token))[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(token): \(String(mode ?? 0, radix: 8))")
+        }
     }
 }
