@@ -73,8 +73,11 @@ package struct SiteClient: Sendable {
 /// not a success into a `SiteClient.Refusal`.
 struct UpstreamMiddleware: ClientMiddleware {
     let upstream: Upstream
-    /// The most an answer's body may hold (the largest, a review list, is far below).
+    /// The most a refusal's body, or a request sent to more than one server, may hold.
     static let limit = 16 << 20
+    /// The most an answer may hold: a day of a large site's badge ids is the largest (the
+    /// runtime itself would read an answer of any size).
+    static let answerLimit = 64 << 20
 
     func intercept(
         _ request: HTTPRequest,
@@ -108,7 +111,8 @@ struct UpstreamMiddleware: ClientMiddleware {
         )
         let status = response.status.code
         guard status >= 400, !SiteClient.readByCaller.contains(.init(operation: operationID, status: status)) else {
-            return (response, answer)
+            guard let answer else { return (response, nil) }
+            return (response, HTTPBody(try await [UInt8](collecting: answer, upTo: Self.answerLimit)))
         }
         var bytes: [UInt8] = []
         if let answer { bytes = try await [UInt8](collecting: answer, upTo: Self.limit) }
