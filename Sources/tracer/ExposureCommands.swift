@@ -161,8 +161,12 @@ enum ExposureOutput {
     static let csvHeader =
         "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
 
+    /// UTF-8's byte-order mark, first: without it Excel reads the file as the machine's code page
+    /// ("Café" as "CafÃ©"); LibreOffice, pandas and Python's `utf-8-sig` take it.
+    static let byteOrderMark = "\u{FEFF}"
+
     static func csv(_ exposures: [Components.Schemas.Exposure], _ c: Context) -> [String] {
-        [csvHeader]
+        [byteOrderMark + csvHeader]
             + exposures.map { e in
                 [e.deviceId, e.reportId, e.beaconKey, c.rooms[e.beaconKey] ?? "", e.from ?? "", e.to ?? ""].map(
                     CSV.text
@@ -336,7 +340,7 @@ struct ExposureCommand: AsyncParsableCommand {
         discussion: """
             The table fits 100 columns: devices shortened without ambiguity, times in this machine's time zone, \
             and what was decided ("≤ 2.5 m" for certain; "80% ≤ 6 m": the pair decision's chance over the \
-            episode; "maybe ≤ 6 m" where the site's rule counts what two readings allow). --format csv writes one row per exposure with full ids and UTC times: \
+            episode; "maybe ≤ 6 m" where the site's rule counts what two readings allow). --format csv writes one row per exposure with full ids and UTC times, UTF-8 with a byte-order mark first (for Excel): \
             \(ExposureOutput.csvHeader). --format json (or --json) the API's objects.
             """
     )

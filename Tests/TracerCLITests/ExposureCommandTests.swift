@@ -130,8 +130,11 @@ import TracerTesting
         let csv = try await tracer("exposure", "--report", reportID, "--format", "csv")
         let rows = csv.stdout.split(separator: "\n")
         #expect(
-            rows.first == "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
+            rows.first
+                == "\u{FEFF}device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
         )
+        // UTF-8's byte-order mark first, so that Excel reads "Café" as it is.
+        #expect(Array(csv.stdout.utf8.prefix(3)) == [0xEF, 0xBB, 0xBF])
         #expect(rows.count == 2 && rows[1].hasPrefix("\(colleague),\(reportID),kiosk-lab,Wet Lab,"), "\(csv.stdout)")
         let nope = try await tracer("exposure", "--report", "nope")
         #expect(nope.status == 1 && nope.stderr.contains("no report nope"), "\(nope.stderr)")
