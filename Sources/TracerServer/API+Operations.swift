@@ -273,24 +273,30 @@ extension API: APIProtocol {
 
     public func approveReport(_ input: Operations.ApproveReport.Input) async throws -> Operations.ApproveReport.Output {
         let who = try await authorize([.admin])
-        let note: String? =
-            switch input.body {
-            case .json(let body): body.note
-            case nil: nil
-            }
-        return .ok(.init(body: .json(try await decide(Self.key(input.path.id, "report id"), approve: true, note, who))))
+        return .ok(
+            .init(
+                body: .json(
+                    try await decide(Self.key(input.path.id, "report id"), approve: true, Self.note(input.body), who)
+                )
+            )
+        )
     }
 
     public func denyReport(_ input: Operations.DenyReport.Input) async throws -> Operations.DenyReport.Output {
         let who = try await authorize([.admin])
-        let note: String? =
-            switch input.body {
-            case .json(let body): body.note
-            case nil: nil
-            }
         return .ok(
-            .init(body: .json(try await decide(Self.key(input.path.id, "report id"), approve: false, note, who)))
+            .init(
+                body: .json(
+                    try await decide(Self.key(input.path.id, "report id"), approve: false, Self.note(input.body), who)
+                )
+            )
         )
+    }
+
+    /// A decision's note, when its optional body gives one.
+    static func note(_ body: Components.RequestBodies.Decision?) -> String? {
+        guard case .json(let decision) = body else { return nil }
+        return decision.note
     }
 
     // MARK: The site's machinery

@@ -54,7 +54,7 @@ struct CallerMiddleware: RouterMiddleware {
 /// by hand (`API.handWritten`, each with its reason), and gives each generated route's handler
 /// its body collected up to a limit: the runtime reads a JSON body whole, with no limit of its
 /// own, and no route of the document takes more than a few KiB of JSON.
-final class GeneratedRoutes: ServerTransport, @unchecked Sendable {
+final class GeneratedRoutes: ServerTransport {
     /// The largest JSON body a generated route reads (a decision's note is the largest, 16 KiB).
     static let bodyLimit = 16 * 1024
 
