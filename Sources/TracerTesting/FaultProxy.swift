@@ -18,6 +18,10 @@ public final class FaultProxy: @unchecked Sendable {
         var answers = 0
         var dropped = 0
         var down = false
+        var silent = false
+        var held: Set<Int32> = []
+        /// Requests whose first line starts so lose their answer, this many times.
+        var loseAnswers: (prefix: [UInt8], count: Int)?
         var open: Set<Int32> = []
         var stopped = false
     }
@@ -44,7 +48,10 @@ public final class FaultProxy: @unchecked Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
-        let t = Thread { [self] in acceptLoop() }
+        let t = Thread { [self] in
+            Self.blockSignals()
+            acceptLoop()
+        }
         t.name = "fault-proxy"
         t.start()
     }
@@ -64,19 +71,59 @@ public final class FaultProxy: @unchecked Sendable {
         for fd in cut { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
+    /// Silent: a network that swallows everything (a captive portal, a phone between cells). Open
+    /// connections are cut, and new ones are accepted and never answered; back to forwarding,
+    /// those held are cut too, as a network that returns resets them.
+    public func setSilent(_ silent: Bool) {
+        let cut = state.withLock { s -> Set<Int32> in
+            s.silent = silent
+            if silent { return s.open }
+            defer { s.held = [] }
+            return s.held
+        }
+        for fd in cut { shutdown(fd, Int32(SHUT_RDWR)) }
+        if !silent { for fd in cut { close(fd) } }
+    }
+
+    /// The next `count` requests whose first line starts with `prefix` (`POST /v1/reports`)
+    /// reach the server, and their answers are lost: the connection is cut as the answer begins.
+    public func loseAnswers(to prefix: String, count: Int = 1) {
+        state.withLock { $0.loseAnswers = (Array(prefix.utf8), count) }
+    }
+
+    /// Connections being forwarded now (each counts its two sockets once).
+    public var forwarding: Int { state.withLock { $0.open.count / 2 } }
+
     /// Answers lost so far.
     public var dropped: Int { state.withLock { $0.dropped } }
 
     /// Stops accepting and cuts every connection.
     public func stop() {
-        let (cut, first) = state.withLock { s -> (Set<Int32>, Bool) in
-            defer { s.stopped = true }
-            return (s.open, !s.stopped)
+        let (cut, held, first) = state.withLock { s -> (Set<Int32>, Set<Int32>, Bool) in
+            defer {
+                s.stopped = true
+                s.held = []
+            }
+            return (s.open, s.held, !s.stopped)
         }
         guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for fd in cut { shutdown(fd, Int32(SHUT_RDWR)) }
+        // Held connections have no pump to close them.
+        for fd in held {
+            shutdown(fd, Int32(SHUT_RDWR))
+            close(fd)
+        }
+    }
+
+    /// The proxy's threads take no signals: a test process gets SIGCHLD for every process it
+    /// runs, and a blocking `connect`, `read` or `send` interrupted by one (EINTR) would end a
+    /// connection the test meant to keep.
+    static func blockSignals() {
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, nil)
     }
 
     private func acceptLoop() {
@@ -90,6 +137,11 @@ public final class FaultProxy: @unchecked Sendable {
                 close(client)
                 continue
             }
+            let holding = state.withLock { s -> Bool in
+                if s.silent { s.held.insert(client) }
+                return s.silent
+            }
+            if holding { continue }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in.loopback(port: target)
             let connected = withUnsafePointer(to: &address) {
@@ -107,10 +159,16 @@ public final class FaultProxy: @unchecked Sendable {
                 $0.open.insert(server)
             }
             // Whether the client has sent since the last answer began: the next bytes from the
-            // server are then a new answer.
+            // server are then a new answer (lost when its request was one to lose).
             let awaiting = Flag()
-            let up = Thread { [self] in pump(from: client, to: server, answers: false, awaiting: awaiting) }
-            let downstream = Thread { [self] in pump(from: server, to: client, answers: true, awaiting: awaiting) }
+            let up = Thread { [self] in
+                Self.blockSignals()
+                pump(from: client, to: server, answers: false, awaiting: awaiting)
+            }
+            let downstream = Thread { [self] in
+                Self.blockSignals()
+                pump(from: server, to: client, answers: true, awaiting: awaiting)
+            }
             up.start()
             downstream.start()
         }
@@ -120,22 +178,36 @@ public final class FaultProxy: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
             if n <= 0 { break }
             if answers,
-                awaiting.value.withLock({ a in
+                let lose = awaiting.value.withLock({ a -> Bool? in
                     defer { a = false }
-                    return a
+                    return a ? awaiting.lose.withLock { $0 } : nil
                 })
             {
                 let drop = state.withLock { s -> Bool in
                     s.answers += 1
-                    guard s.dropEvery > 0, s.answers % s.dropEvery == 0 else { return false }
+                    guard lose || (s.dropEvery > 0 && s.answers % s.dropEvery == 0) else { return false }
                     s.dropped += 1
                     return true
                 }
                 if drop { break }
             } else if !answers {
-                awaiting.value.withLock { $0 = true }
+                let starts = awaiting.value.withLock { a -> Bool in
+                    defer { a = true }
+                    return !a
+                }
+                // A request's first bytes: is it one whose answer is to be lost?
+                if starts {
+                    let head = Array(buffer.prefix(min(n, 256)))
+                    let lose = state.withLock { s -> Bool in
+                        guard let l = s.loseAnswers, l.count > 0, head.starts(with: l.prefix) else { return false }
+                        s.loseAnswers = l.count > 1 ? (l.prefix, l.count - 1) : nil
+                        return true
+                    }
+                    awaiting.lose.withLock { $0 = lose }
+                }
             }
             var sent = 0
             while sent < n {
@@ -168,6 +240,8 @@ public final class FaultProxy: @unchecked Sendable {
 /// A flag two threads share.
 final class Flag: Sendable {
     let value = Mutex(false)
+    /// Whether the request being answered is one whose answer is lost.
+    let lose = Mutex(false)
 }
 
 extension sockaddr_in {

@@ -175,6 +175,13 @@ import TracerTesting
                 #expect(Set(texts.keys) == ["en", "fr"])
                 #expect(Set(texts["en"]!.keys) == Set(texts["fr"]!.keys))
                 #expect(!html[start.upperBound..<end.lowerBound].contains("<"))
+                // Every text the page names whole (t("…"), data-text="…") is in the table: a key
+                // missing would show the key itself to the person.
+                let named = html.matches(of: /(?:\bt\("|data-text=")([a-z][A-Za-z0-9_.]*)"/).map { String($0.1) }
+                    .filter { !$0.hasSuffix(".") }
+                #expect(named.count > 40, "\(named.count) texts named")
+                let missing = Set(named).subtracting(texts["en"]!.keys)
+                #expect(missing.isEmpty, "named by the page, not in its texts: \(missing.sorted())")
             }
             // The site's guidance is data, never part of the page.
             try await client.execute(uri: "/v1/page", method: .get, headers: ServerFixture.bearer(f.device)) { r in

@@ -16,7 +16,9 @@ the outcome's "axe" lists its serious and critical violations. --lang sets the b
 language (navigator.languages). --file puts a file in a file input once the page is ready (as a
 person choosing a photo would). Each --step, after all that, runs ACT, waits until CHECK is true,
 and screenshots the page (OUT-step1.png, …; with --axe, axe-core checks it there too); the outcome
-lists each step's seconds, and stops at the first that fails. Needs Debian's chromium and
+lists each step's seconds, and stops at the first that fails. A step's ACT may instead be
+"@go FILE" (wait until the test creates FILE: it changed something) or "@file SELECTOR=PATH"
+(another file chosen). Needs Debian's chromium and
 python3-websocket.
 """
 import argparse
@@ -68,6 +70,15 @@ axe.run(document, {resultTypes: ['violations']}).then(r => r.violations
   .filter(v => v.impact === 'serious' || v.impact === 'critical')
   .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))})))
 """
+
+
+def choose_file(page, spec):
+    """SELECTOR=PATH: the file put in the file input, as a person choosing a photo would."""
+    selector, path = spec.split("=", 1)
+    root = page.call("DOM.getDocument")["root"]["nodeId"]
+    node = page.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+    page.call("DOM.setFileInputFiles", files=[os.path.abspath(path)], nodeId=node)
+    page.value(f"document.querySelector({json.dumps(selector)}).dispatchEvent(new Event('change', {{bubbles: true}})), true")
 
 
 def axe(page, script):
@@ -153,18 +164,22 @@ def main():
                 outcome["checkedAt"] = time.time()  # the wall clock, for a test's latency
             outcome["seconds"] = round(time.time() - checked, 3)
         for spec in args.file if outcome["ready"] else []:
-            selector, path = spec.split("=", 1)
-            root = page.call("DOM.getDocument")["root"]["nodeId"]
-            node = page.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
-            page.call("DOM.setFileInputFiles", files=[os.path.abspath(path)], nodeId=node)
-            page.value(f"document.querySelector({json.dumps(selector)}).dispatchEvent(new Event('change', {{bubbles: true}})), true")
+            choose_file(page, spec)
         violations = []
         if args.axe and outcome["ready"]:
             violations += axe(page, args.axe)
         steps = []
         for number, (act, check) in enumerate(args.step if outcome["ready"] else [], start=1):
             begun = time.time()
-            page.value(act)
+            if act.startswith("@go "):
+                # The test's signal that it changed something (a server stopped, say).
+                go = act[4:]
+                while not os.path.exists(go) and time.time() < begun + args.timeout:
+                    time.sleep(0.05)
+            elif act.startswith("@file "):
+                choose_file(page, act[6:])
+            else:
+                page.value(act)
             held, _ = wait(page, check, time.time() + args.timeout)
             steps.append({"check": held, "seconds": round(time.time() - begun, 3), "at": time.time()})
             shot = page.call("Page.captureScreenshot", format="png")
