@@ -24,6 +24,7 @@
 /// | `decided_before` | an image reported before and decided already: nothing recorded again |
 /// | `not_pending`, `not_accepted` | a review of a report not held; flagging one not accepted (409) |
 /// | `link_used` | a one-time link's code used already (410) |
+/// | `link_withdrawn` | a one-time link whose access was withdrawn (the token revoked, "Forget this phone"; 410) |
 /// | `wrong_kiosk` | a kiosk's token sending another kiosk's documents |
 /// | `no_site`, `no_badges`, `no_day`, `no_hearings` | nothing published, issued, kept or heard |
 /// | `token_expired`, `store_error` | the live stream's token expired, or its store failed (the stream ends) |

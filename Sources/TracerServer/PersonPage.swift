@@ -104,6 +104,12 @@ extension API {
                 .linkUsed,
                 "this link was used already, in another browser: ask the site for a new card"
             )
+        case .withdrawn:
+            throw APIError(
+                .gone,
+                .linkWithdrawn,
+                "this link's access was withdrawn (Forget this phone, or by the site): ask the site for a new card"
+            )
         case .unknown:
             linkLimiter.failed(client)
             throw APIError(.notFound, .notFound, "no such link: check the whole link, or ask the site for a new card")

@@ -96,7 +96,10 @@ public enum TokenStore {
         case token(String, deviceID: String)
         /// The link was opened before, in some browser: it gives nothing again.
         case used
-        /// No such link (mistyped, forged, revoked).
+        /// The whole link, but its access was withdrawn (its token revoked: "Forget this phone",
+        /// or the site): only the link's holder learns it, as the secret must match.
+        case withdrawn
+        /// No such link (mistyped, forged).
         case unknown
     }
 
@@ -114,9 +117,10 @@ public enum TokenStore {
             let doc = try t.get(path)
             let record = doc.exists ? try? TokenRecord(doc) : nil
             let hash = record?.link.map { Array($0.utf8) } ?? [UInt8](repeating: 0, count: 64)
-            guard Self.constantTimeEqual(offered, hash), let record, record.revokedAt == nil, record.role == .device,
+            guard Self.constantTimeEqual(offered, hash), let record, record.role == .device,
                 let device = record.deviceID
             else { return .unknown }
+            guard record.revokedAt == nil else { return .withdrawn }
             guard record.linkedAt == nil else { return .used }
             t.update(path, TokenRecord.linked(hash: Digest.sha256Hex(secret)))
             return .token("tracer_\(record.id)_\(secret)", deviceID: device)

@@ -181,6 +181,17 @@ import TracerTesting
             "\(listed.stdout)"
         )
 
+        // The forgotten phone's card opened again: told its access was withdrawn and what to do,
+        // not that the link is broken (issue 45, finding 5).
+        let (againStatus, again, againOutput) = try await Chromium.run(
+            Chromium.phone(secondPhone, screenshot: "person-link-withdrawn.png") + [
+                "--lang", "fr", "--ready",
+                "document.body.dataset.screen === 'withdrawn' && document.getElementById('screen-title').textContent === TEXTS.fr['screen.withdrawn.title'] && (\(Self.englishOnPage)).length === 0",
+                "--axe", axe,
+            ]
+        )
+        #expect(againStatus == 0 && again?.ready == true, "\(againOutput)")
+
         // No link at all.
         let (noneStatus, none, noneOutput) = try await Chromium.run(
             Chromium.phone(server.url + "/me", screenshot: "person-no-link.png") + [

@@ -112,7 +112,10 @@ import TracerTesting
         // A device token's id with any secret: it has no link.
         let deviceID = String(f.device.split(separator: "_")[1])
         try await f.app().test(.router) { client in
-            for code in [forged, revoked.code, "\(deviceID)-\(secret)", "x", "", String(repeating: "a", count: 45)] {
+            // The whole link of a revoked token: its holder is told access was withdrawn.
+            let withdrawn = try await Self.post(client, #"{"code": "\#(revoked.code)"}"#)
+            #expect(withdrawn.status == .gone && errorCode(withdrawn) == "link_withdrawn", "\(withdrawn.status)")
+            for code in [forged, "\(deviceID)-\(secret)", "x", "", String(repeating: "a", count: 45)] {
                 let r = try await Self.post(client, #"{"code": "\#(code)"}"#)
                 #expect(r.status == .notFound && errorCode(r) == "not_found", "\(code): \(r.status)")
             }
