@@ -303,6 +303,8 @@ let package = Package(
                 .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml"),
                 .embedInCode("Resources/person.html"), .embedInCode("Resources/person-texts.json"),
                 .embedInCode("Resources/person-sw.js"),
+                .embedInCode("Resources/person-icon.svg"), .embedInCode("Resources/person-icon-192.png"),
+                .embedInCode("Resources/person-icon-512.png"),
             ],
             // The routes' registration for the generated APIProtocol (API+Operations.swift).
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]

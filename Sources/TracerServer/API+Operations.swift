@@ -16,7 +16,8 @@ extension API: APIProtocol {
     static let handWritten: Set<String> = [
         // The pages: each with headers of its own that are not the contract's (a content security
         // policy, the service worker's scope) and the document itself.
-        "GET /", "GET /dashboard", "GET /me", "GET /me/sw.js", "GET /openapi.yaml",
+        "GET /", "GET /dashboard", "GET /me", "GET /me/sw.js", "GET /me/manifest.json", "GET /me/icons/{name}",
+        "GET /openapi.yaml",
         // The hot route (every open page polls it, and the benchmark's device route): its token,
         // device and exposures are one statement of the store, and its answer is written by the
         // store's JSON writer on the store's thread (Foundation's encoder cost SQLite 15% there).
@@ -51,6 +52,18 @@ extension API: APIProtocol {
 
     public func personPage(_ input: Operations.PersonPage.Input) async throws -> Operations.PersonPage.Output {
         throw answeredByHand("GET /me")
+    }
+
+    public func personPageManifest(
+        _ input: Operations.PersonPageManifest.Input
+    ) async throws -> Operations.PersonPageManifest.Output {
+        throw answeredByHand("GET /me/manifest.json")
+    }
+
+    public func personPageIcon(
+        _ input: Operations.PersonPageIcon.Input
+    ) async throws -> Operations.PersonPageIcon.Output {
+        throw answeredByHand("GET /me/icons/{name}")
     }
 
     public func personPageWorker(

@@ -134,6 +134,8 @@ public final class API: AsyncShutdown {
         router.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         router.get("/me") { _, _ in PersonPage.response() }
         router.get("/me/sw.js") { _, _ in PersonPage.worker() }
+        router.get("/me/manifest.json") { [self] _, _ in PersonPage.manifest(site: site?.name) }
+        router.get("/me/icons/:name") { _, context in try PersonPage.icon(context.parameters.require("name")) }
         router.get("/v1/devices/:id") { [self] request, context in
             let id = try Self.key(context.parameters.require("id"), "device id")
             // The token, the device and its exposures: one statement, one snapshot.

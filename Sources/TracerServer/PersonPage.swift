@@ -24,7 +24,7 @@ enum PersonPage {
                 // Only the page's own script runs (by its hash): no text the page shows can become
                 // code, whatever a site's guidance or a note holds.
                 .contentSecurityPolicy:
-                    "default-src 'none'; script-src '\(scriptHash)'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                    "default-src 'none'; script-src '\(scriptHash)'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
                 HTTPField.Name("Referrer-Policy")!: "no-referrer",
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
             ],
@@ -44,6 +44,46 @@ enum PersonPage {
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
             ],
             body: ResponseBody(byteBuffer: ByteBuffer(string: workerScript))
+        )
+    }
+
+    /// `GET /me/manifest.json`: the page as an app a phone installs (and, on an iPhone, the only
+    /// way a page gets Web Push: from the home screen). Named after the site; it opens `/me`,
+    /// where the browser's kept token is.
+    static func manifest(site: String?) -> Response {
+        let name = site ?? "tracer"
+        let manifest: [String: Any] = [
+            "name": name, "short_name": String(name.prefix(12)), "start_url": "/me", "scope": "/me",
+            "id": "/me", "display": "standalone", "background_color": "#fafafa", "theme_color": "#0b57d0",
+            "icons": [
+                ["src": "/me/icons/icon.svg", "sizes": "any", "type": "image/svg+xml"],
+                ["src": "/me/icons/icon-192.png", "sizes": "192x192", "type": "image/png"],
+                ["src": "/me/icons/icon-512.png", "sizes": "512x512", "type": "image/png", "purpose": "any"],
+            ],
+        ]
+        let body = (try? JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/manifest+json", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body))
+        )
+    }
+
+    /// `GET /me/icons/{name}`: the page's icon, drawn (`Resources/person-icon.svg`) and as the
+    /// PNGs phones ask for, rendered from it once (`rsvg-convert -w 192`, then 8-bit).
+    static func icon(_ name: String) throws -> Response {
+        let icons: [String: (type: String, bytes: [UInt8])] = [
+            "icon.svg": ("image/svg+xml", PackageResources.person_icon_svg),
+            "icon-192.png": ("image/png", PackageResources.person_icon_192_png),
+            "icon-512.png": ("image/png", PackageResources.person_icon_512_png),
+        ]
+        guard let icon = icons[name] else {
+            throw APIError.notFound("no icon \(name.prefix(40)): icon.svg, icon-192.png or icon-512.png")
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: icon.type, .cacheControl: "max-age=86400"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: icon.bytes))
         )
     }
 

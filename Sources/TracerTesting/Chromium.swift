@@ -60,6 +60,10 @@ public enum Chromium {
         public let checkedAt: Double?
         public let axe: [Violation]?
         public let steps: [Step]?
+        /// With `--installable`: Chromium's reasons it would not offer to install the page, and
+        /// the manifest it found.
+        public let installability: [String]?
+        public let manifest: String?
     }
 
     /// `browser` with its outcome decoded (nil when it printed none), and its whole output.

@@ -195,10 +195,13 @@ import TracerTesting
         // No link at all.
         let (noneStatus, none, noneOutput) = try await Chromium.run(
             Chromium.phone(server.url + "/me", screenshot: "person-no-link.png") + [
-                "--ready", "document.body.dataset.screen === 'none'", "--axe", axe,
+                "--ready", "document.body.dataset.screen === 'none'", "--axe", axe, "--installable",
             ]
         )
         #expect(noneStatus == 0 && none?.ready == true, "\(noneOutput)")
+        // A phone offers to install the page as an app (issue 45, finding 8): Chromium finds its
+        // manifest and has no reason not to.
+        #expect(none?.installability == [] && none?.manifest?.hasSuffix("/me/manifest.json") == true, "\(noneOutput)")
     }
 
     /// A self-report from the page: the questionnaire, a photo chosen, every rule shown, nothing

@@ -167,6 +167,7 @@ import TracerTesting
                 let hash = Digest.sha256Base64(Array(html[open.upperBound..<close.lowerBound].utf8))
                 #expect(csp.contains("script-src 'sha256-\(hash)';"), "\(csp)")
                 #expect(!csp.contains("script-src 'unsafe-inline'"))
+                #expect(csp.contains("manifest-src 'self'"), "\(csp)")
                 #expect(r.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
                 // Every key in both languages, and no text can close the texts' element.
                 let start = try #require(html.range(of: #"<script type="application/json" id="texts">"#))
@@ -200,6 +201,33 @@ import TracerTesting
                 #expect(page.radiusMetres == 6)
             }
             try await client.execute(uri: "/v1/page", method: .get) { #expect($0.status == .unauthorized) }
+            // Installable: a manifest named after the site, standalone, opening /me, with icons
+            // that are there and of the sizes it says.
+            try await client.execute(uri: "/me/manifest.json", method: .get) { r in
+                #expect(r.status == .ok && r.headers[.contentType] == "application/manifest+json")
+                let manifest = try #require(
+                    try JSONSerialization.jsonObject(with: Data(buffer: r.body)) as? [String: Any]
+                )
+                #expect(
+                    manifest["name"] as? String == "Example Campus" && manifest["display"] as? String == "standalone"
+                )
+                #expect(manifest["start_url"] as? String == "/me" && manifest["scope"] as? String == "/me")
+                let icons = try #require(manifest["icons"] as? [[String: String]])
+                #expect(icons.count == 3)
+                for icon in icons {
+                    let src = try #require(icon["src"])
+                    try await client.execute(uri: src, method: .get) { i in
+                        #expect(i.status == .ok && i.headers[.contentType] == icon["type"], "\(src)")
+                        let bytes = Array(Data(buffer: i.body))
+                        if let size = icon["sizes"], size != "any" {
+                            // The PNG's own width and height (its IHDR), as the manifest says.
+                            let side = bytes.count > 24 ? Int(bytes[16..<20].reduce(0) { $0 << 8 | UInt32($1) }) : 0
+                            #expect(size == "\(side)x\(side)", "\(src): \(side)")
+                        }
+                    }
+                }
+            }
+            try await client.execute(uri: "/me/icons/icon-1024.png", method: .get) { #expect($0.status == .notFound) }
         }
     }
 }

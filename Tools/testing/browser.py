@@ -2,7 +2,7 @@
 """Drives a real headless Chromium over the DevTools protocol, for tests and the demo.
 
     browser.py URL --screenshot OUT.png [--ready JS] [--act JS] [--check JS] [--go FILE] [--timeout S] [--full-page]
-               [--width W --height H] [--lang fr] [--axe axe.min.js] [--file SELECTOR=PATH]
+               [--width W --height H] [--lang fr] [--axe axe.min.js] [--installable] [--file SELECTOR=PATH]
                [--step ACT CHECK]...
 
 Opens URL, waits until the JavaScript expression --ready is true, and writes OUT.png.ready (so a
@@ -12,7 +12,9 @@ seconds pass first. With --act, the page is screenshotted as it is (OUT-before.p
 JavaScript --act is run (a click, say) before --check is waited for. Every outcome is one JSON line on stdout: {"ready", "check", "value",
 "seconds"}. The screenshot is taken last, whatever happened. With --axe (axe-core's script:
 Tools/testing/axe-core prints where it is), axe-core checks the page as it is at the end, and
-the outcome's "axe" lists its serious and critical violations. --lang sets the browser's
+the outcome's "axe" lists its serious and critical violations. --installable lists, once the
+page is ready, Chromium's reasons it would not offer to install the page as an app
+("installability"; none is a pass). --lang sets the browser's
 language (navigator.languages). --file puts a file in a file input once the page is ready (as a
 person choosing a photo would). Each --step, after all that, runs ACT, waits until CHECK is true,
 and screenshots the page (OUT-step1.png, …; with --axe, axe-core checks it there too); the outcome
@@ -116,6 +118,7 @@ def main():
     parser.add_argument("--full-page", action="store_true", help="screenshot the whole page, not the window")
     parser.add_argument("--lang", help="the browser's language (fr, en-GB, …)")
     parser.add_argument("--axe", help="axe-core's axe.min.js: check the page at the end")
+    parser.add_argument("--installable", action="store_true", help="list why the page cannot be installed as an app, once ready")
     parser.add_argument("--file", action="append", default=[], help="SELECTOR=PATH: a file for a file input")
     parser.add_argument("--step", nargs=2, action="append", default=[], metavar=("ACT", "CHECK"))
     args = parser.parse_args()
@@ -163,6 +166,11 @@ def main():
             if outcome["check"]:
                 outcome["checkedAt"] = time.time()  # the wall clock, for a test's latency
             outcome["seconds"] = round(time.time() - checked, 3)
+        if args.installable and outcome["ready"]:
+            # Chromium's own reasons a phone would not offer to install the page (none: it would).
+            errors = page.call("Page.getInstallabilityErrors").get("installabilityErrors", [])
+            outcome["installability"] = [e.get("errorId") for e in errors]
+            outcome["manifest"] = page.call("Page.getAppManifest").get("url")
         for spec in args.file if outcome["ready"] else []:
             choose_file(page, spec)
         violations = []
@@ -213,6 +221,7 @@ def main():
         outcome["ready"]
         and (args.check is None or outcome["check"])
         and not outcome.get("axe")
+        and not outcome.get("installability")
         and all(s["check"] for s in outcome.get("steps", []))
         and len(outcome.get("steps", [])) == len(args.step)
     )
