@@ -175,11 +175,22 @@ enum Watch {
                 }
             }
         }
+        // The stream lives as long as its token: revoked (a lost phone, "Forget this phone", from
+        // this server, another, or `tracer token revoke` on the store), the stream says so and
+        // ends, and the page shows it has no access within the store's poll, not at its next
+        // request. One document listener a stream, on the token's record.
+        let revocation = api.store.addListener(document: try Collections.token(who.tokenID)) { snap in
+            guard !snap.exists || snap["revokedAt"] != nil else { return }
+            let body = Components.Schemas._Error(.unauthorized, message: "this token was revoked")
+            send(frame(event: "revoked", id: nil, data: (try? APIJSON.string(body)) ?? ""))
+            continuation.finish()
+        }
         let beat = Heartbeat.shared.add { send(": keepalive\n\n") }
         continuation.onTermination = { _ in
             // Not waiting: a delivery in flight yields to this stream, which needs the lock the
             // termination handler runs under (see `cancelWithoutWaiting`).
             registration.cancelWithoutWaiting()
+            revocation.cancelWithoutWaiting()
             Heartbeat.shared.remove(beat)
         }
         return Response(

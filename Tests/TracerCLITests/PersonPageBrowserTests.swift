@@ -369,4 +369,40 @@ import TracerTesting
         let reports = try await store.reading { db in try db.getDocuments(Report.of(device: reporter)) }
         #expect(reports.count == 1 && reports.allSatisfy { Report.is($0, .accepted) }, "\(reports.map(\.path))")
     }
+
+    /// Issue 45, finding 4: a token revoked on the store (`tracer token revoke`, another process,
+    /// as a site does for a lost phone) ends the open page within seconds, by an event on its
+    /// stream: "no longer has access", not its status and "Live" until the device next changes.
+    @Test func aRevokedTokenEndsItsOpenPageWithinSeconds() async throws {
+        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
+        let axe = try Chromium.axeCore()
+        let t = ExposureCommandTests()
+        try await t.rangeALabMorning()
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+        let device = "\(ExposureCommandTests.uuid):1:2"
+        let made = try await t.tracer("token", "create", "--role", "device", "--device", device, "--link", server.url)
+        try #require(made.status == 0, "\(made.stderr)")
+        let link = made.stdout.trimmingCharacters(in: .newlines)
+        let id = try #require(link.split(separator: "=").last?.split(separator: "-").first.map(String.init))
+        let go = t.dir.file("go")
+        let arguments =
+            Chromium.phone(link, screenshot: "person-revoked.png") + [
+                "--ready",
+                "document.body.dataset.screen === 'page' && document.getElementById('live').dataset.live === 'yes'",
+                "--check",
+                "document.body.dataset.screen === 'revoked' && document.getElementById('page').hidden && localStorage.getItem('tracer.person') === null",
+                "--go", go, "--axe", axe,
+            ]
+        async let page = Chromium.run(arguments)
+        try await Chromium.waitUntilReady("person-revoked.png")
+        let revoked = try await t.tracer("token", "revoke", id)
+        #expect(revoked.status == 0, "\(revoked.stderr)")
+        let at = Date().timeIntervalSince1970
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
+        let (status, outcome, output) = try await page
+        #expect(status == 0 && outcome?.check == true, "\(output)")
+        let seconds = (outcome?.checkedAt ?? .infinity) - at
+        #expect(seconds <= 5, "the page said it has no access \(seconds) s after the token was revoked")
+    }
 }
