@@ -127,6 +127,39 @@ public enum TokenStore {
         }
     }
 
+    /// Why `id` is not a device this site can give a card to, or nil when it is: a badge's id
+    /// (`badge:SERIAL`) must be issued and not revoked; an iBeacon's (`UUID:MAJOR:MINOR`) may not
+    /// have been heard yet (cards are printed before the first day); any other id only once this
+    /// site has heard it. A typo must not make a card whose page says "Clear" for ever.
+    public static func unknownDevice(_ id: String, in db: some StoreReads) throws -> String? {
+        if id.hasPrefix(Interaction.badgePrefix) {
+            let serial = String(id.dropFirst(Interaction.badgePrefix.count))
+            let badge =
+                BadgeRegistry.isSerial(serial)
+                ? try BadgeRegistry.list(in: db).first { $0.serial == serial } : nil
+            guard let badge else {
+                return "no badge \(serial.prefix(40)) was issued on this site (tracer badge list shows those that were)"
+            }
+            if badge.revokedAt != nil { return "badge \(serial) was revoked: a revoked badge gets no card" }
+            return nil
+        }
+        if Self.isBeaconID(id) { return nil }
+        let heard = try db.getDocuments(
+            Query.interactions.where(Interaction.Field.deviceID, .equal, .string(id))
+                .where(Interaction.Field.start, .greaterThanOrEqual, .timestamp(Timestamp(seconds: 0))).limit(1)
+        )
+        guard heard.isEmpty else { return nil }
+        return
+            "no device '\(id.prefix(60))' on this site: a card names a badge (badge:SERIAL, from tracer badge list), an iBeacon (UUID:MAJOR:MINOR), or a device this site has heard"
+    }
+
+    /// `UUID:MAJOR:MINOR`, as the daemon names an iBeacon.
+    static func isBeaconID(_ id: String) -> Bool {
+        let parts = id.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, UUID(uuidString: String(parts[0])) != nil else { return false }
+        return parts[1...].allSatisfy { UInt16($0) != nil }
+    }
+
     /// Every token, without its hash.
     public static func list(in db: some StoreReads) throws -> [DocumentSnapshot] {
         try db.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))

@@ -167,7 +167,11 @@ struct TokenCommand: ParsableCommand {
         )
         @OptionGroup var options: StoreOptions
         @Option(help: "admin, kiosk or device.") var role: String
-        @Option(help: "A device token's device id.") var device: String?
+        @Option(
+            help:
+                "A device token's device id. A card's (--link) must be one the site knows: an issued badge (badge:SERIAL), an iBeacon (UUID:MAJOR:MINOR), or a device it has heard."
+        )
+        var device: String?
         @Option(help: "A kiosk token's anchor: the only beacons/{KEY} it may replicate.") var anchor: String?
         @Option(help: "A name to know it by (shown in the audit log).") var name: String?
         @Option(
@@ -219,6 +223,13 @@ struct TokenCommand: ParsableCommand {
                 if let site = try store.read({ try PublishedSite.load(from: $0) }), site.site.anchor(anchor) == nil {
                     throw ValidationError("no anchor '\(anchor)' in the site published in \(options.display)")
                 }
+            }
+            // A plain token is for a program or a shell (any id it names); a badge's id is either
+            // issued here or a typo, whatever the token is for.
+            if let device, device.hasPrefix(Interaction.badgePrefix),
+                let unknown = try store.read({ try TokenStore.unknownDevice(device, in: $0) })
+            {
+                throw ValidationError(unknown)
             }
             let created = try store.write {
                 try TokenStore.create(role: r, deviceID: device, anchor: anchor, name: name, in: $0)
@@ -310,6 +321,9 @@ extension TokenCommand.Create {
             }
         }
         let store = try options.open(creating: true)
+        if let unknown = try store.read({ try TokenStore.unknownDevice(device, in: $0) }) {
+            throw ValidationError(unknown)
+        }
         let made = try store.write { try TokenStore.createLink(deviceID: device, name: name, in: $0) }
         let address = made.url(base: base)
         if let qr {

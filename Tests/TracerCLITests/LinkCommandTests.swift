@@ -12,10 +12,52 @@ import TracerTesting
         try await TracerProcess.running(args + ["--store", store])
     }
 
+    /// An iBeacon's device id, as the daemon names it.
+    static func beacon(_ minor: Int) -> String { "f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:\(minor)" }
+
+    /// Issue 45, finding 3: a card only for a device the site knows. A typo, an unissued or a
+    /// revoked badge is one line and makes nothing (its page would say "Clear" for ever); an
+    /// iBeacon not heard yet and an issued badge get their card.
+    @Test func cardsOnlyForDevicesTheSiteKnows() async throws {
+        // A plain token is a program's, for any id it names (and makes the store).
+        #expect(try await tracer(["token", "create", "--role", "device", "--device", "dev-9"]).status == 0)
+        // The example campus with rotating badges.
+        let map = dir.file("badges.yaml")
+        try String(contentsOfFile: ExposureCommandTests.map, encoding: .utf8)
+            .replacingOccurrences(of: "\nsettings:\n", with: "\nsettings:\n  badgeUUID: \(BadgeCommandTests.uuid)\n")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        #expect(try await tracer(["map", "publish", map]).status == 0)
+        let issued = try await tracer(["badge", "issue", "--count", "2", "--json"])
+        try #require(issued.status == 0, "\(issued.stderr)")
+        let serials = issued.stdout.matches(of: /"serial":"([a-z0-9]{8})"/).map { String($0.1) }
+        try #require(serials.count == 2, "\(issued.stdout)")
+        let gone = try await tracer(["badge", "revoke", serials[1]])
+        try #require(gone.status == 0, "\(gone.stderr)")
+        let link = ["--link", "https://tracer.example.org"]
+        for (device, words) in [
+            ("nonsense", "no device 'nonsense' on this site"), ("badge:zzzzzzzz", "no badge zzzzzzzz was issued"),
+            ("badge:\(serials[1])", "badge \(serials[1]) was revoked"),
+            ("f7826da6-4fa2-4e98-8024-bc5b71e0893e:1", "no device 'f7826da6-4fa2-4e98-8024-bc5b71e0893e:1'"),
+        ] {
+            let r = try await tracer(["token", "create", "--role", "device", "--device", device] + link)
+            #expect(r.status == 1 && r.stderr.contains(words), "\(device): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1 && r.stdout.isEmpty, "\(device): \(r.stderr)")
+        }
+        // Not even a plain token for a badge that was never issued.
+        let plain = try await tracer(["token", "create", "--role", "device", "--device", "badge:zzzzzzzz"])
+        #expect(plain.status == 1 && plain.stderr.contains("no badge zzzzzzzz was issued"), "\(plain.stderr)")
+        let listed = try await tracer(["token", "list"])
+        #expect(listed.stdout.split(separator: "\n").count == 1, "made something: \(listed.stdout)")
+        for device in ["badge:\(serials[0])", Self.beacon(17)] {
+            let r = try await tracer(["token", "create", "--role", "device", "--device", device] + link)
+            #expect(r.status == 0, "\(device): \(r.stderr)")
+        }
+    }
+
     @Test func aLinkAndItsCard() async throws {
         let card = dir.file("card.png")
         let made = try await tracer([
-            "token", "create", "--role", "device", "--device", "dev-7", "--link", "https://tracer.example.org/",
+            "token", "create", "--role", "device", "--device", Self.beacon(7), "--link", "https://tracer.example.org/",
             "--qr", card,
         ])
         #expect(made.status == 0, "\(made.stderr)")
@@ -25,13 +67,17 @@ import TracerTesting
         let png = try Data(contentsOf: URL(fileURLWithPath: card))
         #expect(Array(png.prefix(4)) == [0x89, 0x50, 0x4E, 0x47] && png.count > 200)
         let listed = try await tracer(["token", "list"])
-        #expect(listed.stdout.contains("device link  device dev-7  link not opened yet"), "\(listed.stdout)")
+        #expect(
+            listed.stdout.contains("device link  device \(Self.beacon(7))  link not opened yet"),
+            "\(listed.stdout)"
+        )
         let json = try await tracer([
-            "token", "create", "--role", "device", "--device", "dev-8", "--link", "http://10.0.0.5:8080", "--json",
+            "token", "create", "--role", "device", "--device", Self.beacon(8), "--link", "http://10.0.0.5:8080",
+            "--json",
         ])
         #expect(
             json.stdout.contains(#""link":"http://10.0.0.5:8080/me#c="#)
-                && json.stdout.contains(#""deviceId":"dev-8""#),
+                && json.stdout.contains(#""deviceId":"\#(Self.beacon(8))""#),
             "\(json.stdout)"
         )
     }

@@ -38,7 +38,7 @@ try:
                "resources: performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, ''))})")
     results = []
     for i in range(a.runs):
-        link = run('token', 'create', '--role', 'device', '--device', 'dev-7', '--link', base).strip()
+        link = run('token', 'create', '--role', 'device', '--device', 'f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:7', '--link', base).strip()
         shot = os.path.join(scratch, f'page-{i}.png')
         out = subprocess.run(['/usr/bin/python3', os.path.join(root, 'Tools/testing/browser.py'), link, '--screenshot', shot,
                               '--width', '390', '--height', '844', '--ready', measure, '--timeout', '30'],
