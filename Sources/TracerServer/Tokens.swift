@@ -160,6 +160,22 @@ public enum TokenStore {
         return parts[1...].allSatisfy { UInt16($0) != nil }
     }
 
+    /// Revokes a device's cards (tokens made as links, opened or not) but `keeping`: a new card
+    /// replaces the old, so a lost phone, or a browser someone else opened the old card in, has
+    /// no access once the person has their new card. Plain device tokens (a program's) stay.
+    /// The ids revoked.
+    public static func revokeCards(of device: String, keeping: String, in db: StoreWriter) throws -> [String] {
+        var cards: [String] = []
+        for doc in try list(in: db) {
+            guard let record = try? TokenRecord(doc), record.role == .device, record.deviceID == device,
+                record.link != nil, record.revokedAt == nil, record.id != keeping
+            else { continue }
+            cards.append(record.id)
+        }
+        for id in cards { _ = try revoke(id, in: db) }
+        return cards
+    }
+
     /// Every token, without its hash.
     public static func list(in db: some StoreReads) throws -> [DocumentSnapshot] {
         try db.getDocuments(Query(collection: Collections.tokens).order(by: TokenRecord.Field.createdAt))

@@ -336,6 +336,14 @@ extension TokenCommand.Create {
                 throw ValidationError("--qr \(qr): \(error)")
             }
         }
+        // Made, and its QR code written: the new card replaces the device's earlier ones (a lost
+        // phone, a card someone else opened), as the page's "already used" screen tells the person.
+        let replaced = try store.write { try TokenStore.revokeCards(of: device, keeping: made.id, in: $0) }
+        if !replaced.isEmpty {
+            Output.error(
+                "revoked \(device)'s earlier card\(replaced.count == 1 ? "" : "s") (\(replaced.joined(separator: ", "))): their pages lose access within seconds"
+            )
+        }
         if json {
             Output.line(
                 JSON.string(.map(["id": .string(made.id), "link": .string(address), "deviceId": .string(device)]))
@@ -343,7 +351,7 @@ extension TokenCommand.Create {
         } else {
             Output.line(address)
             Output.error(
-                "link \(made.id) for device \(device): opens the device's page in the first browser that opens it, once\(qr.map { "; its QR code is in \($0)" } ?? ""). A lost phone: tracer token revoke \(made.id), then a new link"
+                "link \(made.id) for device \(device): opens the device's page in the first browser that opens it, once\(qr.map { "; its QR code is in \($0)" } ?? ""). A lost phone: a new link for the device, which revokes this one"
             )
         }
     }

@@ -48,10 +48,22 @@ import TracerTesting
         #expect(plain.status == 1 && plain.stderr.contains("no badge zzzzzzzz was issued"), "\(plain.stderr)")
         let listed = try await tracer(["token", "list"])
         #expect(listed.stdout.split(separator: "\n").count == 1, "made something: \(listed.stdout)")
+        var ids: [String] = []
         for device in ["badge:\(serials[0])", Self.beacon(17)] {
-            let r = try await tracer(["token", "create", "--role", "device", "--device", device] + link)
+            let r = try await tracer(["token", "create", "--role", "device", "--device", device] + link + ["--json"])
             #expect(r.status == 0, "\(device): \(r.stderr)")
+            ids += r.stdout.matches(of: /"id":"([A-Za-z0-9]+)"/).map { String($0.1) }
         }
+        // A new card for the iBeacon replaces its first (issue 45, finding 4).
+        let again = try await tracer(["token", "create", "--role", "device", "--device", Self.beacon(17)] + link)
+        #expect(
+            again.status == 0
+                && again.stderr.contains("revoked \(Self.beacon(17))'s earlier card (\(ids.last ?? "?"))"),
+            "\(again.stderr)"
+        )
+        let after = try await tracer(["token", "list"]).stdout.split(separator: "\n")
+        #expect(after.contains { $0.hasPrefix(ids.last ?? "?") && $0.contains("revoked") }, "\(after)")
+        #expect(!after.contains { $0.hasPrefix(ids.first ?? "?") && $0.contains("revoked") }, "\(after)")
     }
 
     @Test func aLinkAndItsCard() async throws {

@@ -57,9 +57,8 @@ import TracerTesting
         try token.stdout.write(toFile: tokenFile, atomically: true, encoding: .utf8)
         let server = try await ReplicationTests.SiteServer(store: t.store)
         defer { server.process.kill() }
-        var links: [String] = []
-        for _ in 0..<2 {
-            let made = try await t.tracer(
+        let made = { () async throws -> (link: String, stderr: String) in
+            let r = try await t.tracer(
                 "token",
                 "create",
                 "--role",
@@ -69,10 +68,10 @@ import TracerTesting
                 "--link",
                 server.url
             )
-            try #require(made.status == 0, "\(made.stderr)")
-            links.append(made.stdout.trimmingCharacters(in: .newlines))
+            try #require(r.status == 0, "\(r.stderr)")
+            return (r.stdout.trimmingCharacters(in: .newlines), r.stderr)
         }
-        let (link, secondPhone) = (links[0], links[1])
+        let link = try await made().link
         let card = "document.getElementById('card')"
         let go = t.dir.file("go")
 
@@ -117,7 +116,10 @@ import TracerTesting
         )
         #expect(usedStatus == 0 && used?.ready == true, "\(usedOutput)")
 
-        // A second phone's own link, in French.
+        // A second phone's own card, in French: it replaces the first (issue 45, finding 4).
+        let (secondPhone, said) = try await made()
+        let firstID = try #require(link.split(separator: "=").last?.split(separator: "-").first)
+        #expect(said.contains("revoked \(colleague)'s earlier card (\(firstID))"), "\(said)")
         let withdraw = t.dir.file("withdraw")
         let frArguments =
             Chromium.phone(secondPhone, screenshot: "person-exposed-fr.png") + [
@@ -179,6 +181,10 @@ import TracerTesting
         #expect(
             listed.stdout.split(separator: "\n").contains { $0.hasPrefix(secondID) && $0.contains("revoked") },
             "\(listed.stdout)"
+        )
+        #expect(
+            listed.stdout.split(separator: "\n").contains { $0.hasPrefix(firstID) && $0.contains("revoked") },
+            "the first card is not revoked: \(listed.stdout)"
         )
 
         // The forgotten phone's card opened again: told its access was withdrawn and what to do,
