@@ -22,12 +22,13 @@ server = None
 try:
     run = lambda *args: subprocess.run([a.tracer, *args, '--store', store], check=True, capture_output=True, text=True).stdout
     run('map', 'publish', os.path.join(root, 'BeaconMap/example-campus.yaml'))
-    # A status with three exposures to show.
+    # A status with three exposures to show, for a badge's iBeacon id (a card names one the site knows).
+    device = 'f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:7'
     for i in range(3):
-        run('db', 'set', f'devices/dev-7/exposures/r{i}-kiosk-lab',
+        run('db', 'set', f'devices/{device}/exposures/r{i}-kiosk-lab',
             json.dumps({'reportId': f'r{i}', 'beaconKey': 'kiosk-lab', 'from': {'__time__': 1795600000 + i * 3600},
                         'to': {'__time__': 1795600600 + i * 3600}, 'overlapSeconds': 600, 'separation': {'min': 0.5, 'max': 2.5}}))
-    run('db', 'set', 'devices/dev-7', json.dumps({'status': 'exposed', 'risk': 'high', 'exposureCount': 3}))
+    run('db', 'set', f'devices/{device}', json.dumps({'status': 'exposed', 'risk': 'high', 'exposureCount': 3}))
     server = subprocess.Popen([a.tracer, 'serve', '--store', store, '--bind', '127.0.0.1:0'],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = server.stdout.readline()
@@ -38,7 +39,7 @@ try:
                "resources: performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, ''))})")
     results = []
     for i in range(a.runs):
-        link = run('token', 'create', '--role', 'device', '--device', 'f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:7', '--link', base).strip()
+        link = run('token', 'create', '--role', 'device', '--device', device, '--link', base).strip()
         shot = os.path.join(scratch, f'page-{i}.png')
         out = subprocess.run(['/usr/bin/python3', os.path.join(root, 'Tools/testing/browser.py'), link, '--screenshot', shot,
                               '--width', '390', '--height', '844', '--ready', measure, '--timeout', '30'],
