@@ -223,11 +223,15 @@ import TracerTesting
                     "--step",
                     "document.getElementById('sign-out').click(); document.getElementById('token').value = 'tracer_nope_nope'; document.getElementById('login-form').requestSubmit(); true",
                     "document.body.dataset.screen === 'sign-in' && document.getElementById('login-error').textContent.startsWith('This token was refused')",
+                    // The sign-in address opened in this same tab: signed in without a reload,
+                    // and the token gone from the address (issue 45, finding 10).
+                    "--step", "location.hash = '#token=\(f.admin)'; true",
+                    "document.body.dataset.screen === 'dashboard' && location.hash === '' && document.querySelector('#row-kiosk-lab') !== null",
                     "--axe", axe,
                 ]
             )
             #expect(status == 0 && outcome?.ready == true, "\(output)")
-            #expect(outcome?.steps?.count == 3 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
+            #expect(outcome?.steps?.count == 4 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
             #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
         }
     }
@@ -239,7 +243,7 @@ import TracerTesting
         let f = try await ServerFixture()
         await ResultImages.ready()
         let shot = Chromium.artifacts + "/dashboard-review.png"
-        for file in [shot, shot + ".ready", Chromium.artifacts + "/dashboard-review-before.png"] {
+        for file in [shot, shot + ".ready"] + (1...3).map({ Chromium.artifacts + "/dashboard-review-step\($0).png" }) {
             try? FileManager.default.removeItem(atPath: file)
         }
         try f.interaction("r1", at: "kiosk-lab", device: "dev-r", ago: 3600, length: 600)
@@ -257,24 +261,30 @@ import TracerTesting
         let card = "document.querySelector('#review-\(held.id)')"
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
-            let (status, output) = try await Chromium.browser([
+            let (status, outcome, output) = try await Chromium.run([
                 "http://127.0.0.1:\(port)/#token=\(f.admin)", "--screenshot", shot,
                 "--ready",
                 "document.querySelector('#status').dataset.live === 'yes' && \(card) !== null && \(card).querySelector('img.review-image') !== null && \(card).querySelector('img.review-image').naturalWidth > 0 && \(card).textContent.includes('the page gives two collection dates') && document.querySelector('#review-count').textContent === '1'",
-                "--act",
+                // Approve asks once more, saying what it does, and nothing is sent until then;
+                // Back leaves it as it was (issue 45, finding 10).
+                "--step",
                 "\(card).querySelector('input.note').value = 'checked with the lab'; \(card).querySelector('button.approve').click(); true",
-                "--check",
-                "document.body.dataset.lastDecision === '\(held.id):accepted' && \(card) === null && document.querySelector('#review-count').textContent === '0' && document.querySelector('#review-outcome').textContent.includes('1 device flagged')",
+                "\(card).dataset.confirming === 'approve' && \(card).querySelector('.confirm p').textContent.includes('flagged and told at once') && \(card).querySelector('button.approve').disabled && document.body.dataset.lastDecision === undefined",
+                "--step", "\(card).querySelector('button.confirm-back').click(); true",
+                "\(card).dataset.confirming === undefined && !\(card).querySelector('button.approve').disabled && \(card).querySelector('.confirm').hidden",
+                "--step",
+                "\(card).querySelector('button.approve').click(); \(card).querySelector('button.confirm-yes').click(); true",
+                "document.body.dataset.lastDecision === '\(held.id):accepted' && \(card) === null && document.querySelector('#review-count').textContent === '0' && document.querySelector('#review-outcome').textContent.startsWith('Report \(held.id) approved: ') && document.querySelector('#review-outcome').textContent.includes('1 device flagged')",
                 "--timeout", "60",
             ])
             #expect(status == 0, "\(output)")
-            #expect(output.contains(#""check": true"#), "\(output)")
+            #expect(outcome?.steps?.count == 3 && outcome?.steps?.allSatisfy(\.check) == true, "\(output)")
         }
         let report = try await f.store.reading { db in try db.get(Collections.report(held.id)) }
         #expect(report["status"] == "accepted" && report["decidedBy"] == "health team")
         #expect(report["note"] == "checked with the lab")
         #expect(try await f.store.reading { db in try db.get("devices/dev-c") }["status"] == "exposed")
-        let before = Chromium.artifacts + "/dashboard-review-before.png"
+        let before = Chromium.artifacts + "/dashboard-review-step1.png"
         let size = (try? FileManager.default.attributesOfItem(atPath: before)[.size] as? Int) ?? 0
         #expect(size > 20_000, "the screenshot at \(before) is \(size) bytes")
     }
