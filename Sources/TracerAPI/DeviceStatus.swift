@@ -92,7 +92,7 @@ extension Components.Schemas.BeaconExposures {
 
 extension Components.Schemas.ReportExposures {
     public var value: Value {
-        .map([
+        var fields: [String: Value] = [
             "reportId": .string(reportId), "deviceId": .string(deviceId), "status": .string(status.rawValue),
             "exposures": .array(exposures.map(\.value)),
             "visits": .array(
@@ -100,6 +100,16 @@ extension Components.Schemas.ReportExposures {
                     .map(["beaconKey": .string($0.beaconKey), "from": .string($0.from), "to": .string($0.to)])
                 }
             ),
-        ])
+        ]
+        if let told {
+            fields["told"] = .array(
+                told.map { t in
+                    var one: [String: Value] = ["deviceId": .string(t.deviceId), "cardOpened": .bool(t.cardOpened)]
+                    if let seen = t.seenAt { one["seenAt"] = .string(seen) }
+                    return .map(one)
+                }
+            )
+        }
+        return .map(fields)
     }
 }

@@ -126,6 +126,13 @@ public final class API: AsyncShutdown {
         return router
     }
 
+    /// Whether the device's exposures include one flagged after its page last read them.
+    static func unseen(_ exposures: [DocumentSnapshot], by device: DocumentSnapshot) -> Bool {
+        let seen = device["seenAt"]?.timestampValue?.seconds ?? -.infinity
+        let flaggedAt = FieldPath(stringLiteral: Exposure.Field.flaggedAt)
+        return exposures.contains { ($0[flaggedAt]?.timestampValue?.seconds ?? -.infinity) > seen }
+    }
+
     /// The routes answered by hand (`handWritten` says why): the pages, a device's status, a
     /// report's upload, kiosks' batches and badge ids, the watch.
     func handWrittenRoutes(_ router: Router<TracerContext>) {
@@ -140,7 +147,7 @@ public final class API: AsyncShutdown {
             let id = try Self.key(context.parameters.require("id"), "device id")
             // The token, the device and its exposures: one statement, one snapshot.
             // Not a kiosk's: a stolen kiosk token must not tell whose badge is positive or exposed.
-            let (_, status) = try await authorize(
+            let (_, (status, unseen)) = try await authorize(
                 Caller(head: request.head, client: context.client),
                 [.admin, .device],
                 reading: [Collections.device(id)],
@@ -149,11 +156,19 @@ public final class API: AsyncShutdown {
                 if who.role == .device, who.deviceID != id {
                     throw APIError.forbidden("a device token reads its own device only")
                 }
-                return Components.Schemas.DeviceStatus(
+                let exposures = read.collections[0]
+                let status = Components.Schemas.DeviceStatus(
                     id,
                     document: read.documents[0],
-                    exposures: Exposure.ordered(read.collections[0])
+                    exposures: Exposure.ordered(exposures)
                 ).value
+                return (status, who.role == .device && Self.unseen(exposures, by: read.documents[0]))
+            }
+            // The person's page has now shown an exposure it had not: written once (the health
+            // team's "page has seen this exposure"), not at every read of this hot route.
+            if unseen {
+                let path = try Collections.device(id)
+                _ = try? await store.writing { db in try db.set(path, ["seenAt": .serverTimestamp], merge: true) }
             }
             return JSONBody.response(status)
         }

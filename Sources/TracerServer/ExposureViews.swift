@@ -22,15 +22,46 @@ public enum ExposureViews {
     public static func forReport(_ id: String, in db: some StoreReads) throws -> Components.Schemas.ReportExposures? {
         let doc = try db.get(try Collections.report(id))
         guard doc.exists, let report = try? Report(doc) else { return nil }
-        let exposures = try db.getDocuments(Exposure.of(report: id)).map(Components.Schemas.Exposure.init)
+        let docs = try db.getDocuments(Exposure.of(report: id))
+        let exposures = docs.map(Components.Schemas.Exposure.init)
             .sorted { ($0.from ?? "", $0.deviceId) < ($1.from ?? "", $1.deviceId) }
         return Components.Schemas.ReportExposures(
             reportId: id,
             deviceId: report.deviceID,
             status: .init(rawValue: report.status.rawValue) ?? .pending,
             exposures: exposures,
+            told: try told(docs, in: db),
             visits: try visits(of: report.deviceID, before: report.collectedAt ?? report.createdAt, in: db)
         )
+    }
+
+    /// Per device flagged by these exposures: whether a card of it was opened (an unrevoked
+    /// link token with `linkedAt`), and when its page first read its status after the newest of
+    /// them (`devices/{id}.seenAt`, which the device route writes then), so the health team
+    /// knows whom to call.
+    static func told(
+        _ exposures: [DocumentSnapshot],
+        in db: some StoreReads
+    ) throws -> [Components.Schemas.ReportExposures.ToldPayloadPayload] {
+        var newest: [String: Double] = [:]
+        for doc in exposures {
+            guard let device = Collections.device(ofExposure: doc.path) else { continue }
+            let flagged = doc[FieldPath(stringLiteral: Exposure.Field.flaggedAt)]?.timestampValue?.seconds ?? 0
+            newest[device] = max(newest[device] ?? 0, flagged)
+        }
+        guard !newest.isEmpty else { return [] }
+        var opened: Set<String> = []
+        for doc in try TokenStore.list(in: db) {
+            guard let record = try? TokenRecord(doc), record.role == .device, record.linkedAt != nil,
+                record.revokedAt == nil, let device = record.deviceID
+            else { continue }
+            opened.insert(device)
+        }
+        return try newest.keys.sorted().map { device in
+            let seen = try db.get(try Collections.device(device))["seenAt"]?.timestampValue
+            let after = seen.flatMap { $0.seconds >= newest[device] ?? .infinity ? $0 : nil }
+            return .init(deviceId: device, cardOpened: opened.contains(device), seenAt: after?.iso8601Milliseconds)
+        }
     }
 
     /// Where a device was in the `lookback` before `time` (or the last 14 days), by the

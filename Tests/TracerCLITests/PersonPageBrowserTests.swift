@@ -106,6 +106,25 @@ import TracerTesting
         let latency = (outcome?.checkedAt ?? .infinity) - flagged
         #expect(latency <= 2, "the page said exposed \(latency) s after the flagging's commit")
 
+        // The health team sees who has been told (issue 45, finding 10): the colleague's card was
+        // opened and their page has shown the exposure, after its flagging; the reporter's own
+        // device is not among those flagged.
+        let admin = try await t.tracer("token", "create", "--role", "admin", "--name", "nurse")
+        try #require(admin.status == 0, "\(admin.stderr)")
+        let adminToken = admin.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let reportID = try #require(exposures.first?["reportId"]?.stringValue)
+        let told = await httpRequest(
+            .GET,
+            server.url + "/v1/reports/\(reportID)/exposures",
+            headers: ["Authorization": "Bearer \(adminToken)"]
+        )
+        let answer = try #require(told?.body.data(using: .utf8).flatMap { try? JSONSerialization.jsonObject(with: $0) })
+        let rows = try #require((answer as? [String: Any])?["told"] as? [[String: Any]], "\(told?.body ?? "")")
+        let row = try #require(rows.first { $0["deviceId"] as? String == colleague }, "\(rows)")
+        #expect(row["cardOpened"] as? Bool == true, "\(row)")
+        let seenAt = try #require((row["seenAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }, "\(row)")
+        #expect(seenAt.timeIntervalSince1970 >= flagged - 0.001, "seen at \(seenAt), flagged at \(flagged)")
+
         // Another browser with the same link: told it was used, never the status.
         let (usedStatus, used, usedOutput) = try await Chromium.run(
             Chromium.phone(link, screenshot: "person-link-used.png") + [
@@ -163,11 +182,8 @@ import TracerTesting
         _ = await until(300) {
             FileManager.default.fileExists(atPath: Chromium.artifacts + "/person-exposed-fr-step7.png")
         }
-        let admin = try await t.tracer("token", "create", "--role", "admin", "--name", "nurse")
-        try #require(admin.status == 0, "\(admin.stderr)")
         let adminFile = t.dir.file("admin.token")
         try admin.stdout.write(toFile: adminFile, atomically: true, encoding: .utf8)
-        let reportID = try #require(exposures.first?["reportId"]?.stringValue)
         let revoked = try await TracerProcess.running([
             "report", "revoke", reportID, "--server", server.url, "--token-file", adminFile,
         ])
