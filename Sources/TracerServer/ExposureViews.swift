@@ -50,13 +50,7 @@ public enum ExposureViews {
             newest[device] = max(newest[device] ?? 0, flagged)
         }
         guard !newest.isEmpty else { return [] }
-        var opened: Set<String> = []
-        for doc in try TokenStore.list(in: db) {
-            guard let record = try? TokenRecord(doc), record.role == .device, record.linkedAt != nil,
-                record.revokedAt == nil, let device = record.deviceID
-            else { continue }
-            opened.insert(device)
-        }
+        let opened = Set(try TokenStore.cards(in: db).filter { $0.linkedAt != nil }.compactMap(\.deviceID))
         return try newest.keys.sorted().map { device in
             let seen = try db.get(try Collections.device(device))["seenAt"]?.timestampValue
             let after = seen.flatMap { $0.seconds >= newest[device] ?? .infinity ? $0 : nil }

@@ -72,11 +72,6 @@ enum PersonPage {
     /// `GET /me/icons/{name}`: the page's icon, drawn (`Resources/person-icon.svg`) and as the
     /// PNGs phones ask for, rendered from it once (`rsvg-convert -w 192`, then 8-bit).
     static func icon(_ name: String) throws -> Response {
-        let icons: [String: (type: String, bytes: [UInt8])] = [
-            "icon.svg": ("image/svg+xml", PackageResources.person_icon_svg),
-            "icon-192.png": ("image/png", PackageResources.person_icon_192_png),
-            "icon-512.png": ("image/png", PackageResources.person_icon_512_png),
-        ]
         guard let icon = icons[name] else {
             throw APIError.notFound("no icon \(name.prefix(40)): icon.svg, icon-192.png or icon-512.png")
         }
@@ -86,6 +81,12 @@ enum PersonPage {
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: icon.bytes))
         )
     }
+
+    static let icons: [String: (type: String, bytes: [UInt8])] = [
+        "icon.svg": ("image/svg+xml", PackageResources.person_icon_svg),
+        "icon-192.png": ("image/png", PackageResources.person_icon_192_png),
+        "icon-512.png": ("image/png", PackageResources.person_icon_512_png),
+    ]
 
     static let workerScript: String = {
         let script = String(decoding: PackageResources.person_sw_js, as: UTF8.self)

@@ -165,15 +165,16 @@ public enum TokenStore {
     /// no access once the person has their new card. Plain device tokens (a program's) stay.
     /// The ids revoked.
     public static func revokeCards(of device: String, keeping: String, in db: StoreWriter) throws -> [String] {
-        var cards: [String] = []
-        for doc in try list(in: db) {
-            guard let record = try? TokenRecord(doc), record.role == .device, record.deviceID == device,
-                record.link != nil, record.revokedAt == nil, record.id != keeping
-            else { continue }
-            cards.append(record.id)
+        let replaced = try cards(in: db).filter { $0.deviceID == device && $0.id != keeping }.map(\.id)
+        for id in replaced { _ = try revoke(id, in: db) }
+        return replaced
+    }
+
+    /// The site's cards still in force: device tokens made as links (opened or not), not revoked.
+    static func cards(in db: some StoreReads) throws -> [TokenRecord] {
+        try list(in: db).compactMap { try? TokenRecord($0) }.filter {
+            $0.role == .device && $0.link != nil && $0.revokedAt == nil
         }
-        for id in cards { _ = try revoke(id, in: db) }
-        return cards
     }
 
     /// Every token, without its hash.

@@ -25,6 +25,26 @@ import TracerTesting
         return file
     }
 
+    /// What every test here starts from: Chromium and axe-core, and a lab's morning ranged.
+    static func labMorning() async throws -> (ExposureCommandTests, axe: String) {
+        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
+        let axe = try Chromium.axeCore()
+        let t = ExposureCommandTests()
+        try await t.rangeALabMorning()
+        return (t, axe)
+    }
+
+    /// A device's card for the site server at `base`: its link, and what the command said.
+    static func card(
+        _ t: ExposureCommandTests,
+        _ device: String,
+        on base: String
+    ) async throws -> (link: String, stderr: String) {
+        let made = try await t.tracer("token", "create", "--role", "device", "--device", device, "--link", base)
+        try #require(made.status == 0, "\(made.stderr)")
+        return (made.stdout.trimmingCharacters(in: .newlines), made.stderr)
+    }
+
     /// The English left on a page shown in another language: every visible text of the page
     /// that holds an English word French never uses. What the site wrote (its name, its
     /// guidance: `translate="no"`) and what is marked as another language are the site's.
@@ -43,10 +63,7 @@ import TracerTesting
     /// browser with the same link is told it was used; a second phone's link in French; no link
     /// at all. axe-core on each: no serious or critical violation.
     @Test func aBadgesLinkThePageLiveAndItsScreens() async throws {
-        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
-        let axe = try Chromium.axeCore()
-        let t = ExposureCommandTests()
-        try await t.rangeALabMorning()
+        let (t, axe) = try await Self.labMorning()
         let published = try await t.tracer("map", "publish", try Self.mapWithGuidance(in: t.dir))
         try #require(published.status == 0, "\(published.stderr)")
         let reporter = "\(ExposureCommandTests.uuid):1:1"
@@ -57,21 +74,7 @@ import TracerTesting
         try token.stdout.write(toFile: tokenFile, atomically: true, encoding: .utf8)
         let server = try await ReplicationTests.SiteServer(store: t.store)
         defer { server.process.kill() }
-        let made = { () async throws -> (link: String, stderr: String) in
-            let r = try await t.tracer(
-                "token",
-                "create",
-                "--role",
-                "device",
-                "--device",
-                colleague,
-                "--link",
-                server.url
-            )
-            try #require(r.status == 0, "\(r.stderr)")
-            return (r.stdout.trimmingCharacters(in: .newlines), r.stderr)
-        }
-        let link = try await made().link
+        let link = try await Self.card(t, colleague, on: server.url).link
         let card = "document.getElementById('card')"
         let go = t.dir.file("go")
 
@@ -136,7 +139,7 @@ import TracerTesting
         #expect(usedStatus == 0 && used?.ready == true, "\(usedOutput)")
 
         // A second phone's own card, in French: it replaces the first (issue 45, finding 4).
-        let (secondPhone, said) = try await made()
+        let (secondPhone, said) = try await Self.card(t, colleague, on: server.url)
         let firstID = try #require(link.split(separator: "=").last?.split(separator: "-").first)
         #expect(said.contains("revoked \(colleague)'s earlier card (\(firstID))"), "\(said)")
         let withdraw = t.dir.file("withdraw")
@@ -231,10 +234,7 @@ import TracerTesting
     /// team", and the health team's approval (from another machine, `tracer report approve
     /// --server`) turns the page "positive" without a reload. axe-core at each step.
     @Test func aSelfReportFromThePageWaitsForApprovalThenForReview() async throws {
-        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
-        let axe = try Chromium.axeCore()
-        let t = ExposureCommandTests()
-        try await t.rangeALabMorning()
+        let (t, axe) = try await Self.labMorning()
         let reporter = "\(ExposureCommandTests.uuid):1:1"
         let admin = try await t.tracer("token", "create", "--role", "admin", "--name", "nurse")
         try #require(admin.status == 0, "\(admin.stderr)")
@@ -242,9 +242,7 @@ import TracerTesting
         try admin.stdout.write(toFile: adminFile, atomically: true, encoding: .utf8)
         let server = try await ReplicationTests.SiteServer(store: t.store)
         defer { server.process.kill() }
-        let made = try await t.tracer("token", "create", "--role", "device", "--device", reporter, "--link", server.url)
-        try #require(made.status == 0, "\(made.stderr)")
-        let link = made.stdout.trimmingCharacters(in: .newlines)
+        let link = try await Self.card(t, reporter, on: server.url).link
         let card = "document.getElementById('card')"
         let click = { (id: String) in "document.getElementById('\(id)').click();" }
 
@@ -305,27 +303,13 @@ import TracerTesting
     /// send is then lost after the server recorded it, and the page sends again: one report, and
     /// the page says it is recorded, not "reported already". axe-core at each step.
     @Test func thePageSaysWhenItsServerCannotBeReachedAndRecoversByItself() async throws {
-        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
-        let axe = try Chromium.axeCore()
-        let t = ExposureCommandTests()
-        try await t.rangeALabMorning()
+        let (t, axe) = try await Self.labMorning()
         let reporter = "\(ExposureCommandTests.uuid):1:1"
         let server = try await ReplicationTests.SiteServer(store: t.store)
         defer { server.process.kill() }
         let proxy = try FaultProxy(target: server.port)
         defer { proxy.stop() }
-        let made = try await t.tracer(
-            "token",
-            "create",
-            "--role",
-            "device",
-            "--device",
-            reporter,
-            "--link",
-            "http://127.0.0.1:\(proxy.port)"
-        )
-        try #require(made.status == 0, "\(made.stderr)")
-        let link = made.stdout.trimmingCharacters(in: .newlines)
+        let link = try await Self.card(t, reporter, on: "http://127.0.0.1:\(proxy.port)").link
         let card = "document.getElementById('card')"
         let click = { (id: String) in "document.getElementById('\(id)').click();" }
         let outcome = { (id: String, kind: String, key: String) in
@@ -396,16 +380,11 @@ import TracerTesting
     /// as a site does for a lost phone) ends the open page within seconds, by an event on its
     /// stream: "no longer has access", not its status and "Live" until the device next changes.
     @Test func aRevokedTokenEndsItsOpenPageWithinSeconds() async throws {
-        #expect(Chromium.installed, "Debian's chromium is needed (Tools/setup installs it)")
-        let axe = try Chromium.axeCore()
-        let t = ExposureCommandTests()
-        try await t.rangeALabMorning()
+        let (t, axe) = try await Self.labMorning()
         let server = try await ReplicationTests.SiteServer(store: t.store)
         defer { server.process.kill() }
         let device = "\(ExposureCommandTests.uuid):1:2"
-        let made = try await t.tracer("token", "create", "--role", "device", "--device", device, "--link", server.url)
-        try #require(made.status == 0, "\(made.stderr)")
-        let link = made.stdout.trimmingCharacters(in: .newlines)
+        let link = try await Self.card(t, device, on: server.url).link
         let id = try #require(link.split(separator: "=").last?.split(separator: "-").first.map(String.init))
         let go = t.dir.file("go")
         let arguments =
