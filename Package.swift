@@ -447,7 +447,7 @@ let package = Package(
             name: "TracerCLITests",
             dependencies: [
                 "TracerAPI", "TracerReplication", "tracer", "TracerBadges", "TracerDBus", "TracerModel", "TracerStore",
-                "TracerTesting",
+                "TracerOCR", "TracerTesting",
             ]
         ),
     ],

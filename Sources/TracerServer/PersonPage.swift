@@ -15,7 +15,7 @@ import TracerVerification
 /// the page itself, to `POST /v1/links`), keeps the device token in the browser, and shows the
 /// device's status live (`/v1/devices/{id}`, `/v1/watch`), with the site's guidance
 /// (`/v1/page`).
-enum PersonPage {
+public enum PersonPage {
     static func response() -> Response {
         Response(
             status: .ok,
@@ -93,6 +93,18 @@ enum PersonPage {
         let texts = String(decoding: PackageResources.person_texts_json, as: UTF8.self)
         return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: texts)
     }()
+
+    /// What a printed card says, in each of the page's languages (the card's texts live in the
+    /// page's table, so that one translation covers both): its instruction, and its label for a
+    /// badge's serial.
+    public static var cardTexts: [(language: String, instruction: String, badge: String)] {
+        texts.keys.sorted().compactMap { language in
+            guard let table = texts[language], let instruction = table["card.instruction"],
+                let badge = table["card.badge"]
+            else { return nil }
+            return (language, instruction, badge)
+        }
+    }
 
     /// The page's texts and the verifier's (each rule's detail, `detail.KEY`), by language.
     static let texts: [String: [String: String]] = {

@@ -165,13 +165,21 @@ public enum TokenStore {
     /// no access once the person has their new card. Plain device tokens (a program's) stay.
     /// The ids revoked.
     public static func revokeCards(of device: String, keeping: String, in db: StoreWriter) throws -> [String] {
-        let replaced = try cards(in: db).filter { $0.deviceID == device && $0.id != keeping }.map(\.id)
+        try revokeCards(of: [device], keeping: [keeping], in: db)
+    }
+
+    /// The same for many devices at once (a sheet of cards): the tokens are read once.
+    public static func revokeCards(of devices: Set<String>, keeping: Set<String>, in db: StoreWriter) throws -> [String]
+    {
+        let replaced = try cards(in: db).filter {
+            $0.deviceID.map(devices.contains) == true && !keeping.contains($0.id)
+        }.map(\.id)
         for id in replaced { _ = try revoke(id, in: db) }
         return replaced
     }
 
     /// The site's cards still in force: device tokens made as links (opened or not), not revoked.
-    static func cards(in db: some StoreReads) throws -> [TokenRecord] {
+    public static func cards(in db: some StoreReads) throws -> [TokenRecord] {
         try list(in: db).compactMap { try? TokenRecord($0) }.filter {
             $0.role == .device && $0.link != nil && $0.revokedAt == nil
         }

@@ -18,7 +18,7 @@ struct BadgeCommand: ParsableCommand {
             minutes), so that nobody outside the site can follow it; the site's kiosks resolve it to \
             badge:SERIAL from days of ids the site server sends them (never a key).
             """,
-        subcommands: [Issue.self, List.self, Revoke.self, Rekey.self, Reprovision.self]
+        subcommands: [Issue.self, Cards.self, List.self, Revoke.self, Rekey.self, Reprovision.self]
     )
 
     /// The published site, which must have rotating badges: issuing badges no kiosk resolves
@@ -64,7 +64,8 @@ struct BadgeCommand: ParsableCommand {
                 Prints SERIAL  KEY  badge:SERIAL, one line a badge (--json: an array of {"serial", \
                 "key", "deviceId"}). Program each badge with the site's badge UUID, K and its key. With \
                 --link and --cards, each badge also gets its card: a one-time link to its page on the \
-                person's phone, as a QR code in DIR/SERIAL.png.
+                person's phone, as a sheet to print (DIR/cards.pdf, as tracer badge cards makes) and \
+                as a QR code in DIR/SERIAL.png, all readable by you only.
                 """
         )
         @OptionGroup var options: StoreOptions
@@ -76,8 +77,14 @@ struct BadgeCommand: ParsableCommand {
             )
         )
         var link: String?
-        @Option(help: ArgumentHelp("With --link: write each badge's card (its link's QR code) here.", valueName: "DIR"))
+        @Option(
+            help: ArgumentHelp(
+                "With --link: write the badges' cards here (cards.pdf to print, and each one's QR code as SERIAL.png).",
+                valueName: "DIR"
+            )
+        )
         var cards: String?
+        @Option(help: "With --cards: a4 (ten cards a page) or letter (eight).") var paper: Paper = .a4
         @Flag(help: "Print JSON: an array of {\"serial\", \"key\", \"deviceId\"} (with --link, \"link\" too).")
         var json = false
 
@@ -104,19 +111,29 @@ struct BadgeCommand: ParsableCommand {
             let issued = try store.write { try BadgeRegistry.issue(count: count, in: $0) }
             var links: [String: String] = [:]
             if let link {
-                for (i, b) in issued.enumerated() {
-                    let made = try store.write { db in
-                        try TokenStore.createLink(deviceID: b.deviceID, name: "badge \(b.serial)", in: db)
+                let made = try store.write { db in
+                    try issued.map {
+                        try TokenStore.createLink(deviceID: $0.deviceID, name: "badge \($0.serial)", in: db)
                     }
-                    let address = made.url(base: link)
-                    links[b.serial] = address
-                    if let cards {
-                        let file = (cards as NSString).appendingPathComponent("\(b.serial).png")
-                        try Data(try QRCode(address).png()).write(to: URL(fileURLWithPath: file), options: .atomic)
-                    }
-                    Output.progress("badge issue: cards", i + 1, issued.count)
                 }
-                Output.endProgress()
+                for (b, made) in zip(issued, made) { links[b.serial] = made.url(base: link) }
+                if let cards {
+                    for (i, b) in issued.enumerated() {
+                        let file = (cards as NSString).appendingPathComponent("\(b.serial).png")
+                        try SecretFile.write(bytes: try QRCode(links[b.serial]!).png(), to: file)
+                        Output.progress("badge issue: cards", i + 1, issued.count)
+                    }
+                    Output.endProgress()
+                    let sheet = issued.map {
+                        CardPrinting.card(site: site.site.name, device: $0.deviceID, link: links[$0.serial]!)
+                    }
+                    try CardPrinting.write(
+                        sheet,
+                        site: site.site.name,
+                        paper: paper,
+                        to: (cards as NSString).appendingPathComponent("cards.pdf")
+                    )
+                }
             }
             if json {
                 Output.line(JSON.string(.array(issued.map { BadgeCommand.json($0, link: links[$0.serial]) })))
@@ -129,7 +146,9 @@ struct BadgeCommand: ParsableCommand {
             Output.error(
                 "\(issued.count) badge\(issued.count == 1 ? "" : "s") issued: program each with UUID \(uuid), K = \(site.site.badgeEpochBits) and its key; "
                     + "the keys let whoever holds them follow the badges, keep them as safe as the badges themselves"
-                    + (cards.map { "; cards in \($0)/SERIAL.png" } ?? "")
+                    + (cards.map {
+                        "; their cards in \($0): cards.pdf (\(CardPrinting.summary(issued.count, paper: paper))) and SERIAL.png, readable by you only"
+                    } ?? "")
             )
         }
     }

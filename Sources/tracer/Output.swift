@@ -104,11 +104,13 @@ enum SecretFile {
         }
     }
 
-    static func write(_ text: String, to path: String) throws {
+    static func write(_ text: String, to path: String) throws { try write(bytes: Array(text.utf8), to: path) }
+
+    /// The same for any content: a card's QR code or a sheet of cards holds the links they open.
+    static func write(bytes: [UInt8], to path: String) throws {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
-        let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd)
         close(fd)

@@ -186,6 +186,14 @@ struct TokenCommand: ParsableCommand {
         var qr: String?
         @Option(
             help: ArgumentHelp(
+                "With --link: the card to print, a PDF with the site's name, the device, the QR code and what to do.",
+                valueName: "FILE"
+            )
+        )
+        var card: String?
+        @Option(help: "With --card: a4 or letter.") var paper: Paper = .a4
+        @Option(
+            help: ArgumentHelp(
                 "Write the token to FILE, readable by its owner only (mode 0600), instead of printing it: a token file for --token-file.",
                 valueName: "FILE"
             )
@@ -203,8 +211,9 @@ struct TokenCommand: ParsableCommand {
             if let device, device.contains("/") { throw ValidationError("--device takes a device id, not '\(device)'") }
             if r != .kiosk, anchor != nil { throw ValidationError("only a kiosk token takes --anchor") }
             if qr != nil, link == nil { throw ValidationError("--qr FILE goes with --link BASE_URL") }
+            if card != nil, link == nil { throw ValidationError("--card FILE goes with --link BASE_URL") }
             if out != nil, link != nil {
-                throw ValidationError("--out FILE writes a token; a link is printed (its card: --qr FILE)")
+                throw ValidationError("--out FILE writes a token; a link is printed (its card: --card FILE)")
             }
             if out != nil, json { throw ValidationError("--out FILE writes the token alone; --json prints it") }
             if let out { try SecretFile.checkWritable(out, option: "--out") }
@@ -313,27 +322,29 @@ extension TokenCommand.Create {
     /// Everything that can be wrong is checked before the link is made.
     func makeLink(_ device: String, base: String) throws {
         try Self.checkBase(base)
-        if let qr {
-            let directory = (qr as NSString).deletingLastPathComponent
-            let folder = directory.isEmpty ? "." : directory
-            guard FileManager.default.isWritableFile(atPath: folder) else {
-                throw ValidationError("--qr \(qr): cannot write there (no folder \(folder), or not writable)")
-            }
-        }
+        if let qr { try SecretFile.checkWritable(qr, option: "--qr") }
+        if let card { try SecretFile.checkWritable(card, option: "--card") }
         let store = try options.open(creating: true)
         if let unknown = try store.read({ try TokenStore.unknownDevice(device, in: $0) }) {
             throw ValidationError(unknown)
         }
+        let site = try card.map { try CardPrinting.siteName(store, options, option: "--card \($0)") }
         let made = try store.write { try TokenStore.createLink(deviceID: device, name: name, in: $0) }
         let address = made.url(base: base)
-        if let qr {
+        // The QR code and the card hold the link: readable by their owner only.
+        for (option, file) in [("--qr", qr), ("--card", card)] {
+            guard let file else { continue }
             do {
-                let png = try QRCode(address).png()
-                try Data(png).write(to: URL(fileURLWithPath: qr), options: .atomic)
+                if option == "--qr" {
+                    try SecretFile.write(bytes: try QRCode(address).png(), to: file)
+                } else {
+                    let printed = CardPrinting.card(site: site!, device: device, link: address)
+                    try CardPrinting.write([printed], site: site!, paper: paper, to: file)
+                }
             } catch {
                 // No card: no link either.
                 _ = try? store.write { try TokenStore.revoke(made.id, in: $0) }
-                throw ValidationError("--qr \(qr): \(error)")
+                throw ValidationError("\(option) \(file): \(error)")
             }
         }
         // Made, and its QR code written: the new card replaces the device's earlier ones (a lost
@@ -351,7 +362,7 @@ extension TokenCommand.Create {
         } else {
             Output.line(address)
             Output.error(
-                "link \(made.id) for device \(device): opens the device's page in the first browser that opens it, once\(qr.map { "; its QR code is in \($0)" } ?? ""). A lost phone: a new link for the device, which revokes this one"
+                "link \(made.id) for device \(device): opens the device's page in the first browser that opens it, once\(qr.map { "; its QR code is in \($0)" } ?? "")\(card.map { "; its card to print is in \($0)" } ?? ""). A lost phone: a new link for the device, which revokes this one"
             )
         }
     }
