@@ -159,11 +159,18 @@ enum ExposureOutput {
 
     /// CSV for the health authority: one row per exposure, full ids, UTC times (RFC 3339).
     static let csvHeader =
-        "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
+        "device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,contact,together_s,chance"
 
     /// UTF-8's byte-order mark, first: without it Excel reads the file as the machine's code page
     /// ("Café" as "CafÃ©"); LibreOffice, pandas and Python's `utf-8-sig` take it.
     static let byteOrderMark = "\u{FEFF}"
+
+    /// How the two met, in the CSV: `at_once` (both heard at the same moment, for `together_s`
+    /// seconds), or `within_5_min` (never at once, but within the window of each other; its
+    /// `together_s` is empty, not 0, which read as "no contact").
+    static func contact(_ e: Components.Schemas.Exposure, _ c: Context) -> String {
+        e.overlapSeconds > 0 ? "at_once" : "within_\(metres(c.window))_min"
+    }
 
     static func csv(_ exposures: [Components.Schemas.Exposure], _ c: Context) -> [String] {
         [byteOrderMark + csvHeader]
@@ -174,7 +181,8 @@ enum ExposureOutput {
                 .joined(separator: ",") + ","
                     + [
                         String(format: "%.2f", e.separation.min), String(format: "%.2f", e.separation.max),
-                        "\(e.overlapSeconds)", e.chance.map { String(format: "%.2f", $0) } ?? "",
+                        contact(e, c), e.overlapSeconds > 0 ? "\(e.overlapSeconds)" : "",
+                        e.chance.map { String(format: "%.2f", $0) } ?? "",
                     ].joined(separator: ",")
             }
     }

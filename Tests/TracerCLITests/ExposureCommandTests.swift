@@ -131,8 +131,20 @@ import TracerTesting
         let rows = csv.stdout.split(separator: "\n")
         #expect(
             rows.first
-                == "\u{FEFF}device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,together_s,chance"
+                == "\u{FEFF}device_id,report_id,beacon,room,from,to,separation_min_m,separation_max_m,contact,together_s,chance"
         )
+        // How they met, said: never a together_s of 0 that reads as no contact.
+        for row in rows.dropFirst() {
+            let cells = row.split(separator: ",", omittingEmptySubsequences: false)
+            #expect(cells.count == 11, "\(row)")
+            if cells.count == 11 {
+                #expect(
+                    (cells[8] == "at_once" && (Int(cells[9]) ?? 0) > 0)
+                        || (cells[8] == "within_5_min" && cells[9].isEmpty),
+                    "\(row)"
+                )
+            }
+        }
         // UTF-8's byte-order mark first, so that Excel reads "Café" as it is.
         #expect(Array(csv.stdout.utf8.prefix(3)) == [0xEF, 0xBB, 0xBF])
         #expect(rows.count == 2 && rows[1].hasPrefix("\(colleague),\(reportID),kiosk-lab,Wet Lab,"), "\(csv.stdout)")
