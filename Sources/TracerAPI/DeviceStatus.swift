@@ -106,6 +106,7 @@ extension Components.Schemas.ReportExposures {
                 told.map { t in
                     var one: [String: Value] = ["deviceId": .string(t.deviceId), "cardOpened": .bool(t.cardOpened)]
                     if let seen = t.seenAt { one["seenAt"] = .string(seen) }
+                    if let pushed = t.pushedAt { one["pushedAt"] = .string(pushed) }
                     return .map(one)
                 }
             )

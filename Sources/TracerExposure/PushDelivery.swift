@@ -92,6 +92,7 @@ public final class PushDelivery: Sendable {
     }
 
     static let owedAt = FieldPath(stringLiteral: PushSubscription.Field.owedAt)
+    static let deliveredAt = FieldPath(stringLiteral: PushSubscription.Field.deliveredAt)
     static let failures = FieldPath(stringLiteral: PushSubscription.Field.failures)
     static let failingSince = FieldPath(stringLiteral: PushSubscription.Field.failingSince)
 
@@ -259,6 +260,9 @@ public final class PushDelivery: Sendable {
                     let doc = try t.get(path)
                     guard doc.exists else { return }
                     var fields: [FieldPath: Value] = [Self.failures: .delete, Self.failingSince: .delete]
+                    // Taken by its push service: when, for the health team's "told by push" (on
+                    // the subscription, not the device, whose changes are what owes a push).
+                    if case .delivered = event { fields[Self.deliveredAt] = .serverTimestamp }
                     // Settled unless a change was owed after the attempt read it.
                     if !stillOwed, doc[Self.owedAt] == owedAt { fields[Self.owedAt] = .delete }
                     t.update(path, fields)

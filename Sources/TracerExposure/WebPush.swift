@@ -63,6 +63,8 @@ public struct PushSubscription: Sendable, Equatable {
         public static let failingSince = "failingSince"
         /// Failed attempts in a row.
         public static let failures = "failures"
+        /// When its push service last took a push for it: the health team's "told by push".
+        public static let deliveredAt = "deliveredAt"
     }
 
     public init?(_ doc: DocumentSnapshot) {

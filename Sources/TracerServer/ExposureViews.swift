@@ -1,5 +1,6 @@
 import Foundation
 import TracerAPI
+import TracerExposure
 import TracerModel
 import TracerSite
 import TracerStore
@@ -37,8 +38,9 @@ public enum ExposureViews {
 
     /// Per device flagged by these exposures: whether a card of it was opened (an unrevoked
     /// link token with `linkedAt`), and when its page first read its status after the newest of
-    /// them (`devices/{id}.seenAt`, which the device route writes then), so the health team
-    /// knows whom to call.
+    /// them (`devices/{id}.seenAt`, which the device route writes then), and when a push service
+    /// last took a push for one of its browsers after it (`deliveredAt` on its subscriptions), so
+    /// the health team knows whom to call.
     static func told(
         _ exposures: [DocumentSnapshot],
         in db: some StoreReads
@@ -54,7 +56,15 @@ public enum ExposureViews {
         return try newest.keys.sorted().map { device in
             let seen = try db.get(try Collections.device(device))["seenAt"]?.timestampValue
             let after = seen.flatMap { $0.seconds >= newest[device] ?? .infinity ? $0 : nil }
-            return .init(deviceId: device, cardOpened: opened.contains(device), seenAt: after?.iso8601Milliseconds)
+            let pushed = try db.getDocuments(Query(collection: try Collections.pushSubscriptions(of: device)))
+                .compactMap { $0[FieldPath(stringLiteral: PushSubscription.Field.deliveredAt)]?.timestampValue }
+                .filter { $0.seconds >= newest[device] ?? .infinity }.max { $0.seconds < $1.seconds }
+            return .init(
+                deviceId: device,
+                cardOpened: opened.contains(device),
+                seenAt: after?.iso8601Milliseconds,
+                pushedAt: pushed?.iso8601Milliseconds
+            )
         }
     }
 

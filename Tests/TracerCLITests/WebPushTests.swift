@@ -206,6 +206,16 @@ import TracerTesting
         let seconds = Date().timeIntervalSince(changed)
         #expect(told && seconds <= 5, "told: \(told), after \(seconds) s")
         print("push: 100 good subscriptions told in \(String(format: "%.2f", seconds)) s beside one failing")
+        // Each push a service took is dated on its subscription (the health team's "told by push").
+        func datedGood() -> Int {
+            let docs = (try? db.getDocuments(Query(collectionGroup: "push"))) ?? []
+            return docs.filter {
+                ($0["endpoint"]?.stringValue ?? "").contains("/good-")
+                    && ($0["deliveredAt"]?.timestampValue?.seconds ?? 0) >= changed.timeIntervalSince1970 - 1
+            }.count
+        }
+        let dated = await until(30) { datedGood() == 100 }
+        #expect(dated, "\(datedGood()) of 100 delivered pushes have their deliveredAt")
         // The trap and the day-long failure are dropped; the failing one is kept, still owed.
         func left() -> [String] {
             (try? db.getDocuments(Query(collectionGroup: "push")).compactMap { $0["endpoint"]?.stringValue }) ?? []
@@ -219,6 +229,7 @@ import TracerTesting
             .first
         )
         #expect(failing["owedAt"] != nil && (failing["failures"]?.doubleValue ?? 0) >= 1, "\(failing.data ?? [:])")
+        #expect(failing["deliveredAt"] == nil, "a push never taken is not dated")
         #expect(server.process.isRunning, "the server died: \(server.process.stderr)")
         // Deleted (unsubscribed): pushed no more, though it was failing and owed.
         try await db.writing { w in try w.delete(failing.path) }

@@ -200,6 +200,8 @@ import TracerTesting
         try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.2)
         try f.exposure("dev-9", at: "kiosk-lab", report: "r9", daysAgo: 0.1)
         try f.exposure("dev-7", at: "kiosk-cafe", report: "r9", daysAgo: 0.05)
+        // dev-8 met the reporter twice: one person, one group of two rows (issue 45, finding 10).
+        try f.exposure("dev-8", at: "kiosk-cafe", report: "r9", daysAgo: 0.04)
         // Every room's name clear of every marker, on screen.
         let uncovered = """
             [...document.querySelectorAll('.room-name')].every((t) => { const a = t.getBoundingClientRect(); \
@@ -219,7 +221,7 @@ import TracerTesting
                     "document.body.dataset.screen === 'dashboard' && getComputedStyle(document.getElementById('login')).display === 'none' && document.querySelector('#row-kiosk-lab td.last-heard') !== null && document.querySelector('#row-kiosk-lab td.last-heard').textContent === '3 h ago' && document.querySelectorAll('.room-name').length > 0 && \(uncovered)",
                     "--step",
                     "document.getElementById('report-id').value = 'r9'; document.getElementById('report-form').requestSubmit(); true",
-                    "document.body.dataset.report === 'r9' && document.getElementById('room-lab').dataset.flagged === '2' && document.getElementById('room-cafe').dataset.flagged === '1' && document.querySelectorAll('#report-body .tick-label').length >= 3 && document.querySelector('#report-body').textContent.includes('3 devices flagged in 2 rooms') && document.querySelectorAll('#report-body rect.visit').length === 1 && document.querySelector('#report-told').textContent.includes('0 of 3 flagged devices have seen it on their page; 3 never opened their card') && document.querySelectorAll('#report-told tr[data-told=no-card]').length === 3",
+                    "document.body.dataset.report === 'r9' && document.getElementById('room-lab').dataset.flagged === '2' && document.getElementById('room-cafe').dataset.flagged === '2' && document.querySelectorAll('#report-body table.exposures tbody').length === 3 && document.querySelectorAll('#report-body tbody[data-device=dev-8] tr').length === 2 && document.querySelector('#report-body tbody[data-device=dev-8] th[scope=rowgroup]').rowSpan === 2 && document.querySelector('#report-body tbody[data-device=dev-8] th').textContent.includes('2 times') && document.querySelectorAll('#report-body .tick-label').length >= 3 && document.querySelector('#report-body').textContent.includes('3 devices flagged in 2 rooms') && document.querySelectorAll('#report-body rect.visit').length === 1 && document.querySelector('#report-told').textContent.includes('0 of 3 flagged devices have seen it on their page; 3 never opened their card') && document.querySelectorAll('#report-told tr[data-told=no-card]').length === 3",
                     "--step",
                     "document.getElementById('sign-out').click(); document.getElementById('token').value = 'tracer_nope_nope'; document.getElementById('login-form').requestSubmit(); true",
                     "document.body.dataset.screen === 'sign-in' && document.getElementById('login-error').textContent.startsWith('This token was refused')",
