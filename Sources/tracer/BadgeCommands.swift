@@ -108,6 +108,7 @@ struct BadgeCommand: ParsableCommand {
             }
             let store = try options.open()
             let site = try BadgeCommand.siteWithBadges(store, options)
+            if let cards { try CardPrinting.check(site: site.site.name, paper: paper, option: "--cards \(cards)") }
             let issued = try store.write { try BadgeRegistry.issue(count: count, in: $0) }
             var links: [String: String] = [:]
             if let link {

@@ -35,6 +35,20 @@ enum CardPrinting {
         return Card(site: site, label: label, link: link, instructions: texts.map(\.instruction))
     }
 
+    /// Whether the site's cards can be printed at all (its name in the cards' font, on a card),
+    /// said before anything is made: badges issued or links made for a sheet that then fails
+    /// would be left without their cards.
+    static func check(site: String, paper: Paper, option: String) throws {
+        let sample = card(
+            site: site,
+            device: Interaction.badgePrefix + "xxxxxxxx",
+            link: "https://tracer.example.org/me#c=" + String(repeating: "x", count: 45)
+        )
+        do { _ = try CardSheet.pdf([sample], paper: paper, title: "Cards: \(site)") } catch {
+            throw ValidationError("\(option): \(error)")
+        }
+    }
+
     /// The cards as a PDF in `path`, readable by its owner only (it holds the links).
     static func write(_ cards: [Card], site: String, paper: Paper, to path: String) throws {
         let pdf = try CardSheet.pdf(cards, paper: paper, title: "Cards: \(site)")
@@ -89,6 +103,7 @@ extension BadgeCommand {
         func run() throws {
             let store = try options.open()
             let site = try BadgeCommand.siteWithBadges(store, options)
+            try CardPrinting.check(site: site.site.name, paper: paper, option: "--out \(out)")
             let badges = try store.read { try BadgeRegistry.list(in: $0) }
             var chosen: [BadgeRegistry.Record] = []
             if all || missing {
@@ -108,7 +123,7 @@ extension BadgeCommand {
             }
             guard !chosen.isEmpty else {
                 Output.error(
-                    all
+                    badges.allSatisfy({ $0.revokedAt != nil })
                         ? "no badge to print a card for: none is issued and unrevoked (tracer badge issue)"
                         : "every badge has a card in force: nothing to print (--all prints them all again)"
                 )

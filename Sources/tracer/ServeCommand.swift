@@ -329,6 +329,7 @@ extension TokenCommand.Create {
             throw ValidationError(unknown)
         }
         let site = try card.map { try CardPrinting.siteName(store, options, option: "--card \($0)") }
+        if let site, let card { try CardPrinting.check(site: site, paper: paper, option: "--card \(card)") }
         let made = try store.write { try TokenStore.createLink(deviceID: device, name: name, in: $0) }
         let address = made.url(base: base)
         // The QR code and the card hold the link: readable by their owner only.

@@ -104,6 +104,16 @@ import TracerTesting
         )
         #expect(printed.words.contains("Scan with your phone's camera") && printed.words.contains("Scannez avec"))
         #expect(try run("/usr/bin/pdfinfo", [card]).contains("letter"))
+
+        // A site whose name the cards' font cannot draw: said before any link is made.
+        let greek = dir.file("greek.yaml")
+        try String(contentsOfFile: SimulateCommandTests.map, encoding: .utf8)
+            .replacingOccurrences(of: "site: Example Campus", with: "site: Πανεπιστήμιο")
+            .write(toFile: greek, atomically: true, encoding: .utf8)
+        try await tracer(["map", "publish", greek])
+        let before = try await tokens().count
+        try await refused(create + ["--card", dir.file("greek.pdf")], saying: "the site's name has 'Π'")
+        #expect(try await tokens().count == before)
     }
 
     @Test func aSiteSheetOfBadgeCards() async throws {
