@@ -157,6 +157,9 @@ package protocol StorePool: AnyObject, Sendable {
     /// `DocumentStore.whileSoleInstance`).
     func tryLock(_ name: String) throws -> (any HeldLock)?
     /// Stops what the pool runs in the background.
+    /// Gives back the memory the connections keep for later (SQLite's page caches), where
+    /// there is any: a server after a kiosk's very large batch.
+    func releaseMemory()
     func close()
     /// Closes the pool and waits for the threads it started to end (`DocumentStore.close()`).
     func finish() async
@@ -164,4 +167,5 @@ package protocol StorePool: AnyObject, Sendable {
 
 extension StorePool {
     package func finish() async { close() }
+    package func releaseMemory() {}
 }

@@ -107,6 +107,12 @@ extension DocumentStore {
         return try await threads.write().run(body)
     }
 
+    /// Gives back the memory the store keeps for later (SQLite's page caches; nothing on
+    /// PostgreSQL), on the writer thread, after whatever was given to it before.
+    public func releaseMemory() async {
+        try? await onWriterThread { self.pool.releaseMemory() }
+    }
+
     /// Reads and writes given to the store's threads (`reading`, `writing`) and not finished:
     /// queued, or running. A writer held by a long transaction shows here as writes waiting.
     public var unfinished: (reads: Int, writes: Int) {
