@@ -30,15 +30,9 @@ import TracerTesting
     }
 
     func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let r = try TracerProcess.run(arguments, program: program)
+        #expect(r.status == 0, "\(program) \(arguments): \(r.stderr)")
+        return r.stdout
     }
 
     /// The PDF's words, in one line, and its pages' QR codes as ZBar reads them from a picture.

@@ -29,16 +29,9 @@ import TracerTesting
 
     /// Runs a program to its end; its standard output.
     func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(program) \(arguments)")
-        return String(decoding: data, as: UTF8.self)
+        let r = try TracerProcess.run(arguments, program: program)
+        #expect(r.status == 0, "\(program) \(arguments): \(r.stderr)")
+        return r.stdout
     }
 
     @Test(arguments: [(Paper.a4, 10, "595.28 x 841.89"), (Paper.letter, 8, "612 x 792")])
