@@ -90,7 +90,12 @@ public enum PersonPage {
 
     static let workerScript: String = {
         let script = String(decoding: PackageResources.person_sw_js, as: UTF8.self)
-        let texts = String(decoding: PackageResources.person_texts_json, as: UTF8.self)
+        let table =
+            (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
+            ?? [:]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let texts = String(decoding: (try? encoder.encode(onPage(table))) ?? Data("{}".utf8), as: UTF8.self)
         return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: texts)
     }()
 
@@ -104,6 +109,12 @@ public enum PersonPage {
             else { return nil }
             return (language, instruction, badge)
         }
+    }
+
+    /// What the page and its worker are sent of a table: all but the printed cards' texts
+    /// (`card.*`), which only the command line uses (they would add 500 bytes to every page).
+    static func onPage(_ table: [String: [String: String]]) -> [String: [String: String]] {
+        table.mapValues { $0.filter { !$0.key.hasPrefix("card.") } }
     }
 
     /// The page's texts and the verifier's (each rule's detail, `detail.KEY`), by language.
@@ -124,7 +135,7 @@ public enum PersonPage {
         let html = String(decoding: PackageResources.person_html, as: UTF8.self)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let texts = String(decoding: (try? encoder.encode(Self.texts)) ?? Data("{}".utf8), as: UTF8.self)
+        let texts = String(decoding: (try? encoder.encode(onPage(Self.texts))) ?? Data("{}".utf8), as: UTF8.self)
             .replacingOccurrences(of: "<", with: "\\u003c")
         return html.replacingOccurrences(
             of: "<!--TEXTS-->",

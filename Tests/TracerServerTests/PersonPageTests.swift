@@ -179,6 +179,11 @@ import TracerTesting
                 #expect(Set(texts.keys) == ["en", "fr"])
                 #expect(Set(texts["en"]!.keys) == Set(texts["fr"]!.keys))
                 #expect(!html[start.upperBound..<end.lowerBound].contains("<"))
+                // The printed cards' texts stay with the command line (and the card's texts are there).
+                #expect(!texts["en"]!.keys.contains { $0.hasPrefix("card.") })
+                #expect(PersonPage.cardTexts.map(\.language) == ["en", "fr"])
+                #expect(!PersonPage.workerScript.contains("card.instruction"))
+                #expect(PersonPage.workerScript.contains(#""fr":{"#), "the worker has lost its texts")
                 // Every text the page names whole (t("…"), data-text="…") is in the table: a key
                 // missing would show the key itself to the person.
                 let named = html.matches(of: /(?:\bt\("|data-text=")([a-z][A-Za-z0-9_.]*)"/).map { String($0.1) }
