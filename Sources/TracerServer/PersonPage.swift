@@ -90,13 +90,7 @@ public enum PersonPage {
 
     static let workerScript: String = {
         let script = String(decoding: PackageResources.person_sw_js, as: UTF8.self)
-        let table =
-            (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
-            ?? [:]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let texts = String(decoding: (try? encoder.encode(onPage(table))) ?? Data("{}".utf8), as: UTF8.self)
-        return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: texts)
+        return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: json(onPage(ownTexts)))
     }()
 
     /// What a printed card says, in each of the page's languages (the card's texts live in the
@@ -117,12 +111,22 @@ public enum PersonPage {
         table.mapValues { $0.filter { !$0.key.hasPrefix("card.") } }
     }
 
+    /// A table as the page and its worker carry it: sorted, compact.
+    static func json(_ table: [String: [String: String]]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(table)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// The page's own texts (`Resources/person-texts.json`), by language. The table is part of
+    /// the binary: unreadable JSON is a build mistake the tests catch.
+    static let ownTexts: [String: [String: String]] =
+        (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
+        ?? [:]
+
     /// The page's texts and the verifier's (each rule's detail, `detail.KEY`), by language.
     static let texts: [String: [String: String]] = {
-        // Both tables are part of the binary: unreadable JSON is a build mistake the tests catch.
-        var texts =
-            (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
-            ?? [:]
+        var texts = ownTexts
         for (language, table) in RuleMessage.texts {
             for (key, text) in table { texts[language, default: [:]]["detail." + key] = text }
         }
@@ -133,10 +137,7 @@ public enum PersonPage {
     /// `\u003c`, so no text can close it).
     static let page: String = {
         let html = String(decoding: PackageResources.person_html, as: UTF8.self)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let texts = String(decoding: (try? encoder.encode(onPage(Self.texts))) ?? Data("{}".utf8), as: UTF8.self)
-            .replacingOccurrences(of: "<", with: "\\u003c")
+        let texts = json(onPage(Self.texts)).replacingOccurrences(of: "<", with: "\\u003c")
         return html.replacingOccurrences(
             of: "<!--TEXTS-->",
             with: "<script type=\"application/json\" id=\"texts\">\(texts)</script>"

@@ -14,7 +14,10 @@ struct BadgeCommandTests {
     var site: String { dir.file("site.sqlite") }
 
     /// The example campus with rotating badges.
-    func badgeMap() throws -> String {
+    func badgeMap() throws -> String { try Self.badgeMap(in: dir) }
+
+    /// The same, written in `dir`.
+    static func badgeMap(in dir: TemporaryDirectory) throws -> String {
         let text = try String(contentsOfFile: DaemonCommandTests.map, encoding: .utf8)
             .replacingOccurrences(of: "\nsettings:\n", with: "\nsettings:\n  badgeUUID: \(Self.uuid)\n")
         try #require(text.contains("badgeUUID"))

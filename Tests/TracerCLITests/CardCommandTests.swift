@@ -54,14 +54,7 @@ import TracerTesting
         return (words, codes, pages)
     }
 
-    func badgeMap() throws -> String {
-        let text = try String(contentsOfFile: SimulateCommandTests.map, encoding: .utf8)
-            .replacingOccurrences(of: "\nsettings:\n", with: "\nsettings:\n  badgeUUID: \(BadgeCommandTests.uuid)\n")
-        try #require(text.contains("badgeUUID"))
-        let file = dir.file("badges.yaml")
-        try text.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
+    func badgeMap() throws -> String { try BadgeCommandTests.badgeMap(in: dir) }
 
     func tokens() async throws -> [Substring] { try await tracer(["token", "list"]).stdout.split(separator: "\n") }
 
