@@ -300,7 +300,8 @@ let package = Package(
             // The dashboard page and the API's OpenAPI document, embedded in the binary (one file
             // to install).
             resources: [
-                .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/openapi.yaml"),
+                .embedInCode("Resources/dashboard.html"), .embedInCode("Resources/dashboard-texts.json"),
+                .embedInCode("Resources/openapi.yaml"),
                 .embedInCode("Resources/person.html"), .embedInCode("Resources/person-texts.json"),
                 .embedInCode("Resources/person-sw.js"),
                 .embedInCode("Resources/person-icon.svg"), .embedInCode("Resources/person-icon-192.png"),

@@ -31,6 +31,7 @@ extension Components.Schemas.Evidence {
             rule: rule,
             passed: passed,
             detail: v["detail"]?.stringValue ?? "",
+            message: v["message"].flatMap(Components.Schemas.RuleMessage.init(stored:)),
             doubtful: v["doubtful"] == .bool(true),
             words: (v["words"]?.arrayValue ?? []).compactMap { w in
                 w["text"]?.stringValue.map { .init(text: $0, confidence: w["confidence"]?.doubleValue ?? 0) }
@@ -53,5 +54,17 @@ extension Components.Responses.Decided.Body.JsonPayload {
     /// `{"report": {...}, "outcome": LINE}`: the report as decided, and what became of it.
     public init(_ report: Report, outcome: String) {
         self.init(report: .init(report, image: false), outcome: outcome)
+    }
+}
+
+extension Components.Schemas.RuleMessage {
+    /// A rule's message as the report stores it (`SelfReport.evidence`); nil for another shape.
+    init?(stored v: Value) {
+        guard let key = v["key"]?.stringValue else { return nil }
+        var values: [String: String] = [:]
+        for (name, value) in v["values"]?.mapValue ?? [:] { values[name] = value.stringValue }
+        var terms: [String: [String]] = [:]
+        for (name, keys) in v["terms"]?.mapValue ?? [:] { terms[name] = keys.arrayValue?.compactMap(\.stringValue) }
+        self.init(key: key, values: .init(additionalProperties: values), terms: .init(additionalProperties: terms))
     }
 }

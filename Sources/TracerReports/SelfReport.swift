@@ -76,7 +76,7 @@ public enum SelfReport {
     }
 
     static func evidence(_ rule: VerificationRule) -> Value {
-        .map([
+        var fields: [String: Value] = [
             "rule": .string(rule.name),
             "passed": .bool(rule.passed),
             "detail": .string(rule.detail),
@@ -86,7 +86,16 @@ public enum SelfReport {
                     .map(["text": .string($0.text), "confidence": .double(($0.confidence * 10).rounded() / 10)])
                 }
             ),
-        ])
+        ]
+        // The detail as the verifier's texts say it, so the health team reads it in its language.
+        if let message = rule.message {
+            fields["message"] = .map([
+                "key": .string(message.key),
+                "values": .map(message.values.mapValues(Value.string)),
+                "terms": .map(message.terms.mapValues { .array($0.map(Value.string)) }),
+            ])
+        }
+        return .map(fields)
     }
 
     /// The device a kiosk sees at immediate range now: the interactions at `anchor` that ended

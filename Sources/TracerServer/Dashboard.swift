@@ -6,7 +6,8 @@ import NIOCore
 /// asks for an admin token once (kept in the tab's sessionStorage; `#token=…` in the address also
 /// works), draws the site's floor plan from `/v1/beacons`, keeps occupancy and exposure counts per
 /// anchor live over `/v1/watch`, looks devices up, and shows a beacon's exposures as a table and
-/// a timeline, and lists the reports held for the health team's review, to approve or deny.
+/// a timeline, and lists the reports held for the health team's review, to approve or deny. In
+/// English and French: every text from one table (`Resources/dashboard-texts.json`).
 enum Dashboard {
     static func response() -> Response {
         Response(
@@ -21,8 +22,13 @@ enum Dashboard {
     }
 
     /// The page, from `Resources/dashboard.html`, embedded in the binary at build time (a kiosk
-    /// or server installs one file).
-    static let page = String(decoding: PackageResources.dashboard_html, as: UTF8.self)
+    /// or server installs one file), with its texts (`Resources/dashboard-texts.json`, by
+    /// language and key) and the verifier's (`detail.KEY`: a report's evidence in the health
+    /// team's language).
+    static let page = PageTexts.embed(
+        PageTexts.withRuleDetails(PageTexts.decode(PackageResources.dashboard_texts_json)),
+        in: String(decoding: PackageResources.dashboard_html, as: UTF8.self)
+    )
 }
 
 /// The HTTP API's contract: an OpenAPI 3.1 document (`Resources/openapi.yaml`), served as it is

@@ -90,7 +90,7 @@ public enum PersonPage {
 
     static let workerScript: String = {
         let script = String(decoding: PackageResources.person_sw_js, as: UTF8.self)
-        return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: json(onPage(ownTexts)))
+        return script.replacingOccurrences(of: "/*TEXTS*/ {}", with: PageTexts.json(onPage(ownTexts)))
     }()
 
     /// What a printed card says, in each of the page's languages (the card's texts live in the
@@ -111,38 +111,18 @@ public enum PersonPage {
         table.mapValues { $0.filter { !$0.key.hasPrefix("card.") } }
     }
 
-    /// A table as the page and its worker carry it: sorted, compact.
-    static func json(_ table: [String: [String: String]]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(table)) ?? Data("{}".utf8), as: UTF8.self)
-    }
-
     /// The page's own texts (`Resources/person-texts.json`), by language. The table is part of
     /// the binary: unreadable JSON is a build mistake the tests catch.
-    static let ownTexts: [String: [String: String]] =
-        (try? JSONDecoder().decode([String: [String: String]].self, from: Data(PackageResources.person_texts_json)))
-        ?? [:]
+    static let ownTexts = PageTexts.decode(PackageResources.person_texts_json)
 
     /// The page's texts and the verifier's (each rule's detail, `detail.KEY`), by language.
-    static let texts: [String: [String: String]] = {
-        var texts = ownTexts
-        for (language, table) in RuleMessage.texts {
-            for (key, text) in table { texts[language, default: [:]]["detail." + key] = text }
-        }
-        return texts
-    }()
+    static let texts = PageTexts.withRuleDetails(ownTexts)
 
-    /// The page with its texts (as JSON in a script element that is never run: `<` written as
-    /// `\u003c`, so no text can close it).
-    static let page: String = {
-        let html = String(decoding: PackageResources.person_html, as: UTF8.self)
-        let texts = json(onPage(Self.texts)).replacingOccurrences(of: "<", with: "\\u003c")
-        return html.replacingOccurrences(
-            of: "<!--TEXTS-->",
-            with: "<script type=\"application/json\" id=\"texts\">\(texts)</script>"
-        )
-    }()
+    /// The page with its texts.
+    static let page = PageTexts.embed(
+        onPage(texts),
+        in: String(decoding: PackageResources.person_html, as: UTF8.self)
+    )
 
     /// `sha256-…` of the page's one script, for its Content-Security-Policy.
     static let scriptHash: String = {

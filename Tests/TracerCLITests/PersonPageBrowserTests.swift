@@ -45,13 +45,6 @@ import TracerTesting
         return (made.stdout.trimmingCharacters(in: .newlines), made.stderr)
     }
 
-    /// The English left on a page shown in another language: every visible text of the page
-    /// that holds an English word French never uses. What the site wrote (its name, its
-    /// guidance: `translate="no"`) and what is marked as another language are the site's.
-    static let englishOnPage = #"""
-        (() => { const english = /(^|[^\p{L}])(the|and|your|with|this|that|could|was|were|been|has|have|not|is|are|of|to|be|from|report|please)(?![\p{L}])/iu; const out = []; const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); for (let n = walk.nextNode(); n; n = walk.nextNode()) { const el = n.parentElement; if (!el || el.closest('[hidden], [translate=no], script, style') || (el.closest('[lang]') && el.closest('[lang]').lang !== document.documentElement.lang)) continue; if (english.test(n.textContent)) out.push(n.textContent.trim()); } return out; })()
-        """#
-
     /// The page's grouping of exposures (`groups`), run in the page on six windows of two reports.
     static let grouped = #"""
         (() => { const x = (r, day, f, t, m) => ({ reportId: r, beaconKey: 'b-lab-door', from: day + 'T10:' + f + ':00.000Z', to: day + 'T10:' + t + ':00.000Z', separation: { min: 0.5, max: m }, overlapSeconds: 60 }); const g = groups([x('a', '2026-11-26', '00', '10', 2.4), x('a', '2026-11-26', '05', '15', 3), x('b', '2026-11-26', '12', '20', 5), x('a', '2026-11-26', '40', '50', 9), x('b', '2026-11-26', '41', '45', 1.2), x('a', '2026-11-25', '00', '05', 2)]); return g.length === 2 && g[0].room === 'Wet Lab' && g[0].spans.length === 2 && g[0].reporters === 2 && g[0].closest === 1 && g[0].longestMinutes === 20 && g[1].spans.length === 1 && g[1].reporters === 1 && g[1].closest === 2 && g[1].longestMinutes === 5; })()
@@ -166,15 +159,15 @@ import TracerTesting
                 // and no English anywhere (issue 45, finding 7).
                 "--step", "@file #photo=\(ResultImages.file("flu-positive.png"))", "true",
                 "--step", "document.getElementById('check').click(); true",
-                "document.getElementById('verdict').dataset.verdict === 'rejected' && document.getElementById('verdict-text').textContent === TEXTS.fr['verdict.rejected'] && document.querySelector('#rules li.failed') !== null && document.getElementById('approve').hidden && (\(Self.englishOnPage)).length === 0",
+                "document.getElementById('verdict').dataset.verdict === 'rejected' && document.getElementById('verdict-text').textContent === TEXTS.fr['verdict.rejected'] && document.querySelector('#rules li.failed') !== null && document.getElementById('approve').hidden && (\(Chromium.englishOnPage)).length === 0",
                 // A file that is no photo: said next to the button, in French.
                 "--step", "@file #photo=\(ResultImages.file("not-an-image.png"))", "true",
                 "--step", "document.getElementById('check').click(); true",
-                "document.getElementById('report-progress').textContent === TEXTS.fr['error.unreadable_image'] && (\(Self.englishOnPage)).length === 0",
+                "document.getElementById('report-progress').textContent === TEXTS.fr['error.unreadable_image'] && (\(Chromium.englishOnPage)).length === 0",
                 // The health team withdraws the report (below): said, in French, not a silent
                 // flip to "clear".
                 "--step", "@go \(withdraw)",
-                "\(card).dataset.status === 'clear' && !document.getElementById('withdrawn').hidden && document.getElementById('withdrawn-text').textContent === TEXTS.fr['withdrawn.all'] && (\(Self.englishOnPage)).length === 0",
+                "\(card).dataset.status === 'clear' && !document.getElementById('withdrawn').hidden && document.getElementById('withdrawn-text').textContent === TEXTS.fr['withdrawn.all'] && (\(Chromium.englishOnPage)).length === 0",
                 // "Forget this phone", confirmed: the page keeps nothing and says so.
                 "--step",
                 "document.getElementById('forget-ask').click(); document.getElementById('forget-yes').click(); true",
@@ -211,7 +204,7 @@ import TracerTesting
         let (againStatus, again, againOutput) = try await Chromium.run(
             Chromium.phone(secondPhone, screenshot: "person-link-withdrawn.png") + [
                 "--lang", "fr", "--ready",
-                "document.body.dataset.screen === 'withdrawn' && document.getElementById('screen-title').textContent === TEXTS.fr['screen.withdrawn.title'] && (\(Self.englishOnPage)).length === 0",
+                "document.body.dataset.screen === 'withdrawn' && document.getElementById('screen-title').textContent === TEXTS.fr['screen.withdrawn.title'] && (\(Chromium.englishOnPage)).length === 0",
                 "--axe", axe,
             ]
         )
@@ -473,7 +466,7 @@ import TracerTesting
             var arguments = Chromium.phone(link, screenshot: shot)
             arguments[arguments.firstIndex(of: "390")!] = "\(width)"
             arguments[arguments.firstIndex(of: "844")!] = "\(height)"
-            let english = language == "fr" ? " && (\(Self.englishOnPage)).length === 0" : ""
+            let english = language == "fr" ? " && (\(Chromium.englishOnPage)).length === 0" : ""
             let (status, outcome, output) = try await Chromium.run(
                 arguments + [
                     "--lang", language, "--full-page",

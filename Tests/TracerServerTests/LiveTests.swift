@@ -241,25 +241,30 @@ import TracerTesting
     /// The health team's review on the dashboard: a held report listed live with why it waits,
     /// its evidence and its image; approved by a click with a note, it leaves the list, the
     /// decision is recorded under the admin token's name, and the colleague is flagged.
-    @Test func theDashboardReviewsAHeldReport() async throws {
-        let f = try await ServerFixture()
+    /// A report held for review: dev-r's photo with two collection dates, dev-c beside them an
+    /// hour ago (flagged once it is approved).
+    static func heldReport(_ f: ServerFixture) async throws -> RecordedReport {
         await ResultImages.ready()
-        let shot = Chromium.artifacts + "/dashboard-review.png"
-        for file in [shot, shot + ".ready"] + (1...3).map({ Chromium.artifacts + "/dashboard-review-step\($0).png" }) {
-            try? FileManager.default.removeItem(atPath: file)
-        }
         try f.interaction("r1", at: "kiosk-lab", device: "dev-r", ago: 3600, length: 600)
         try f.interaction("c1", at: "kiosk-lab", device: "dev-c", ago: 3600, length: 600)
         let image = try Data(contentsOf: URL(fileURLWithPath: ResultImages.file("lab-pcr-positive-two-dates.png")))
         let page = try await f.api.ocr.read(data: image, name: "two-dates.png")
-        guard
-            case .held(let held, _) = try await f.store.writing({ [desk = f.api.desk] db in
-                try desk.submit(desk.verify(page), imageSHA256: "two-dates", image: image, device: "dev-r", in: db)
-            })
-        else {
-            Issue.record("the two-dates page was not held")
-            return
+        let outcome = try await f.store.writing { [desk = f.api.desk] db in
+            try desk.submit(desk.verify(page), imageSHA256: "two-dates", image: image, device: "dev-r", in: db)
         }
+        guard case .held(let held, _) = outcome else {
+            throw POSIXError(.EINVAL, userInfo: ["the two-dates page was not held": "\(outcome)"])
+        }
+        return held
+    }
+
+    @Test func theDashboardReviewsAHeldReport() async throws {
+        let f = try await ServerFixture()
+        let shot = Chromium.artifacts + "/dashboard-review.png"
+        for file in [shot, shot + ".ready"] + (1...3).map({ Chromium.artifacts + "/dashboard-review-step\($0).png" }) {
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        let held = try await Self.heldReport(f)
         let card = "document.querySelector('#review-\(held.id)')"
         try await f.app().test(.live) { client in
             let port = try #require(client.port)
@@ -343,6 +348,71 @@ import TracerTesting
             let (status, output) = try await result
             #expect(status == 0, "\(output)")
             #expect(output.contains(#""check": true"#), "\(output)")
+        }
+    }
+
+    /// The dashboard in French (issue 45: every page in both languages), at a phone's size and a
+    /// desktop's: the sign-in page, a held report's review (why it waits and its evidence, from
+    /// the verifier's texts), one report's flagged people and who has been told, a device, a
+    /// kiosk's exposures, the kiosks and their calibration. No English is left on any of them
+    /// (what the site wrote, ids and the server's own words are marked as such), nothing is wider
+    /// than the window, axe-core is clean at each step; the button at the top says it all again
+    /// in English, a note being typed kept.
+    @Test func theDashboardInFrenchAtBothSizes() async throws {
+        let axe = try Chromium.axeCore()
+        let f = try await ServerFixture()
+        let held = try await Self.heldReport(f)
+        try await f.store.writing { db in
+            try db.set(
+                Collections.report("r9"),
+                Report(id: "r9", deviceID: "dev-q", status: .accepted, collectedAt: nil, imageSHA256: "x").data
+            )
+            try db.set(DocumentPath("devices/dev-8"), ["status": "exposed", "risk": "medium", "exposureCount": 2])
+        }
+        try f.exposure("dev-8", at: "kiosk-lab", report: "r9", daysAgo: 0.2)
+        try f.exposure("dev-8", at: "kiosk-cafe", report: "r9", daysAgo: 0.1)
+        try f.exposure("dev-7", at: "kiosk-cafe", report: "r9", daysAgo: 0.05)
+        let card = "document.querySelector('#review-\(held.id)')"
+        let french = "document.documentElement.lang === 'fr' && (\(Chromium.englishOnPage)).length === 0"
+        let fits = "document.documentElement.scrollWidth <= window.innerWidth"
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            for (width, height) in [(390, 844), (1400, 1000)] {
+                let shot = Chromium.artifacts + "/dashboard-fr-\(width).png"
+                var steps = [
+                    "--step",
+                    "document.getElementById('token').value = '\(f.admin)'; document.getElementById('login-form').requestSubmit(); true",
+                    "document.body.dataset.screen === 'dashboard' && document.querySelector('#status').dataset.live === 'yes' && \(card) !== null && \(card).textContent.includes('la page donne deux dates de prélèvement') && \(card).querySelector('td.rule').textContent.length > 2 && document.getElementById('calibration-summary').textContent.includes('tracer advertise') && document.querySelectorAll('#anchors tr').length > 0 && \(french) && \(fits)",
+                    "--step",
+                    "document.getElementById('report-id').value = 'r9'; document.getElementById('report-form').requestSubmit(); true",
+                    "document.body.dataset.report === 'r9' && document.getElementById('report-told').textContent.includes('0 sur 2 appareils signalés l\\'a vue sur sa page ; 2 n\\'ont jamais ouvert leur carte') && document.querySelector('#report-body tbody[data-device=dev-8] th').textContent.includes('2 fois') && document.getElementById('report-body').textContent.includes('2 appareils signalés dans 2 salles') && \(french) && \(fits)",
+                    "--step",
+                    "document.getElementById('device-id').value = 'dev-8'; document.getElementById('device-form').requestSubmit(); document.getElementById('row-kiosk-cafe').click(); true",
+                    "document.getElementById('device-status') !== null && document.getElementById('device-status').textContent === 'exposé·e' && document.getElementById('beacon-title').textContent.startsWith('Expositions à kiosk-cafe') && document.querySelectorAll('#beacon-body table.exposures tbody').length === 2 && \(french) && \(fits)",
+                ]
+                if width == 390 {
+                    // English again at a touch, the note being typed kept.
+                    steps += [
+                        "--step",
+                        "\(card).querySelector('input.note').value = 'vu avec le labo'; document.getElementById('lang').click(); true",
+                        "document.documentElement.lang === 'en' && document.querySelector('#review-\(held.id)').textContent.includes('the page gives two collection dates') && document.querySelector('#review-\(held.id) input.note').value === 'vu avec le labo' && document.getElementById('report-told').textContent.includes('0 of 2 flagged devices have seen it on their page') && document.getElementById('device-status').textContent === 'exposed' && document.getElementById('lang').textContent === 'Français'",
+                    ]
+                }
+                let (status, outcome, output) = try await Chromium.run(
+                    [
+                        "http://127.0.0.1:\(port)/", "--screenshot", shot, "--lang", "fr", "--full-page",
+                        "--width", "\(width)", "--height", "\(height)", "--timeout", "90",
+                        "--ready",
+                        "document.body.dataset.screen === 'sign-in' && document.querySelector('label[for=token]').textContent === 'Jeton d\\'administration' && document.getElementById('lang').textContent === 'English' && \(french) && \(fits)",
+                    ] + steps + ["--axe", axe]
+                )
+                #expect(status == 0 && outcome?.ready == true, "\(width): \(output)")
+                #expect(
+                    outcome?.steps?.count == steps.count / 3 && outcome?.steps?.allSatisfy(\.check) == true,
+                    "\(width): \(output)"
+                )
+                #expect(outcome?.axe?.isEmpty == true, "\(width): \(outcome?.axe ?? [])")
+            }
         }
     }
 }

@@ -149,6 +149,44 @@ import TracerTesting
         }
     }
 
+    /// The dashboard's texts (issue 45: every page in both languages): one table, English and
+    /// French with the same keys and the same `{names}` in each, every key the page names there
+    /// (a missing one would show its key), and nothing in it that can close its element.
+    @Test func theDashboardCarriesBothLanguagesAndEveryTextItNames() throws {
+        let html = Dashboard.page
+        let start = try #require(html.range(of: #"<script type="application/json" id="texts">"#))
+        let end = try #require(html.range(of: "</script>", range: start.upperBound..<html.endIndex))
+        #expect(!html[start.upperBound..<end.lowerBound].contains("<"))
+        let texts = try JSONDecoder().decode(
+            [String: [String: String]].self,
+            from: Data(html[start.upperBound..<end.lowerBound].utf8)
+        )
+        #expect(Set(texts.keys) == ["en", "fr"])
+        let en = try #require(texts["en"])
+        let fr = try #require(texts["fr"])
+        #expect(Set(en.keys) == Set(fr.keys), "\(Set(en.keys).symmetricDifference(fr.keys).sorted())")
+        #expect(en["detail.date.twoDates"] != nil && fr["detail.date.twoDates"] != en["detail.date.twoDates"])
+        // (The verifier's French may leave a technical value out: RuleTextTests.)
+        for (key, text) in en where !key.hasPrefix("detail.") {
+            let names = { (s: String) in Set(s.matches(of: /\{(\w+)\}/).map { String($0.1) }) }
+            #expect(names(text) == names(fr[key] ?? ""), "\(key): \(text) / \(fr[key] ?? "")")
+        }
+        let script = html[end.upperBound...]
+        var named = Set(
+            script.matches(of: /(?:\bt\(|say\(|data-(?:text|rich|placeholder)=)"([a-zA-Z][A-Za-z0-9_.]*)"/)
+                .map { String($0.1) }
+        )
+        named.formUnion(
+            html[..<start.lowerBound].matches(of: /data-(?:text|rich|placeholder)="([^"]+)"/).map { String($0.1) }
+        )
+        for key in script.matches(of: /plural\("([a-zA-Z.]+)"/).map({ String($0.1) }) {
+            named.insert(key + ".other")
+        }
+        #expect(named.count > 100, "\(named.count) texts named")
+        let missing = named.filter { !$0.hasSuffix(".") }.subtracting(en.keys)
+        #expect(missing.isEmpty, "named by the dashboard, not in its texts: \(missing.sorted())")
+    }
+
     @Test func thePageRunsOnlyItsOwnScriptAndCarriesBothLanguages() async throws {
         let f = try await ServerFixture { site in
             site.guidance = Guidance(
