@@ -80,10 +80,12 @@ public struct CollectionPath: Sendable, Hashable, CustomStringConvertible {
             )
         }
         self.segments = segments
+        self.description = segments.joined(separator: "/")
     }
 
     init(validated segments: [String]) {
         self.segments = segments
+        self.description = segments.joined(separator: "/")
     }
 
     /// The collection id, its last segment.
@@ -100,8 +102,8 @@ public struct CollectionPath: Sendable, Hashable, CustomStringConvertible {
         DocumentPath(validated: segments + [DocumentID.random()])
     }
 
-    /// The path as text.
-    public var description: String { segments.joined(separator: "/") }
+    /// The path as text: joined once, not at each use (a query names it to plan and to scan).
+    public let description: String
 }
 
 /// Firestore's limits on paths and ids.

@@ -14,6 +14,12 @@ struct QueryEngine {
         var ordered = false
         /// Without an index: read one collection (true) or a whole collection group.
         var oneCollection = false
+        /// The filters each candidate is checked against: all of the query's, but those the
+        /// index's key range already decides exactly (a window on a timestamp), and whether the
+        /// order's fields must be looked for (not when the index holds them: an entry exists only
+        /// for a document that has every field of its index).
+        var residual: [Filter]? = nil
+        var orderFieldsHeld = false
 
         /// The statement; `paged` (a database that hands rows over all at once) reads a page at
         /// a time, each after the last key read.
@@ -86,9 +92,10 @@ struct QueryEngine {
         let plan = try plan(query, orders: orders)
         var results: [DocumentSnapshot] = []
         results.reserveCapacity(min(query.limit ?? 32, 32))
-        let orderFields = orders.map(\.field).filter { !$0.isDocumentID }
+        let orderFields = plan.orderFieldsHeld ? [] : orders.map(\.field).filter { !$0.isDocumentID }
+        let filters = plan.residual ?? query.filters
         try scan(query, plan) { doc in
-            guard orderFields.allSatisfy({ doc[$0] != nil }), query.filters.allSatisfy({ $0.matches(doc) }) else {
+            guard orderFields.allSatisfy({ doc[$0] != nil }), filters.allSatisfy({ $0.matches(doc) }) else {
                 return true
             }
             if plan.ordered {
@@ -216,12 +223,20 @@ struct QueryEngine {
             wantedScope = .collectionGroup
         }
         var best: (score: Int, plan: Plan)?
+        // A collection index's keys start with the collection's path: encoded once per query
+        // (perf: escaping it byte by byte for each index was a fifth of planning).
+        var collectionPrefix: [UInt8]?
         for index in try catalog.indexes(for: query.source.collectionID, db)
         where index.definition.scope == wantedScope {
             let fields = index.definition.fields
             guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
-            var prefix: [UInt8] = []
-            if case .collection(let c) = query.source { IndexKey.append(.string(c.description), to: &prefix) }
+            if collectionPrefix == nil {
+                var out: [UInt8] = []
+                out.reserveCapacity(128)
+                if case .collection(let c) = query.source { IndexKey.append(.string(c.description), to: &out) }
+                collectionPrefix = out
+            }
+            var prefix = collectionPrefix!
             var k = 0
             var equalityFields: [FieldPath] = []
             while k < fields.count,
@@ -232,6 +247,9 @@ struct QueryEngine {
                 k += 1
             }
             var plan = Plan(index: index, lower: prefix, upper: prefix + [IndexKey.top])
+            plan.orderFieldsHeld = orders.allSatisfy { o in
+                o.field.isDocumentID || fields.contains { $0.path == o.field }
+            }
             var hasRange = false
             if k < fields.count {
                 let ranges = conjuncts.filter {
@@ -240,17 +258,25 @@ struct QueryEngine {
                 }
                 if let first = ranges.first {
                     hasRange = true
-                    let lows = ranges.filter { $0.1 == .greaterThan || $0.1 == .greaterThanOrEqual }.map(\.2)
-                    let highs = ranges.filter { $0.1 == .lessThan || $0.1 == .lessThanOrEqual }.map(\.2)
-                    let low = lows.max { Value.compare($0, $1) < 0 }
-                    let high = highs.min { Value.compare($0, $1) < 0 }
-                    (plan.lower, plan.upper) = Self.rangeKeys(
-                        prefix: prefix,
-                        low: low,
-                        high: high,
-                        typeOrder: first.2.typeOrder,
-                        descending: fields[k].descending
-                    )
+                    if let exact = Self.exactTimestampRange(ranges, field: fields[k], prefix: prefix) {
+                        (plan.lower, plan.upper) = exact
+                        plan.residual = query.filters.filter { f in
+                            guard case .field(let path, let op, let value) = f else { return true }
+                            return !ranges.contains { $0.0 == path && $0.1 == op && $0.2 == value }
+                        }
+                    } else {
+                        let lows = ranges.filter { $0.1 == .greaterThan || $0.1 == .greaterThanOrEqual }.map(\.2)
+                        let highs = ranges.filter { $0.1 == .lessThan || $0.1 == .lessThanOrEqual }.map(\.2)
+                        let low = lows.max { Value.compare($0, $1) < 0 }
+                        let high = highs.min { Value.compare($0, $1) < 0 }
+                        (plan.lower, plan.upper) = Self.rangeKeys(
+                            prefix: prefix,
+                            low: low,
+                            high: high,
+                            typeOrder: first.2.typeOrder,
+                            descending: fields[k].descending
+                        )
+                    }
                 }
             }
             // Does the index give the query's order? Orders on fields fixed by equality do not count.
@@ -275,6 +301,46 @@ struct QueryEngine {
             if best == nil || score > best!.score { best = (score, plan) }
         }
         return best?.plan ?? fallback
+    }
+
+    /// Key bounds [lower, upper) that hold exactly the entries matching every range filter on an
+    /// ascending index field, when they all compare timestamps (a time window: the hot query).
+    /// A timestamp's key is its type tag and 8 bytes, so a bound strict or not is a key: `< t`
+    /// ends before `t`'s key, `> t` starts after every key beginning with it. With such bounds,
+    /// the filters need not be checked again on each candidate (perf: they were a sixth of a
+    /// 5-minute window's time in Swift, each decoding the field from the document). Nil
+    /// otherwise: the inclusive bounds, and every filter checked.
+    static func exactTimestampRange(
+        _ ranges: [(FieldPath, Filter.Operator, Value)],
+        field: IndexDefinition.Field,
+        prefix: [UInt8]
+    ) -> ([UInt8], [UInt8])? {
+        guard !field.descending, !ranges.isEmpty else { return nil }
+        var low: (Timestamp, strict: Bool)?
+        var high: (Timestamp, strict: Bool)?
+        for (_, op, value) in ranges {
+            guard case .timestamp(let t) = value else { return nil }
+            switch op {
+            case .greaterThan, .greaterThanOrEqual:
+                let strict = op == .greaterThan
+                if low == nil || t > low!.0 || (t == low!.0 && strict) { low = (t, strict) }
+            case .lessThan, .lessThanOrEqual:
+                let strict = op == .lessThan
+                if high == nil || t < high!.0 || (t == high!.0 && strict) { high = (t, strict) }
+            default:
+                return nil
+            }
+        }
+        func key(_ t: Timestamp) -> [UInt8] {
+            var out = prefix
+            IndexKey.append(.timestamp(t), to: &out)
+            return out
+        }
+        let lower = low.map { $0.strict ? key($0.0) + [IndexKey.top] : key($0.0) } ?? prefix + [IndexKey.timestamp]
+        let upper =
+            high.map { $0.strict ? key($0.0) : key($0.0) + [IndexKey.top] }
+            ?? prefix + [IndexKey.tag(forTypeOrder: Value.timestamp(Timestamp(seconds: 0)).typeOrder + 1)]
+        return (lower, upper)
     }
 
     /// Key bounds [lower, upper) for a range on one index field after an equality prefix.

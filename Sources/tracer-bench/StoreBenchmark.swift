@@ -151,7 +151,7 @@ struct StoreBenchmark: Measuring {
             removeStore(storePath)
         }
         let ratio = median(ratios)
-        let target = postgres == nil ? 0.9 : 0.7
+        let target = postgres == nil ? 0.95 : 0.7
         report(
             "median: raw \(Int(median(raw))) docs/s, store \(Int(median(store))) docs/s; median of the rounds' "
                 + "store/raw = \(format(ratio)) " + verdict(ratio >= target, "target ≥ \(target)")
@@ -263,7 +263,7 @@ struct StoreBenchmark: Measuring {
                     + "p99 \(ms(percentile(storeTimes, 0.99))) ms; raw median \(ms(median(rawTimes))) ms; "
                     + "store/raw time \(format(ratio)) (rounds: \(ratios.map(format).joined(separator: ", "))) "
                     + (postgres == nil
-                        ? verdict(ratio <= 2, "target ≤ 2×") + " "
+                        ? verdict(ratio <= 1.5, "target ≤ 1.5×") + " "
                             + verdict(median(storeTimes) <= 0.001, "target ≤ 1 ms median")
                         : verdict(median(storeTimes) <= 0.002, "target ≤ 2 ms median"))
             )

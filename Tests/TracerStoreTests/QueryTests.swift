@@ -255,4 +255,49 @@ import TracerTesting
         }
         #expect(usedIndex > 100, "the random queries should exercise the indexes")
     }
+
+    /// Time windows, the hot query, whose bounds the index decides exactly (the filters are not
+    /// checked again on each candidate): every strict and non-strict bound, one or two, at and
+    /// between stored times, with documents of other types and none in the field, against the
+    /// oracle, on a collection index and a group index.
+    @Test func timeWindowsOnAnIndexMatchTheOracleAtEveryBound() throws {
+        var g = SplitMix64(seed: 7)
+        let (indexed, d) = try DocumentStore.temporary()
+        _ = d
+        for scope in [IndexDefinition.Scope.collection, .collectionGroup] {
+            try indexed.declareIndex(IndexDefinition(collectionID: "w", scope: scope, fields: [.init("t")]))
+        }
+        let parent = try CollectionPath("p/x/w")
+        var all: [DocumentSnapshot] = []
+        var batch = WriteBatch()
+        for i in 0..<120 {
+            let path = try parent.document(String(format: "d%03d", i))
+            var data: DocumentData = ["n": .integer(Int64(i))]
+            switch i % 10 {
+            case 8: data["t"] = .integer(Int64(i % 20))
+            case 9: break
+            default: data["t"] = .timestamp(Timestamp(microseconds: Int64(i % 20) * 1_000_000 + Int64(i % 3)))
+            }
+            batch.set(path, data)
+            all.append(DocumentSnapshot(path: path, data: data))
+        }
+        try indexed.commit(batch)
+        let ops: [Filter.Operator] = [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual]
+        var exact = 0
+        for n in 0..<300 {
+            var q = n % 2 == 0 ? Query(collection: parent) : Query(collectionGroup: "w")
+            for _ in 0..<Int.random(in: 1...2, using: &g) {
+                let at = Timestamp(
+                    microseconds: Int64.random(in: 0..<21, using: &g) * 1_000_000 + Int64.random(in: 0..<3, using: &g)
+                )
+                q = q.where("t", ops.randomElement(using: &g)!, .timestamp(at))
+            }
+            if Int.random(in: 0..<4, using: &g) == 0 { q = q.where("n", .greaterThan, .integer(50)) }
+            let expected = Self.oracle(all, q)
+            let got = try indexed.getDocuments(q).map(\.path.description)
+            #expect(got == expected, "\(q)\ngot \(got)\nwant \(expected)")
+            if try indexed.explain(q).index != nil { exact += 1 }
+        }
+        #expect(exact == 300, "every window should be read from an index")
+    }
 }
