@@ -74,8 +74,9 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
         do { try self.init(parsing: value) } catch { preconditionFailure("invalid field path literal: \(error)") }
     }
 
-    /// Whether this is `__name__`, the document's path.
-    public var isDocumentID: Bool { segments == ["__name__"] }
+    /// Whether this is `__name__`, the document's path. (Not `segments == ["__name__"]`, which
+    /// builds an array at each call: a query asks it of every order several times.)
+    public var isDocumentID: Bool { segments.count == 1 && segments[0] == "__name__" }
 
     /// The canonical text: plain names as they are, others in backticks.
     public var description: String {

@@ -147,6 +147,14 @@ public indirect enum Filter: Sendable, Hashable {
         case arrayContains = "array-contains"
         case arrayContainsAny = "array-contains-any"
 
+        /// `<`, `<=`, `>` or `>=`: a range an index scans.
+        var isRange: Bool {
+            switch self {
+            case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: true
+            default: false
+            }
+        }
+
         var isInequality: Bool {
             switch self {
             case .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual, .notIn: true

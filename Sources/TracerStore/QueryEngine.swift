@@ -252,10 +252,7 @@ struct QueryEngine {
             }
             var hasRange = false
             if k < fields.count {
-                let ranges = conjuncts.filter {
-                    $0.0 == fields[k].path
-                        && [.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual].contains($0.1)
-                }
+                let ranges = conjuncts.filter { $0.0 == fields[k].path && $0.1.isRange }
                 if let first = ranges.first {
                     hasRange = true
                     if let exact = Self.exactTimestampRange(ranges, field: fields[k], prefix: prefix) {
@@ -377,10 +374,15 @@ struct QueryEngine {
     static func effectiveOrders(_ query: Query) -> [Query.Order] {
         var orders = query.orders
         var inequalities: [FieldPath] = []
-        for (field, op, _) in query.filters.flatMap(\.allFields) where op.isInequality && !inequalities.contains(field)
-        {
-            inequalities.append(field)
+        func note(_ filter: Filter) {
+            switch filter {
+            case .field(let field, let op, _):
+                if op.isInequality && !inequalities.contains(field) { inequalities.append(field) }
+            case .and(let filters), .or(let filters):
+                for f in filters { note(f) }
+            }
         }
+        for filter in query.filters { note(filter) }
         // In field-name order when there are several (sorting one would only cost the names).
         if inequalities.count > 1 { inequalities.sort { $0.description < $1.description } }
         for field in inequalities where !orders.contains(where: { $0.field == field }) {
