@@ -390,6 +390,17 @@ import TracerTesting
                     "document.getElementById('device-id').value = 'dev-8'; document.getElementById('device-form').requestSubmit(); document.getElementById('row-kiosk-cafe').click(); true",
                     "document.getElementById('device-status') !== null && document.getElementById('device-status').textContent === 'exposé·e' && document.getElementById('beacon-title').textContent.startsWith('Expositions à kiosk-cafe') && document.querySelectorAll('#beacon-body table.exposures tbody').length === 2 && \(french) && \(fits)",
                 ]
+                if width == 1400 {
+                    // The decision in French: asked once more, then said once, with whom it flagged.
+                    steps += [
+                        "--step",
+                        "\(card).querySelector('button.approve').click(); true",
+                        "\(card).querySelector('.confirm p').textContent.includes('signalées et prévenues aussitôt') && \(card).querySelector('button.confirm-yes').textContent === 'Oui, approuver' && \(french)",
+                        "--step",
+                        "\(card).querySelector('button.confirm-yes').click(); true",
+                        "document.body.dataset.lastDecision === '\(held.id):accepted' && document.getElementById('review-outcome').textContent === 'Déclaration \(held.id) approuvée : 1 appareil signalé dans 1 salle.' && document.getElementById('review-count').textContent === '0' && \(french)",
+                    ]
+                }
                 if width == 390 {
                     // English again at a touch, the note being typed kept.
                     steps += [
