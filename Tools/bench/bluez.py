@@ -1,7 +1,9 @@
-'''Tools/bench/bluez's driver: tracer's daemon and a minimal C libdbus client receive the same
-BlueZ stand-in stream in the same run; prints loss, CPU and the ratio.
+'''Tools/bench/bluez's driver: tracer's daemon, a minimal C libdbus client and (with --bleak)
+bleak, the Python library most room-presence projects scan with, receive the same BlueZ
+stand-in stream in the same run; prints loss, CPU and the ratios.
 
 Usage: bluez.py TRACER DBUS_SINK MAP STANDIN [--beacons 200] [--hz 10] [--seconds 30]
+                [--bleak PYTHONPATH]
 '''
 import argparse
 import os
@@ -23,6 +25,7 @@ p.add_argument('standin')
 p.add_argument('--beacons', type=int, default=200)
 p.add_argument('--hz', type=float, default=10)
 p.add_argument('--seconds', type=float, default=30)
+p.add_argument('--bleak', help='PYTHONPATH holding bleak and dbus-fast: run bleak-sink.py beside')
 a = p.parse_args()
 
 TICK = os.sysconf('SC_CLK_TCK')
@@ -65,6 +68,12 @@ try:
     sink = subprocess.Popen([a.sink], env=env, stdout=subprocess.PIPE, text=True)
     children.append(sink)
     assert sink.stdout.readline().strip() == 'ready'
+    bleak = None
+    if a.bleak:
+        bleak = subprocess.Popen(['/usr/bin/python3', os.path.join(os.path.dirname(__file__), 'bleak-sink.py')],
+                                 env=dict(env, PYTHONPATH=a.bleak), stdout=subprocess.PIPE, text=True)
+        children.append(bleak)
+        assert bleak.stdout.readline().strip() == 'ready', 'bleak did not start scanning'
     store = os.path.join(scratch, 'store.sqlite')
     daemon = subprocess.Popen([a.tracer, 'daemon', '--map', a.map, '--anchor', 'kiosk-lab', '--store', store,
                                '--metrics', '127.0.0.1:0', '--status-interval', '0'], env=env,
@@ -85,6 +94,7 @@ try:
     signals_before = metric('bluez_device_signals_total')
     emitted_before = int(control.Emitted())
     cpu_daemon, cpu_sink, wall = cpu_seconds(daemon.pid), cpu_seconds(sink.pid), time.monotonic()
+    cpu_bleak = cpu_seconds(bleak.pid) if bleak else 0
     say(f'streaming {a.beacons} beacons x {a.hz:g} Hz for {a.seconds:g} s '
         f'({a.beacons * a.hz:,.0f} signals/s)…')
     control.Stream(paths, a.hz, a.seconds)
@@ -96,11 +106,16 @@ try:
     wall = time.monotonic() - wall
     cpu_daemon = cpu_seconds(daemon.pid) - cpu_daemon
     cpu_sink = cpu_seconds(sink.pid) - cpu_sink
+    cpu_bleak = cpu_seconds(bleak.pid) - cpu_bleak if bleak else 0
     emitted = int(control.Emitted()) - emitted_before
     received_daemon = int(metric('bluez_device_signals_total') - signals_before)
     adverts = int(metric('adverts_total'))
     sink.send_signal(signal.SIGTERM)
     received_sink = int(sink.stdout.read().strip()) - 0
+    received_bleak = 0
+    if bleak:
+        bleak.send_signal(signal.SIGTERM)
+        received_bleak = int(bleak.stdout.read().strip())
     t = time.monotonic()
     daemon.send_signal(signal.SIGTERM)
     last = daemon.stdout.read().strip().splitlines()[-1:]
@@ -119,9 +134,17 @@ try:
           f'{cpu_daemon / wall * 100:>12.1f}%{per_daemon:>11.1f}')
     print(f'{"C libdbus sink (baseline)":<28}{received_sink:>10,}{lost_sink:>8,}{cpu_sink:>8.2f}'
           f'{cpu_sink / wall * 100:>12.1f}%{per_sink:>11.1f}')
+    if bleak:
+        per_bleak = cpu_bleak / max(received_bleak, 1) * 1e6
+        print(f'{"bleak 3.1 (Python)":<28}{received_bleak:>10,}{emitted - received_bleak:>8,}{cpu_bleak:>8.2f}'
+              f'{cpu_bleak / wall * 100:>12.1f}%{per_bleak:>11.1f}')
     ratio = per_daemon / per_sink if per_sink > 0 else float('inf')
     print(f'CPU per signal, tracer / baseline: {ratio:.2f}x (target <= 2x): '
           f'{"met" if ratio <= 2 else "NOT met"}')
+    if bleak:
+        to_bleak = per_daemon / per_bleak if per_bleak > 0 else float('inf')
+        print(f'CPU per signal, tracer / bleak: {to_bleak:.2f}x (target <= 0.7x): '
+              f'{"met" if to_bleak <= 0.7 else "NOT met"}')
     print(f'tracer CPU: {cpu_daemon / wall * 100:.1f}% of one core (target <= 15%): '
           f'{"met" if cpu_daemon / wall <= 0.15 else "NOT met"}')
     print(f'loss: {lost_daemon} (target 0): {"met" if lost_daemon == 0 else "NOT met"}')

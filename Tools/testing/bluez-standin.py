@@ -116,6 +116,10 @@ def AddAdapter(self, device_name, system_name):
         ('SetDiscoveryFilter', 'a{sv}', '', _set_discovery_filter),
         ('RemoveDevice', 'o', '', _remove_device),
     ])
+    # BlueZ 5.56+ says what an adapter can be; bleak picks a central one by it.
+    adapter.AddProperties(ADAPTER_IFACE, {
+        'Roles': dbus.Array(['central', 'peripheral'], signature='s', variant_level=1),
+    })
     adapter.AddProperties(ADVERTISING_MANAGER_IFACE, {
         'ActiveInstances': dbus.Byte(0, variant_level=1),
         'SupportedInstances': dbus.Byte(5, variant_level=1),
