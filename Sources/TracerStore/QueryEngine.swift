@@ -336,7 +336,7 @@ struct QueryEngine {
         let lower = low.map { $0.strict ? key($0.0) + [IndexKey.top] : key($0.0) } ?? prefix + [IndexKey.timestamp]
         let upper =
             high.map { $0.strict ? key($0.0) : key($0.0) + [IndexKey.top] }
-            ?? prefix + [IndexKey.tag(forTypeOrder: Value.timestamp(Timestamp(seconds: 0)).typeOrder + 1)]
+            ?? prefix + [IndexKey.string]  // the next type's tag: every timestamp's key is below it
         return (lower, upper)
     }
 
