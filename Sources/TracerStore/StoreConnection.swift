@@ -156,10 +156,10 @@ package protocol StorePool: AnyObject, Sendable {
     /// The lock named `name` for this store, if no other process holds it (see
     /// `DocumentStore.whileSoleInstance`).
     func tryLock(_ name: String) throws -> (any HeldLock)?
-    /// Stops what the pool runs in the background.
     /// Gives back the memory the connections keep for later (SQLite's page caches), where
     /// there is any: a server after a kiosk's very large batch.
     func releaseMemory()
+    /// Stops what the pool runs in the background.
     func close()
     /// Closes the pool and waits for the threads it started to end (`DocumentStore.close()`).
     func finish() async

@@ -75,7 +75,8 @@ public enum Chromium {
 
     /// The English left on a page shown in another language: every visible text of the page
     /// that holds an English word French never uses. What the site wrote (its name, its
-    /// guidance: `translate="no"`) and what is marked as another language are the site's (or the server's own words).
+    /// guidance, ids: `translate="no"`) and what is marked as another language (the server's own
+    /// words) are left out.
     public static let englishOnPage = #"""
         (() => { const english = /(^|[^\p{L}])(the|and|your|with|this|that|could|was|were|been|has|have|not|is|are|of|to|be|from|report|please)(?![\p{L}])/iu; const out = []; const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); for (let n = walk.nextNode(); n; n = walk.nextNode()) { const el = n.parentElement; if (!el || el.closest('[hidden], [translate=no], script, style') || (el.closest('[lang]') && el.closest('[lang]').lang !== document.documentElement.lang)) continue; if (english.test(n.textContent)) out.push(n.textContent.trim()); } return out; })()
         """#
