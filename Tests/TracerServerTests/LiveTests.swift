@@ -426,4 +426,37 @@ import TracerTesting
             }
         }
     }
+
+    /// An admin token revoked while the dashboard is open ends it within seconds: the sign-in
+    /// page says the token was refused (it was a dashboard saying "reconnecting…" for ever, on
+    /// stale data), and nothing keeps asking the server with it.
+    @Test func aRevokedTokenEndsTheDashboardWithinSeconds() async throws {
+        let axe = try Chromium.axeCore()
+        let f = try await ServerFixture()
+        let shot = "dashboard-revoked.png"
+        let go = f.dir.file("go")
+        try await f.app().test(.live) { client in
+            let port = try #require(client.port)
+            var arguments = Chromium.phone("http://127.0.0.1:\(port)/#token=\(f.admin)", screenshot: shot)
+            arguments += [
+                "--ready",
+                "document.body.dataset.screen === 'dashboard' && document.getElementById('status').dataset.live === 'yes'",
+                "--step", "@go \(go)",
+                "document.body.dataset.screen === 'sign-in' && document.getElementById('login-error').textContent.startsWith('This token was refused') && sessionStorage.getItem('tracer-token') === null",
+                "--axe", axe,
+            ]
+            async let result = Chromium.run(arguments)
+            try await Chromium.waitUntilReady(shot)
+            let revoked = try await f.store.writing { db in
+                try TokenStore.revoke(String(f.admin.split(separator: "_")[1]), in: db)
+            }
+            #expect(revoked)
+            _ = FileManager.default.createFile(atPath: go, contents: Data())
+            let (status, outcome, output) = try await result
+            #expect(status == 0 && outcome?.steps?.first?.check == true, "\(output)")
+            let seconds = outcome?.steps?.first?.seconds ?? .infinity
+            #expect(seconds <= 5, "the dashboard ended \(seconds) s after its token was revoked")
+            #expect(outcome?.axe?.isEmpty == true, "\(outcome?.axe ?? [])")
+        }
+    }
 }
