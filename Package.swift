@@ -353,6 +353,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // `campus send`: 500 kiosks' batches, each with its own token, on one client.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
 

@@ -12,7 +12,9 @@ struct TracerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tracer-bench",
         abstract: "tracer's benchmarks (run them through Tools/bench/*; BENCHMARKS.md has the figures).",
-        subcommands: [Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self, SyncFanIn.self, Badges.self]
+        subcommands: [
+            Store.self, Ranging.self, Writer.self, OCR.self, Exposure.self, SyncFanIn.self, Badges.self, Campus.self,
+        ]
     )
 
     /// Log lines go to stderr at notice and above (TRACER_LOG_LEVEL to change), as with `tracer`,
