@@ -201,6 +201,42 @@ public final class DocumentStore: Sendable {
         return StoredDocument(data: data, created: s.int64(1), updated: s.int64(2))
     }
 
+    /// The documents at `paths` as stored now, keyed by path (`description`); a path with none is
+    /// absent. One statement for up to `loadManyChunk` ids of a parent, where `load` is one each:
+    /// on PostgreSQL each `load` is a round trip that also ends the write pipeline, and a kiosk's
+    /// batch read its documents one by one this way (Tools/bench/campus, BENCHMARKS.md).
+    static func loadMany(_ paths: [DocumentPath], _ db: any StoreConnection) throws -> [String: StoredDocument] {
+        var byParent: [String: [DocumentPath]] = [:]
+        for path in paths { byParent[path.parentText, default: []].append(path) }
+        var found: [String: StoredDocument] = [:]
+        for (parentText, paths) in byParent {
+            guard let parent = try db.parentID(parentText) else { continue }
+            let ids = Array(Set(paths.map(\.id)))
+            for chunk in stride(from: 0, to: ids.count, by: loadManyChunk) {
+                let part = ids[chunk..<min(ids.count, chunk + loadManyChunk)]
+                let s = try db.statement(loadManySQL)
+                defer { s.reset() }
+                s.bind(1, parent)
+                // A short chunk repeats its first id: one statement text for every chunk.
+                for i in 0..<loadManyChunk { s.bind(Int32(i + 2), part[part.startIndex + (i < part.count ? i : 0)]) }
+                while try s.step() {
+                    let path = try DocumentPath(parentText + "/" + s.text(0))
+                    found[path.description] = StoredDocument(
+                        data: try decode(s, column: 1, path: path),
+                        created: s.int64(2),
+                        updated: s.int64(3)
+                    )
+                }
+            }
+        }
+        return found
+    }
+
+    static let loadManyChunk = 64
+    static let loadManySQL =
+        "SELECT id, data, created, updated FROM documents WHERE parent = ?1 AND id IN ("
+        + (2...(loadManyChunk + 1)).map { "?\($0)" }.joined(separator: ", ") + ")"
+
     /// The document at `path` under the interned parent `parent` as read now, its fields decoded
     /// when they are used; nil when there is none.
     static func snapshot(_ path: DocumentPath, parent: Int64?, _ db: any StoreConnection) throws -> DocumentSnapshot? {

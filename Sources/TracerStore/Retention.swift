@@ -44,7 +44,16 @@ extension DocumentStore {
                             continue
                         }
                     }
-                    try writer.apply(.delete(doc.path))
+                    // Deleted as the query read it (inside the write lock, so as it is): one read
+                    // each again was a round trip a document on PostgreSQL.
+                    guard let data = doc.data, let created = doc.createTime, let updated = doc.updateTime else {
+                        continue
+                    }
+                    try writer.replace(
+                        doc.path,
+                        with: nil,
+                        old: StoredDocument(data: data, created: created.microseconds, updated: updated.microseconds)
+                    )
                 }
                 return (victims.count - kept, kept)
             }

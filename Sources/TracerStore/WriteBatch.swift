@@ -192,6 +192,29 @@ final class DocumentWriter {
         }
     }
 
+    /// A full `set` (or, for nil, a delete) of a path whose stored document the caller read in
+    /// this transaction (`old`, nil when there was none): nothing is read again, and a new
+    /// document's insert goes out without waiting where the writer is optimistic.
+    func replace(_ path: DocumentPath, with data: DocumentData?, old: StoredDocument?) throws {
+        do {
+            guard let data else {
+                if let old { try remove(path, old: old) }
+                return
+            }
+            guard !WriteRules.dependsOnStoredValues(data) else { return try write(.set(path, data, merge: false)) }
+            let new = try WriteRules.set(data, old: old?.data, now: now, path: path)
+            if let old { return try put(path, new, old: old) }
+            if try insertIfAbsent(path, new) { return }
+            try put(path, new, old: try DocumentStore.load(path, db))
+        } catch {
+            if optimistic {
+                _ = try? db.flush()
+                if conflicted { throw Conflicted() }
+            }
+            throw error
+        }
+    }
+
     private func logChange(_ path: DocumentPath, parent: Int64, _ op: ChangeOp) throws {
         let s = insertChange
         s.reset()
@@ -252,7 +275,7 @@ final class DocumentWriter {
         s.bindBlob(3, DocumentCodec.encode(data))
         s.bind(4, times?.created ?? old?.created ?? now.microseconds)
         s.bind(5, times?.updated ?? now.microseconds)
-        try s.run()
+        try db.send(s, changed: nil)
         try logChange(path, parent: parent, old == nil ? .created : .updated)
         try updateIndexes(path, parent: parent, old: old?.data, new: data)
     }
@@ -263,7 +286,7 @@ final class DocumentWriter {
         s.reset()
         s.bind(1, parent)
         s.bind(2, path.id)
-        try s.run()
+        try db.send(s, changed: nil)
         try logChange(path, parent: parent, .deleted)
         try updateIndexes(path, parent: parent, old: old.data, new: nil)
     }

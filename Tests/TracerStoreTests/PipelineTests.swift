@@ -83,6 +83,58 @@ struct PipelineTests {
         #expect(try Self.contents(stores[0]) == Self.contents(stores[1]))
     }
 
+    /// A kiosk's batch (`applyReplica`) reads the documents it names together and sends its new
+    /// ones ahead of their answers: documents stored already (the same, or different), more than
+    /// one read's worth of a parent, a path met three times, deletes of what is there and of what
+    /// is not. Both stores end the same, and a replay changes nothing.
+    @Test func aReplicatedBatchMeetingStoredAndRepeatedPathsEndsAsOnSQLite() throws {
+        let dir = TemporaryDirectory()
+        var configuration = DocumentStore.Configuration()
+        let clock = Timestamp(seconds: 1_795_341_600)
+        configuration.clock = { clock }
+        let stores = [
+            try DocumentStore(path: dir.file("store.sqlite"), configuration: configuration, logger: Self.silent),
+            try DocumentStore(
+                path: try TestBackend.freshPostgresStore(),
+                configuration: configuration,
+                logger: Self.silent
+            ),
+        ]
+        func data(_ i: Int) -> DocumentData { ["tag": .string("t\(i % 5)"), "n": .integer(Int64(i))] }
+        var entries = (0..<600).map { i in Replica(path: try! Self.item(i), data: data(i)) }
+        entries.append(Replica(path: try Self.item(300), data: ["tag": "again", "n": 1]))
+        entries.append(Replica(path: try Self.item(301), data: nil))  // stored earlier: deleted
+        entries.append(Replica(path: try Self.item(5000), data: nil))  // never stored: nothing
+        entries.append(Replica(path: try Self.item(300), data: data(300)))
+        var results: [ReplicaResult] = []
+        for store in stores {
+            try store.declareIndex(Self.index)
+            // Earlier: every 7th as the batch has it, every 11th different.
+            var earlier = WriteBatch()
+            for i in stride(from: 0, to: 600, by: 7) { earlier.set(try Self.item(i), data(i)) }
+            for i in stride(from: 0, to: 600, by: 11) where i % 7 != 0 { earlier.set(try Self.item(i), ["tag": "old"]) }
+            try store.commit(earlier)
+            let before = try store.currentToken()
+            let result = try store.applyReplica(entries)
+            results.append(result)
+            // One change for each document written or deleted, none for the rest.
+            #expect(try store.currentToken() - before == Int64(result.applied))
+            #expect(try store.get(try Self.item(300)).data == data(300))
+            #expect(try !store.get(try Self.item(301)).exists)
+            #expect(try store.integrityCheck() == "ok")
+            // i % 5 == 1 of 600, but 301 (deleted).
+            #expect(try store.getDocuments(Query(collectionGroup: "items").where("tag", .equal, "t1")).count == 119)
+            // Again: only the batch's own repeats write (300 changed twice in it, 301 made and
+            // deleted); the rest is as sent.
+            #expect(try store.applyReplica(entries) == ReplicaResult(applied: 4, unchanged: entries.count - 4))
+        }
+        // 86 stored as sent (0, 7, … 595, 301 among them), the other 514 written, 301 deleted,
+        // 300 written twice more; 5000's delete finds nothing.
+        #expect(results[0] == ReplicaResult(applied: 600 - 86 + 1 + 2, unchanged: 86 + 1))
+        #expect(results[0] == results[1])
+        #expect(try Self.contents(stores[0]) == Self.contents(stores[1]))
+    }
+
     @Test func aStatementFailingInThePipelineLeavesNothingOfTheBatchAndTheStoreUsable() throws {
         let dir = TemporaryDirectory()
         let store = try Self.stores(dir)[1]
