@@ -184,25 +184,16 @@ extension DocumentStore {
                 // The batch's documents as stored, read together (one read each was a round trip
                 // per document on PostgreSQL: Tools/bench/campus).
                 let stored = try Self.loadMany(entries.map(\.path), db)
-                var written = Set<String>()
+                var met = Set<String>()
                 for e in entries {
-                    let key = e.path.description
-                    if written.insert(key).inserted {
-                        let current = stored[key]
-                        if current?.data == e.data {
-                            result.unchanged += 1
-                            continue
-                        }
-                        try writer.replace(e.path, with: e.data, old: current)
-                    } else {
-                        // Met earlier in this batch: what is stored now is read again.
-                        let current = try Self.load(e.path, db)
-                        if current?.data == e.data {
-                            result.unchanged += 1
-                            continue
-                        }
-                        try writer.replace(e.path, with: e.data, old: current)
+                    // A path met earlier in this batch is read again: it is written by now.
+                    let first = met.insert(e.path.description).inserted
+                    let current = first ? stored[e.path.description] : try Self.load(e.path, db)
+                    if current?.data == e.data {
+                        result.unchanged += 1
+                        continue
                     }
+                    try writer.replace(e.path, with: e.data, old: current)
                     result.applied += 1
                 }
                 for op in also.operations { try writer.apply(op) }

@@ -46,14 +46,16 @@ extension DocumentStore {
                     }
                     // Deleted as the query read it (inside the write lock, so as it is): one read
                     // each again was a round trip a document on PostgreSQL.
-                    guard let data = doc.data, let created = doc.createTime, let updated = doc.updateTime else {
-                        continue
+                    if let data = doc.data, let created = doc.createTime, let updated = doc.updateTime {
+                        let old = StoredDocument(
+                            data: data,
+                            created: created.microseconds,
+                            updated: updated.microseconds
+                        )
+                        try writer.replace(doc.path, with: nil, old: old)
+                    } else {
+                        try writer.apply(.delete(doc.path))
                     }
-                    try writer.replace(
-                        doc.path,
-                        with: nil,
-                        old: StoredDocument(data: data, created: created.microseconds, updated: updated.microseconds)
-                    )
                 }
                 return (victims.count - kept, kept)
             }

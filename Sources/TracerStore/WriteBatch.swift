@@ -143,11 +143,16 @@ final class DocumentWriter {
     }
 
     func apply(_ op: WriteBatch.Operation) throws {
+        try conflictChecked { try write(op) }
+    }
+
+    /// Runs one operation's writes; a failure that an earlier optimistic insert's conflict may
+    /// have caused (this operation read a document that insert left as it was) is `Conflicted`:
+    /// the batch again.
+    private func conflictChecked(_ body: () throws -> Void) throws {
         do {
-            try write(op)
+            try body()
         } catch {
-            // A failure that an earlier optimistic insert's conflict may have caused (this
-            // operation read a document that insert left as it was): the batch again.
             if optimistic {
                 _ = try? db.flush()
                 if conflicted { throw Conflicted() }
@@ -196,7 +201,7 @@ final class DocumentWriter {
     /// this transaction (`old`, nil when there was none): nothing is read again, and a new
     /// document's insert goes out without waiting where the writer is optimistic.
     func replace(_ path: DocumentPath, with data: DocumentData?, old: StoredDocument?) throws {
-        do {
+        try conflictChecked {
             guard let data else {
                 if let old { try remove(path, old: old) }
                 return
@@ -206,12 +211,6 @@ final class DocumentWriter {
             if let old { return try put(path, new, old: old) }
             if try insertIfAbsent(path, new) { return }
             try put(path, new, old: try DocumentStore.load(path, db))
-        } catch {
-            if optimistic {
-                _ = try? db.flush()
-                if conflicted { throw Conflicted() }
-            }
-            throw error
         }
     }
 

@@ -38,20 +38,20 @@ struct PipelineTests {
 
     static func item(_ i: Int) throws -> DocumentPath { try DocumentPath("lists/l\(i % 7)/items/i\(i)") }
 
-    @Test func aBatchMeetingTakenPathsAndAPathWrittenTwiceEndsAsOnSQLite() throws {
-        let dir = TemporaryDirectory()
-        // One clock for both stores, so that their documents' times compare.
+    /// Both stores on one clock, so that their documents' times compare.
+    static func clockedStores(_ dir: TemporaryDirectory) throws -> [DocumentStore] {
         var configuration = DocumentStore.Configuration()
         let clock = Timestamp(seconds: 1_795_341_600)
         configuration.clock = { clock }
-        let stores = [
-            try DocumentStore(path: dir.file("store.sqlite"), configuration: configuration, logger: Self.silent),
-            try DocumentStore(
-                path: try TestBackend.freshPostgresStore(),
-                configuration: configuration,
-                logger: Self.silent
-            ),
+        return [
+            try DocumentStore(path: dir.file("store.sqlite"), configuration: configuration, logger: silent),
+            try DocumentStore(path: try TestBackend.freshPostgresStore(), configuration: configuration, logger: silent),
         ]
+    }
+
+    @Test func aBatchMeetingTakenPathsAndAPathWrittenTwiceEndsAsOnSQLite() throws {
+        let dir = TemporaryDirectory()
+        let stores = try Self.clockedStores(dir)
         for store in stores {
             try store.declareIndex(Self.index)
             // Earlier documents, some of whose paths the batch writes again.
@@ -86,22 +86,12 @@ struct PipelineTests {
     /// A kiosk's batch (`applyReplica`) reads the documents it names together and sends its new
     /// ones ahead of their answers: documents stored already (the same, or different), more than
     /// one read's worth of a parent, a path met three times, deletes of what is there and of what
-    /// is not. Both stores end the same, and a replay changes nothing.
+    /// is not. Both stores end the same, and a replay writes only the batch's own repeats.
     @Test func aReplicatedBatchMeetingStoredAndRepeatedPathsEndsAsOnSQLite() throws {
         let dir = TemporaryDirectory()
-        var configuration = DocumentStore.Configuration()
-        let clock = Timestamp(seconds: 1_795_341_600)
-        configuration.clock = { clock }
-        let stores = [
-            try DocumentStore(path: dir.file("store.sqlite"), configuration: configuration, logger: Self.silent),
-            try DocumentStore(
-                path: try TestBackend.freshPostgresStore(),
-                configuration: configuration,
-                logger: Self.silent
-            ),
-        ]
+        let stores = try Self.clockedStores(dir)
         func data(_ i: Int) -> DocumentData { ["tag": .string("t\(i % 5)"), "n": .integer(Int64(i))] }
-        var entries = (0..<600).map { i in Replica(path: try! Self.item(i), data: data(i)) }
+        var entries = try (0..<600).map { i in Replica(path: try Self.item(i), data: data(i)) }
         entries.append(Replica(path: try Self.item(300), data: ["tag": "again", "n": 1]))
         entries.append(Replica(path: try Self.item(301), data: nil))  // stored earlier: deleted
         entries.append(Replica(path: try Self.item(5000), data: nil))  // never stored: nothing
