@@ -19,6 +19,18 @@ struct Campus: AsyncParsableCommand {
         subcommands: [Plan.self, Map.self, Send.self, Flag.self, Purge.self]
     )
 
+    /// Runs `body` on the store at `path`, closed on every way out.
+    static func withStore(_ path: String, _ body: (DocumentStore) throws -> Void) async throws {
+        let store = try DocumentStore(path: path)
+        do {
+            try body(store)
+            await store.close()
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
     /// The campus's size and timetable: shared by every subcommand, so that a day sent is the
     /// day its reports are flagged on.
     struct Options: ParsableArguments {
@@ -277,16 +289,7 @@ struct Campus: AsyncParsableCommand {
         @Option(help: "The last day's index.") var dayIndex = 0
         @Option(help: "Reports flagged.") var reports = 20
 
-        func run() async throws {
-            let store = try DocumentStore(path: self.store)
-            do {
-                try flag(store)
-                await store.close()
-            } catch {
-                await store.close()
-                throw error
-            }
-        }
+        func run() async throws { try await Campus.withStore(store, flag) }
 
         func flag(_ store: DocumentStore) throws {
             let t = options.timetable
@@ -338,16 +341,7 @@ struct Campus: AsyncParsableCommand {
         @Option(help: "The store (a libpq URI or a SQLite file).") var store: String
         @Option(help: "Interactions that started before this (Unix seconds) are deleted.") var before: Double
 
-        func run() async throws {
-            let store = try DocumentStore(path: self.store)
-            do {
-                try purge(store)
-                await store.close()
-            } catch {
-                await store.close()
-                throw error
-            }
-        }
+        func run() async throws { try await Campus.withStore(store, purge) }
 
         func purge(_ store: DocumentStore) throws {
             let start = ContinuousClock.now
@@ -491,15 +485,7 @@ struct Timetable: Sendable {
     /// A 20-character id of letters and digits, as a kiosk's are (`DocumentID.random()`), but
     /// the same for the same window each run: a day sent again replaces itself.
     static func id(_ h: UInt64) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        var x = h
-        var out: [UInt8] = []
-        out.reserveCapacity(20)
-        for i in 0..<20 {
-            if i == 10 { x = h &* 0x2545_F491_4F6C_DD1D ^ (h >> 17) }
-            out.append(alphabet[Int(x % 62)])
-            x /= 62
-        }
-        return String(decoding: out, as: UTF8.self)
+        var g = SplitMixID(seed: h)
+        return g.id()
     }
 }
