@@ -16,7 +16,7 @@ import TracerSite
 struct Campus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A campus's days of windows through /v1/sync, flagging and purging on its store.",
-        subcommands: [Plan.self, Map.self, Send.self, Flag.self, Purge.self]
+        subcommands: [Plan.self, Map.self, Send.self, Fill.self, Flag.self, Purge.self]
     )
 
     /// Runs `body` on the store at `path`, closed on every way out.
@@ -29,6 +29,27 @@ struct Campus: AsyncParsableCommand {
             await store.close()
             throw error
         }
+    }
+
+    /// A window as its kiosk's daemon writes it: the interaction document and its path.
+    static func document(_ w: Timetable.Window, at key: String, day: Double) throws -> (DocumentPath, DocumentData) {
+        let end = day + w.end
+        let interaction = Interaction(
+            deviceID: Timetable.device(w.badge),
+            anchor: key,
+            beacon: .init(uuid: Timetable.uuid, major: 1 + w.badge / 65_536, minor: w.badge % 65_536),
+            proximity: w.distance < 0.5 ? .immediate : w.distance < 3 ? .near : .far,
+            distance: w.distance,
+            minDistance: (w.distance * 80).rounded() / 100,
+            rssi: (w.rssi * 10).rounded() / 10,
+            measuredPower: -59,
+            start: Timestamp(seconds: end - 30),
+            end: Timestamp(seconds: end),
+            samples: w.samples
+        )
+        var data = interaction.data
+        data["ts"] = .timestamp(Timestamp(seconds: end + 1))
+        return (try Collections.interactions(at: key).document(w.id), data)
     }
 
     /// The campus's size and timetable: shared by every subcommand, so that a day sent is the
@@ -215,28 +236,11 @@ struct Campus: AsyncParsableCommand {
             client: HTTPClient
         ) async throws -> Double {
             let key = Timetable.kiosk(k)
-            let collection = try Collections.interactions(at: key)
             var docs: [UInt8] = [UInt8(ascii: "[")]
             docs.reserveCapacity(windows.count * 520)
             for (i, w) in windows.enumerated() {
                 if i > 0 { docs += Array(", ".utf8) }
-                let end = day + w.end
-                let interaction = Interaction(
-                    deviceID: Timetable.device(w.badge),
-                    anchor: key,
-                    beacon: .init(uuid: Timetable.uuid, major: 1 + w.badge / 65_536, minor: w.badge % 65_536),
-                    proximity: w.distance < 0.5 ? .immediate : w.distance < 3 ? .near : .far,
-                    distance: w.distance,
-                    minDistance: (w.distance * 80).rounded() / 100,
-                    rssi: (w.rssi * 10).rounded() / 10,
-                    measuredPower: -59,
-                    start: Timestamp(seconds: end - 30),
-                    end: Timestamp(seconds: end),
-                    samples: w.samples
-                )
-                var data = interaction.data
-                data["ts"] = .timestamp(Timestamp(seconds: end + 1))
-                let path = try collection.document(w.id)
+                let (path, data) = try Campus.document(w, at: key, day: day)
                 docs += Array("{\"path\": \(JSON.string(.string(path.description))), \"data\": ".utf8)
                 docs += Array(JSON.string(data).utf8)
                 docs.append(UInt8(ascii: "}"))
@@ -275,6 +279,45 @@ struct Campus: AsyncParsableCommand {
                 )
             }
             return seconds
+        }
+    }
+
+    /// One day's windows written straight into a store, as a kiosk's batches would leave them
+    /// (the same documents, ids and indexes), without servers: to measure flagging on a campus's
+    /// store, before and after a change, without sending the day again. Tools/bench/campus
+    /// measures the real path; this is for working on what comes after it.
+    struct Fill: AsyncParsableCommand, Measuring {
+        static let configuration = CommandConfiguration(abstract: "One day's windows written into a store (JSON).")
+        @OptionGroup var options: Options
+        @Option(help: "The store (a libpq URI or a SQLite file).") var store: String
+        @Option(help: "The day's midnight (Unix seconds, UTC).") var day: Double
+        @Option(help: "The day's index (the timetable changes from day to day).") var dayIndex = 0
+
+        func run() async throws { try await Campus.withStore(store, fill) }
+
+        func fill(_ store: DocumentStore) throws {
+            let t = options.timetable
+            try store.write { db in try Indexes.declare(in: db) }
+            var written = 0
+            let seconds = try time {
+                for slice in 0..<t.slices(hours: options.hours) {
+                    var batch = WriteBatch()
+                    for (k, windows) in t.windows(day: dayIndex, slice: slice).enumerated() {
+                        for w in windows {
+                            let (path, data) = try Campus.document(w, at: Timetable.kiosk(k), day: day)
+                            batch.set(path, data)
+                        }
+                    }
+                    written += batch.count
+                    try store.commit(batch)
+                    if (slice + 1) % 12 == 0 {
+                        FileHandle.standardError.write(
+                            Data("campus: \(Send.clock(slice + 1)) written: \(written) windows\n".utf8)
+                        )
+                    }
+                }
+            }
+            print(JSON.string(["windows": .integer(Int64(written)), "seconds": .double(seconds)]))
         }
     }
 
