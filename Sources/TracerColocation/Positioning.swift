@@ -322,17 +322,16 @@ final class RoomGrid: Sendable {
         var predicted: [String: [Double]] = [:]
         var notHeard: [String: [Double]] = [:]
         let here = plan.roomIndex(room.key)
+        let walls = Room.Walls(plan.rooms)
         for r in plan.receivers where r.position.distance(to: centre) <= reach {
             guard let there = plan.roomIndex(r.room) else { continue }
             if let a = room.building, let b = plan.rooms[there].building, a != b { continue }
             predicted[r.key] = cells.map { p in
                 let d = p.distance(to: r.position)
                 let range = (d * d + Positioning.height * Positioning.height).squareRoot()
-                let walls =
-                    here.map {
-                        here == there ? 0 : Room.walls(from: p, in: $0, to: r.position, in: there, rooms: plan.rooms)
-                    } ?? 0
-                return r.loss(at: range) + Double(walls) * plan.wallLoss
+                let crossed =
+                    here.map { here == there ? 0 : walls.count(from: p, in: $0, to: r.position, in: there) } ?? 0
+                return r.loss(at: range) + Double(crossed) * plan.wallLoss
             }
             notHeard[r.key] = predicted[r.key]!.map { Self.logPhi(($0 - r.floor) / Positioning.notHeardSigma) }
         }

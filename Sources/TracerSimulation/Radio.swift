@@ -7,12 +7,15 @@ struct Radio {
     let site: Site
     let parameters: SimulationParameters
     let exponent: Double
+    /// The site's walls, each room's box worked out once: every advert heard through a wall counts them.
+    let walls: Room.Walls
     /// Badge and kiosk heights differ by about half a metre.
     static let heightDifference = 0.5
 
     init(site: Site, parameters: SimulationParameters) {
         self.site = site
         self.parameters = parameters
+        walls = Room.Walls(site.rooms)
         if let n = parameters.exponent {
             exponent = n
         } else if case .logDistance(let n) = site.ranging.model {
@@ -34,7 +37,7 @@ struct Radio {
         rssi += parameters.receiverErrors[kiosk.key] ?? 0
         if room != kioskRoom {
             rssi -=
-                Double(Room.walls(from: p, in: room, to: kiosk.position, in: kioskRoom, rooms: site.rooms))
+                Double(walls.count(from: p, in: room, to: kiosk.position, in: kioskRoom))
                 * parameters.wallLoss
         }
         if let facing {

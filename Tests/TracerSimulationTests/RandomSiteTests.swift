@@ -189,4 +189,62 @@ import TracerSite
         )
         #expect(e.falseFlags == ["otherRoom": 1])
     }
+
+    /// `Room.Walls` looks for a point's room only among the rooms whose boxes the line's box
+    /// meets: over thousands of lines on random sites, every count is what the search through
+    /// every room gives (the function as it was, here as the reference).
+    @Test func wallsFoundAmongNearbyRoomsAreThoseFoundAmongAll() throws {
+        func reference(_ p: Point, _ a: Int, _ q: Point, _ b: Int, _ rooms: [Room]) -> Int {
+            let steps = max(1, Int(p.distance(to: q) / 0.25))
+            var current: Int? = a
+            var count = 0
+            for i in 1...steps {
+                let f = Double(i) / Double(steps)
+                let s = Point(p.x + (q.x - p.x) * f, p.y + (q.y - p.y) * f)
+                if let c = current, rooms[c].contains(s) { continue }
+                let next = rooms.indices.first { rooms[$0].contains(s) }
+                if next != current {
+                    count += 1
+                    current = next
+                }
+            }
+            return current != b ? count + 1 : count
+        }
+        var g = SeededGenerator(seed: 43)
+        var compared = 0
+        var crossing = 0
+        for seed in UInt64(1)...6 {
+            let rooms = try RandomSite(seed: seed, start: Self.start).site.rooms
+            let walls = Room.Walls(rooms)
+            // Points inside rooms, on their corners and edges (kiosks are mounted on walls).
+            func point(in r: Int) -> Point {
+                let o = rooms[r].outline
+                let k = Int.random(in: 0..<o.count, using: &g)
+                let (u, v) = (o[k], o[(k + 1) % o.count])
+                switch Int.random(in: 0..<3, using: &g) {
+                case 0: return u
+                case 1:
+                    let f = Double.random(in: 0...1, using: &g)
+                    return Point(u.x + (v.x - u.x) * f, u.y + (v.y - u.y) * f)
+                default:
+                    let b = rooms[r].bounds
+                    return Point(
+                        Double.random(in: b.min.x...b.max.x, using: &g),
+                        Double.random(in: b.min.y...b.max.y, using: &g)
+                    )
+                }
+            }
+            for _ in 0..<600 {
+                let (a, b) = (Int.random(in: 0..<rooms.count, using: &g), Int.random(in: 0..<rooms.count, using: &g))
+                let (p, q) = (point(in: a), point(in: b))
+                let expected = reference(p, a, q, b, rooms)
+                #expect(walls.count(from: p, in: a, to: q, in: b) == expected, "seed \(seed): \(p) to \(q)")
+                compared += 1
+                if expected >= 2 { crossing += 1 }
+            }
+        }
+        #expect(compared == 3_600)
+        // Most lines cross rooms, so the search beyond the first room is what is compared.
+        #expect(crossing > compared / 2)
+    }
 }
