@@ -281,6 +281,11 @@ public struct Colocation: Sendable {
             tracks[key] = t
             return t
         }
+        // Each neighbour's fixes compared with the reporter's, by the neighbour and room and the
+        // two slots: a room's two kiosks each make a hit of the same slot, and each hit pairs
+        // with every reporter window of a slot, so the same two fixes met up to four times over
+        // (on Tools/bench/campus, comparing fixes was over half of flagging a report).
+        var compared: [String: [SlotPair: (chance: Double, closest: Double)]] = [:]
         // A device whose whereabouts were all heard by the kiosks of one room with no room next
         // to it was in that room: its room chain would give that room a chance of 1 at every
         // step, so it is not run. On Tools/bench/exposure that is most hit devices.
@@ -330,11 +335,14 @@ public struct Colocation: Sendable {
             let theirs = track(h.device, room, elsewhere[h.device] ?? [])
             guard let b = theirs[slot], b.receivers >= 2 else { return judged.isCandidate ? judged : nil }
             let myTrack = track(reporter.first?.device ?? "", room, reporter)
+            let theirKey = "\(h.device)\n\(room)"
             for k in judged.pairs.indices {
-                guard let a = myTrack[positioning.slot(of: judged.pairs[k].mine.start)], a.receivers >= 2 else {
-                    continue
-                }
-                let (chance, closest) = Positioning.compare(a, b, radius: policy.radius)
+                let mySlot = positioning.slot(of: judged.pairs[k].mine.start)
+                guard let a = myTrack[mySlot], a.receivers >= 2 else { continue }
+                let both = SlotPair(mine: mySlot, theirs: slot)
+                let known = compared[theirKey]?[both]
+                let (chance, closest) = known ?? Positioning.compare(a, b, radius: policy.radius)
+                if known == nil { compared[theirKey, default: [:]][both] = (chance, closest) }
                 judged.pairs[k].chance = chance
                 judged.pairs[k].near = chance >= Self.pairLikelihood
                 judged.pairs[k].byPositions = true
@@ -342,6 +350,12 @@ public struct Colocation: Sendable {
             }
             return judged.isCandidate ? judged : nil
         }
+    }
+
+    /// A slot of the reporter's and one of a neighbour's (`judged`'s comparisons).
+    struct SlotPair: Hashable {
+        var mine: Int
+        var theirs: Int
     }
 
     /// Two badges' readings (distance by kiosk) compared kiosk by kiosk; nil when no kiosk

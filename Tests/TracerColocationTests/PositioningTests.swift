@@ -434,4 +434,69 @@ import TracerSite
         let byDistance = Colocation(policy: policy).episodes(reporter: "R", windows: windows)
         #expect(Set(byDistance.map(\.device)) == ["near", "far"])
     }
+
+    /// `Positioning.compare` works from the second fix's bounding box; over thousands of pairs
+    /// of fixes — apart, overlapping, straddling the radius, on a grid of cells and off it — its
+    /// chance and least separation are the plain double loop's, bit for bit, and each of its
+    /// three ways (all near, none, point by point) is met.
+    @Test func fixesComparedByTheirBoxesAreComparedPointByPoint() {
+        func everyPoint(_ a: Fix, _ b: Fix, radius: Double) -> (chance: Double, closest: Double) {
+            var p = 0.0
+            var least = Double.infinity
+            for i in a.points.indices {
+                var near = 0.0
+                for j in b.points.indices {
+                    let (u, v) = (a.points[i], b.points[j])
+                    let d2 = (u.x - v.x) * (u.x - v.x) + (u.y - v.y) * (u.y - v.y)
+                    least = min(least, d2)
+                    if d2 <= radius * radius { near += b.weights[j] }
+                }
+                p += a.weights[i] * near
+            }
+            return (min(1, p), least.squareRoot())
+        }
+        var state: UInt64 = 11
+        func uniform() -> Double {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Double(state >> 11) / Double(UInt64(1) << 53)
+        }
+        func fix(around c: Point, spread: Double, onGrid: Bool) -> Fix {
+            let n = 1 + Int(uniform() * 64)
+            var points: [Point] = []
+            var weights: [Double] = []
+            for _ in 0..<n {
+                var (x, y) = (c.x + (uniform() - 0.5) * spread, c.y + (uniform() - 0.5) * spread)
+                if onGrid { (x, y) = ((x * 2).rounded() / 2 + 0.25, (y * 2).rounded() / 2 + 0.25) }
+                points.append(Point(x, y))
+                weights.append(uniform())
+            }
+            let total = weights.reduce(0, +)
+            return Fix(points: points, weights: weights.map { $0 / total }, mean: c, receivers: 2)
+        }
+        var ways = (all: 0, none: 0, some: 0)
+        for k in 0..<4_000 {
+            let a = fix(around: Point(10, 10), spread: 0.5 + uniform() * 6, onGrid: k % 2 == 0)
+            let apart = uniform() * 14
+            let b = fix(around: Point(10 + apart, 10 + uniform() * 2), spread: 0.5 + uniform() * 6, onGrid: k % 3 == 0)
+            let radius = k % 5 == 0 ? 2 : 6.0
+            let fast = Positioning.compare(a, b, radius: radius)
+            let slow = everyPoint(a, b, radius: radius)
+            #expect(
+                fast.chance.bitPattern == slow.chance.bitPattern,
+                "pair \(k): \(fast.chance) against \(slow.chance)"
+            )
+            #expect(
+                fast.closest.bitPattern == slow.closest.bitPattern,
+                "pair \(k): \(fast.closest) against \(slow.closest)"
+            )
+            if slow.chance >= 1 - 1e-12 {
+                ways.all += 1
+            } else if slow.chance == 0 {
+                ways.none += 1
+            } else {
+                ways.some += 1
+            }
+        }
+        #expect(ways.all > 100 && ways.none > 100 && ways.some > 100, "\(ways)")
+    }
 }
