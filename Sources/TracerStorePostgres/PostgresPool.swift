@@ -52,7 +52,17 @@ final class PostgresPool: StorePool, @unchecked Sendable {
         if schema == nil, let wanted = try Self.firstSearchPathSchema(writer) {
             // A schema named in the URI's search_path that is not there yet is made, as a
             // SQLite store's file is (`?options=-csearch_path%3Dcampus`: one site per schema).
-            try writer.execute("CREATE SCHEMA IF NOT EXISTS \"\(wanted.replacingOccurrences(of: "\"", with: "\"\""))\"")
+            // IF NOT EXISTS does not hold between two connections making it at once (the second
+            // fails on the catalogue's unique index: two stores opened together on a new schema,
+            // seen in CI): the failure is taken as made when the schema is there after it.
+            do {
+                try writer.execute(
+                    "CREATE SCHEMA IF NOT EXISTS \"\(wanted.replacingOccurrences(of: "\"", with: "\"\""))\""
+                )
+            } catch {
+                let made = try writer.query("SELECT current_schema()").first?.first ?? nil
+                guard made != nil else { throw error }
+            }
             schema = try writer.query("SELECT current_schema()").first?.first ?? nil
         }
         guard let schema else {

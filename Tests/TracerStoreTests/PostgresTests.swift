@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TracerTesting
 
@@ -41,6 +42,27 @@ import TracerTesting
 
     /// A statement PostgreSQL refuses carries its SQLSTATE, whichever way it was sent (a plain
     /// query, a prepared statement): callers decide by code, never by the message's words.
+    /// Stores opened at once on a schema that is not there yet all open: each makes the schema
+    /// if it is missing, and `CREATE SCHEMA IF NOT EXISTS` does not hold between connections (the
+    /// second fails on the catalogue's unique index; CI met it once, two stores of one test).
+    @Test func storesOpenedTogetherOnANewSchemaAllOpen() async throws {
+        for round in 0..<12 {
+            let uri = try TestBackend.freshPostgresStore()
+            let opened = Mutex<[Result<DocumentStore, any Error>]>([])
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                let r = Result { try DocumentStore(path: uri) }
+                opened.withLock { $0.append(r) }
+            }
+            for r in opened.withLock({ $0 }) {
+                switch r {
+                case .success(let store): await store.close()
+                case .failure(let error): Issue.record("round \(round): \(error)")
+                }
+            }
+            #expect(opened.withLock { $0.count } == 6)
+        }
+    }
+
     @Test func aRefusedStatementCarriesItsSQLSTATE() throws {
         let cluster = try PostgresCluster()
         defer { cluster.stop() }
