@@ -124,7 +124,9 @@ struct EvaluateCommand: ParsableCommand {
         Output.endProgress()
 
         var exposures: [FlaggedExposure] = []
-        for (id, device) in reportOf {
+        // In report order, so that sums over exposures (the reliability table's mean chances)
+        // are the same from run to run (a dictionary's order is not).
+        for (id, device) in reportOf.sorted(by: { $0.key < $1.key }) {
             for doc in try store.getDocuments(Exposure.of(report: id)) {
                 guard let e = try? Exposure(doc) else { continue }
                 exposures.append(
