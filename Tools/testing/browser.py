@@ -133,6 +133,9 @@ def main():
         ] + ([f"--lang={args.lang}", f"--accept-lang={args.lang}"] if args.lang else []) + ["about:blank"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # Chromium makes its singleton socket's directory under TMPDIR and leaves it there when
+        # it is stopped (63 in /tmp after a day of test runs): inside the profile, it goes with it.
+        env=dict(os.environ, TMPDIR=profile),
     )
     outcome = {"ready": False, "check": None, "value": None, "seconds": 0}
     started = time.time()
