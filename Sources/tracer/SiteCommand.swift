@@ -46,7 +46,7 @@ struct SiteCommand: ParsableCommand {
                     || site.anchors.contains(where: { $0.kind == .beacon })
             else {
                 throw ValidationError(
-                    "\(site.file): no kiosk advertises and there is no fixed beacon, so there is nothing to calibrate from: give kiosks a uuid, major and minor and run tracer advertise beside each daemon (docs/calibration.md)"
+                    "\(site.file): no kiosk advertises and there is no fixed beacon, so there is nothing to calibrate from: give kiosks a uuid, major and minor and run tracer advertise beside each daemon (docs/kiosks.md)"
                 )
             }
             let now = Date().timeIntervalSince1970
