@@ -1,6 +1,6 @@
 import TracerSite
 
-/// Who counts as exposed: DESIGN.md's defaults, each configurable.
+/// Who counts as exposed: docs/design.md's defaults, each configurable.
 public struct ExposurePolicy: Sendable, Equatable {
     /// How two devices' separation is judged from their distances d1, d2 to one anchor, which
     /// put it somewhere in [|d1 − d2|, d1 + d2].

@@ -5,7 +5,7 @@ import TracerSite
 
 /// The site as positioning sees it: the rooms, and every anchor with what it takes to turn its
 /// distances back into decibels. Kiosks hear badges; fixed beacons are heard by phones in scanner
-/// mode (DESIGN.md), whose windows are at the beacon with the distance from it, so to the
+/// mode (docs/design.md), whose windows are at the beacon with the distance from it, so to the
 /// likelihood a beacon is a receiver like a kiosk: a known point, a distance, a path loss.
 public struct Plan: Sendable, Equatable {
     public struct Receiver: Sendable, Equatable {

@@ -10,7 +10,7 @@ public struct TruthSpan: Sendable {
     public var deviceID: String
     public var distance: Double
 
-    /// Reads DESIGN.md's truth format, one JSON object a line; errors name the line.
+    /// Reads docs/design.md's truth format, one JSON object a line; errors name the line.
     public static func load(file: String) throws -> [TruthSpan] {
         guard let handle = FileHandle(forReadingAtPath: file) else {
             throw DaemonError("cannot read the truth file \(file)", code: .io, file: file)

@@ -236,7 +236,7 @@ public final class Daemon: Sendable {
         return Beacon.Calibration(receiverOffset: offset, windows: c.windowsSeen, references: c.references.count).data
     }
 
-    /// An interaction document: DESIGN.md's fields, plus the least distance and the anchor's key.
+    /// An interaction document: docs/design.md's fields, plus the least distance and the anchor's key.
     public static func document(_ s: InteractionSummary) -> DocumentData { Interaction(s).data }
 }
 

@@ -3,7 +3,7 @@ import Synchronization
 import TracerRanging
 import TracerStore
 
-/// Adverts from a replay file: DESIGN.md's JSON lines,
+/// Adverts from a replay file: docs/design.md's JSON lines,
 /// `{"t": 1763776800.125, "address": "C3:11:…", "rssi": -63, "manufacturerData": {"76": "0215…"}}`.
 ///
 /// Lines that cannot be read are skipped and counted (the first few are kept for the report):

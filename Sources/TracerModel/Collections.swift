@@ -1,6 +1,6 @@
 import TracerStore
 
-/// The collections of DESIGN.md's data model, and the paths into them: the only place in tracer
+/// The collections of docs/design.md's data model, and the paths into them: the only place in tracer
 /// where a collection's name is spelled.
 ///
 /// Builders take ids as single segments and validate them (`"a/b"` is an error naming the

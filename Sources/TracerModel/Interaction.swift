@@ -134,7 +134,7 @@ public struct Interaction: Sendable, Equatable {
         )
     }
 
-    /// The document: DESIGN.md's fields, plus the least distance and the anchor's key; `ts` is
+    /// The document: docs/design.md's fields, plus the least distance and the anchor's key; `ts` is
     /// the server's commit time.
     public var data: DocumentData {
         var data: DocumentData = [

@@ -14,7 +14,7 @@ public struct IBeacon: Sendable, Hashable {
         self.measuredPower = measuredPower
     }
 
-    /// The anonymous device id DESIGN.md fixes: `uuid:major:minor`, lowercase.
+    /// The anonymous device id docs/design.md fixes: `uuid:major:minor`, lowercase.
     public var deviceID: String { "\(uuid):\(major):\(minor)" }
 }
 

@@ -116,7 +116,7 @@ public struct Person: Sendable {
     /// major and minor change every epoch).
     public var badge: BadgeKey?
 
-    /// DESIGN.md's device id: `uuid:major:minor`, or a rotating badge's `badge:SERIAL`.
+    /// docs/design.md's device id: `uuid:major:minor`, or a rotating badge's `badge:SERIAL`.
     public var deviceID: String {
         badge.map { RotatingID.deviceID(serial: $0.serial) } ?? "\(uuid):\(major):\(minor)"
     }

@@ -95,7 +95,7 @@ extension Simulation {
             to: (truth as NSString).appendingPathComponent("pairs.jsonl")
         )
 
-        // Calibration truth per kiosk, in DESIGN.md's format: the spans in which a badge sat still
+        // Calibration truth per kiosk, in docs/design.md's format: the spans in which a badge sat still
         // in the kiosk's room, at its true distance (for `tracer calibrate --truth`).
         let calibration = (truth as NSString).appendingPathComponent("calibration")
         try? fm.createDirectory(atPath: calibration, withIntermediateDirectories: true)

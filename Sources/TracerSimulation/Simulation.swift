@@ -273,7 +273,7 @@ public struct Simulation: Sendable {
             + String(format: "%04x%04x%02x", major, minor, UInt8(truncatingIfNeeded: power))
     }
 
-    /// Writes one kiosk's replay in DESIGN.md's format; returns the adverts written.
+    /// Writes one kiosk's replay in docs/design.md's format; returns the adverts written.
     @discardableResult
     public func writeReplay(for kiosk: Anchor, to path: String) throws -> Int {
         try writeReplay(heard(by: kiosk), to: path)
@@ -351,7 +351,7 @@ public struct Simulation: Sendable {
         return heard.count
     }
 
-    /// A rotating badge's line parts in one epoch: its id (DESIGN.md's construction) and an
+    /// A rotating badge's line parts in one epoch: its id (docs/design.md's construction) and an
     /// address drawn from it (a non-resolvable private address changes with the id, as a badge
     /// that rotates both would: keeping one address would link the ids for any listener).
     static func rotating(

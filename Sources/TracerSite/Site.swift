@@ -1,6 +1,6 @@
 import TracerRanging
 
-/// A site's exposure policy: DESIGN.md's defaults unless the map's `settings:` says otherwise.
+/// A site's exposure policy: docs/design.md's defaults unless the map's `settings:` says otherwise.
 public struct ExposureSettings: Sendable, Equatable {
     /// Metres (`exposureRadius`).
     public var radius = 6.0

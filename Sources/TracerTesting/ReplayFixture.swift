@@ -1,7 +1,7 @@
 import Foundation
 import TracerStore
 
-/// Writes replay files (DESIGN.md's format) with known ground truth, for tests and demos.
+/// Writes replay files (docs/design.md's format) with known ground truth, for tests and demos.
 public struct ReplayFixture {
     /// A badge that stays at one distance from the receiver for a while.
     public struct Badge: Sendable {

@@ -470,7 +470,7 @@ struct ReportCommand: AsyncParsableCommand {
     )
 
     /// The exposure policy: the site's (from --map, else the one published in the store), else
-    /// DESIGN.md's defaults; options override.
+    /// docs/design.md's defaults; options override.
     struct PolicyOptions: ParsableArguments {
         @Option(help: "The site's BeaconMap (default: the site published in the store, if any).") var map: String?
         @Option(help: "Separation radius, metres (default 6).") var radius: Double?

@@ -12,7 +12,7 @@ struct SimulateCommand: ParsableCommand {
         commandName: "simulate",
         abstract: "Simulate people with badges moving about a site: one replay per kiosk, and the ground truth.",
         discussion: """
-            Writes OUT/replays/KIOSK.jsonl (DESIGN.md's replay format, for `tracer daemon --source \
+            Writes OUT/replays/KIOSK.jsonl (docs/design.md's replay format, for `tracer daemon --source \
             replay:FILE`), OUT/truth/positions.jsonl (where everyone was, when), OUT/truth/pairs.jsonl \
             (who was within the exposure radius of whom, in which room, within the window), \
             OUT/truth/people.jsonl and OUT/manifest.json. The same seed and start give the same files.

@@ -37,7 +37,7 @@ import TracerTesting
                 != fm.contents(atPath: dir.file("c/truth/positions.jsonl"))
         )
 
-        // Every line is DESIGN.md's replay format, in time order.
+        // Every line is docs/design.md's replay format, in time order.
         let cafe = String(decoding: fm.contents(atPath: dir.file("a/replays/kiosk-cafe.jsonl"))!, as: UTF8.self)
         var last = 0.0
         var addresses = Set<String>()

@@ -376,7 +376,7 @@ import TracerSite
     /// within 6 m, 34.9° apart, with a chance of 1 − (101.5 − 34.9)² / 101.5² = 0.57); the east
     /// kiosk's 10 m against 18.9 m can.
     /// The same with the hall's two anchors fixed beacons heard by phones in scanner mode
-    /// (DESIGN.md): a phone's window is at the beacon with the distance from it, so the
+    /// (docs/design.md): a phone's window is at the beacon with the distance from it, so the
     /// likelihood and the verdicts are the same.
     @Test(arguments: [Anchor.Kind.kiosk, .beacon])
     func pairsAreJudgedByPositionsWhereTwoReceiversHeardBoth(kind: Anchor.Kind) {

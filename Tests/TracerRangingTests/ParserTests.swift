@@ -19,7 +19,7 @@ import TracerTesting
     }
 
     @Test func readsBlueZManufacturerData() throws {
-        // DESIGN.md's replay example: company 76 (0x004C), then the bytes after the company id.
+        // docs/design.md's replay example: company 76 (0x004C), then the bytes after the company id.
         let bytes = Hex.decode("0215e2c56db5dffb48d2b060d0f5a71096e0000a0001c5")!
         let b = try #require(bytes.withUnsafeBytes { IBeaconParser.parse(companyID: 76, data: $0) })
         #expect(b.major == 10 && b.minor == 1 && b.measuredPower == -59)

@@ -250,7 +250,7 @@ def _add_device(self, adapter_path, address, manufacturer_data, rssi):
 
 @dbus.service.method(BLUEZ_MOCK_IFACE, in_signature='ssdd', out_signature='t')
 def Replay(self, adapter_name, replay, start, seconds):
-    '''Plays the adverts of a replay file (DESIGN.md's format, as `tracer simulate` writes one per
+    '''Plays the adverts of a replay file (docs/design.md's format, as `tracer simulate` writes one per
     kiosk) whose t lies in [start, start + seconds), each at its own offset from now: a device
     appears with its first advert, then its RSSI changes (BlueZ reports only an RSSI that
     changed, so a repeated value is not signalled). Returns the adverts it will play.'''
