@@ -7,6 +7,37 @@ public enum SiteFile {
     /// the result still loads before replacing the file.
     public static func updateSettings(file: String, _ values: [(key: String, value: String)], comment: String) throws {
         var lines = try Self.lines(of: file)
+        try setSettings(&lines, file: file, values, comment: comment)
+        try replace(file, lines)
+    }
+
+    /// Sets each anchor's keys and the settings' in one edit, each anchor with its own note and
+    /// the settings with theirs, then checks that the result loads before replacing the file:
+    /// what `tracer site calibration --write` stores, every kiosk of a site at once.
+    public static func update(
+        file: String,
+        anchors: [(key: String, values: [(key: String, value: String)], comment: String)],
+        settings: [(key: String, value: String)],
+        comment: String
+    ) throws {
+        var lines = try Self.lines(of: file)
+        for a in anchors { try setAnchor(&lines, file: file, key: a.key, a.values, comment: a.comment) }
+        if !settings.isEmpty { try setSettings(&lines, file: file, settings, comment: comment) }
+        try replace(file, lines)
+    }
+
+    /// Whether a comment line is the note a calibration left (replaced by the next, not piled up).
+    static func isCalibrationNote(_ line: String) -> Bool {
+        line.trimmingCharacters(in: .whitespaces).hasPrefix("# ")
+            && (line.contains("tracer calibrate") || line.contains("tracer site calibration"))
+    }
+
+    static func setSettings(
+        _ lines: inout [String],
+        file: String,
+        _ values: [(key: String, value: String)],
+        comment: String
+    ) throws {
         let root = try Yams.compose(yaml: lines.joined(separator: "\n"))
         let settings = root?.mapping?.first { $0.key.string == "settings" }
         if let settings {
@@ -35,8 +66,7 @@ public enum SiteFile {
             }
             if let line = settings.key.mark?.line {
                 // One note of the last calibration, not a pile of them.
-                let previous = line >= 2 ? lines[line - 2] : ""
-                if previous.hasPrefix("# "), previous.contains("tracer calibrate") {
+                if line >= 2, isCalibrationNote(lines[line - 2]) {
                     lines[line - 2] = "# \(comment)"
                 } else {
                     lines.insert("# \(comment)", at: line - 1)
@@ -47,7 +77,6 @@ public enum SiteFile {
             lines.append("settings:")
             for (key, value) in values { lines.append("  \(key): \(value)") }
         }
-        try replace(file, lines)
     }
 
     /// Sets keys of an anchor's mapping in `anchors:` (flow `{…}` on one line, or block), with
@@ -60,6 +89,17 @@ public enum SiteFile {
         comment: String
     ) throws {
         var lines = try Self.lines(of: file)
+        try setAnchor(&lines, file: file, key: key, values, comment: comment)
+        try replace(file, lines)
+    }
+
+    static func setAnchor(
+        _ lines: inout [String],
+        file: String,
+        key: String,
+        _ values: [(key: String, value: String)],
+        comment: String
+    ) throws {
         // Each key is set on the text as the one before left it (a flow line's columns move).
         for (field, value) in values {
             let node = try anchor(key, in: lines, file: file)
@@ -94,14 +134,12 @@ public enum SiteFile {
         // One note of the last calibration above the anchor.
         if let line = try anchor(key, in: lines, file: file).mark?.line {
             let indent = String(lines[line - 1].prefix { $0 == " " })
-            let previous = line >= 2 ? lines[line - 2] : ""
-            if previous.trimmingCharacters(in: .whitespaces).hasPrefix("# "), previous.contains("tracer calibrate") {
+            if line >= 2, isCalibrationNote(lines[line - 2]) {
                 lines[line - 2] = indent + "# \(comment)"
             } else {
                 lines.insert(indent + "# \(comment)", at: line - 1)
             }
         }
-        try replace(file, lines)
     }
 
     /// The node of the anchor with this key in the map's text.

@@ -25,6 +25,11 @@ struct SiteCommand: ParsableCommand {
                 its transmit offset, the path-loss exponent and an interior wall's loss. A kiosk \
                 whose offset moved 3 dB or more in the last half hour against the three hours before \
                 is named (re-mounted, turned, in a new enclosure). Run it on the site server's store.
+                --write stores the fit in the map file given with --map: each kiosk's receiverOffset \
+                on its anchor (not a kiosk nothing was heard of, nor one that moved, nor one whose \
+                own offset in the map the fit knows to no better than ±3 dB), the exponent \
+                and the wall's loss in its settings; publish the map (tracer map publish) and the \
+                kiosks range with it and the server places people with it.
                 """
         )
 
@@ -33,8 +38,14 @@ struct SiteCommand: ParsableCommand {
         @Option(help: "Fit up to this time: \(When.examples) (default: now, or the last hearing stored if earlier).")
         var at: String?
         @Flag(help: "JSON instead of a table.") var json = false
+        @Flag(help: "Write the fit into the map file given with --map (then publish it).") var write = false
 
         func run() throws {
+            if write, map == nil {
+                throw ValidationError(
+                    "--write edits a map file: give --map FILE (the file the site was published from)"
+                )
+            }
             let store = try options.open()
             guard let site = try SiteResolution.site(map: map, store: store, publish: false) else {
                 throw ValidationError(
@@ -68,7 +79,62 @@ struct SiteCommand: ParsableCommand {
                 )
             }
             Output.line(json ? Self.json(report) : Self.table(report))
+            if write, let map {
+                // Beside --json's document, not in it.
+                let said = try Self.write(report, site: site, to: map)
+                if json { Output.error(said) } else { Output.line(said) }
+            }
         }
+
+        /// Stores the fit in the map file (`--write`) and says what it wrote. A kiosk's offset goes
+        /// on its anchor whole: kiosks and fixed beacons carry no body, so what the kiosks hear of
+        /// each other is the receiver's own error, and the site's `receiverOffset` (what worn badges
+        /// lose besides) stays on top of it, as with a fit from fixed beacons (`tracer calibrate`).
+        /// A kiosk keeps
+        /// what it had when it heard nothing and was heard by none, when it moved within the fit's
+        /// hour (its hour mixes two mountings), or when the map gives it an offset (a walk's) and
+        /// the fit knows it to no better than `looseFit` (few links: the prior's 0 dB, mostly).
+        static func write(_ r: CalibrationReport, site: Site, to map: String) throws -> String {
+            let f = r.fit
+            let stamp = Timestamp(seconds: f.to).iso8601Seconds
+            let moved = Set(r.changes.map(\.key))
+            var anchors: [(key: String, values: [(key: String, value: String)], comment: String)] = []
+            var skipped: [String] = []
+            for k in f.kiosks {
+                let loose = k.uncertainty > Self.looseFit && site.anchor(k.key)?.receiverOffset != nil
+                guard k.heard + k.heardBy > 0, !moved.contains(k.key), !loose else {
+                    skipped.append(k.key)
+                    continue
+                }
+                anchors.append(
+                    (
+                        k.key, [("receiverOffset", String(format: "%.1f", k.receiverOffset))],
+                        "receiverOffset: tracer site calibration to \(stamp), ± \(String(format: "%.1f", k.uncertainty)) dB"
+                    )
+                )
+            }
+            try SiteFile.update(
+                file: map,
+                anchors: anchors,
+                settings: [
+                    ("pathLossExponent", String(format: "%.2f", f.exponent)),
+                    ("wallLoss", String(format: "%.1f", f.wallLoss)),
+                ],
+                comment: "pathLossExponent and wallLoss: tracer site calibration to \(stamp), \(f.links) links"
+            )
+            var said =
+                "wrote the receiverOffset of \(anchors.count) kiosks, pathLossExponent and wallLoss into \(map): "
+                + "publish it (tracer map publish \(map))"
+            if !skipped.isEmpty {
+                said +=
+                    "\nkept as they were (heard nothing, moved in the hour, or an offset of their own the fit knows less well): "
+                    + skipped.joined(separator: ", ")
+            }
+            return said
+        }
+
+        /// dB: a fit looser than this does not replace an offset the map gives a kiosk.
+        static let looseFit = 3.0
 
         static func signed(_ x: Double) -> String {
             let r = (x * 10).rounded() / 10

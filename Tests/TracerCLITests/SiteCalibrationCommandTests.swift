@@ -64,11 +64,69 @@ import TracerTesting
         #expect(inside >= kiosks.count - 1, "\(fitted) against \(kiosks)")
         #expect((fit["changes"] as! [Any]).isEmpty)
 
+        // --write: the first hour's fit into a copy of the map, which still loads; each kiosk's
+        // offset on its anchor, the exponent and the walls in the settings, as the JSON gave them.
+        let copy = dir.file("written.yaml")
+        try FileManager.default.copyItem(atPath: map, toPath: copy)
+        let wrote = try await tracer([
+            "site", "calibration", "--store", store, "--map", copy, "--at", "2026-11-23T09:00:00Z", "--write",
+        ])
+        #expect(wrote.status == 0, "\(wrote.stderr)")
+        #expect(wrote.stdout.contains("wrote the receiverOffset of \(kiosks.count) kiosks"), "\(wrote.stdout)")
+        func written(_ file: String) throws -> (kiosks: [String: Double], settings: [String: Double]) {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            var kiosks: [String: Double] = [:]
+            var settings: [String: Double] = [:]
+            for line in text.split(separator: "\n").map(String.init) {
+                if let key = line.firstMatch(of: /key: ([^,]+), kind: kiosk/)?.1,
+                    let offset = line.firstMatch(of: /receiverOffset: (-?[0-9.]+)/)?.1
+                {
+                    kiosks[String(key)] = Double(offset)
+                } else if let m = line.firstMatch(of: /^  (pathLossExponent|wallLoss): ([0-9.]+)$/) {
+                    settings[String(m.1)] = Double(m.2)
+                }
+            }
+            return (kiosks, settings)
+        }
+        let stored = try written(copy)
+        #expect(stored.kiosks.count == kiosks.count, "\(stored)")
+        for (key, (offset, _)) in fitted {
+            #expect(abs(stored.kiosks[key]! - offset) <= 0.051, "\(key): \(stored.kiosks[key]!) against \(offset)")
+        }
+        #expect(abs(stored.settings["pathLossExponent"]! - (fit["exponent"] as! NSNumber).doubleValue) <= 0.0051)
+        #expect(abs(stored.settings["wallLoss"]! - (fit["wallLoss"] as! NSNumber).doubleValue) <= 0.051)
+        let check = try await tracer(["map", "check", copy])
+        #expect(check.status == 0, "\(check.stderr)")
+
         // Half an hour after the re-mount, kiosk-1 is named, reading lower.
-        let later = try await tracer(["site", "calibration", "--store", store, "--map", map])
+        let later = try await tracer(["site", "calibration", "--store", store, "--map", copy])
         #expect(later.status == 0, "\(later.stderr)")
         #expect(later.stdout.contains("kiosk-1 reads "), "\(later.stdout)")
         #expect(later.stdout.contains("lower in the last half hour than in the three hours before"))
+        // Written then into the map as drawn, kiosk-1 keeps what it had (its hour mixes two
+        // mountings) and every other kiosk takes its fit. Into the map written before, every
+        // kiosk keeps its offset: this hour's fit of each is looser than ±3 dB (its kiosks hear
+        // one to three others), too loose to replace one the map gives. The notes above the
+        // anchors are replaced, not piled up.
+        let drawn = dir.file("drawn.yaml")
+        try FileManager.default.copyItem(atPath: map, toPath: drawn)
+        let moved = try await tracer(["site", "calibration", "--store", store, "--map", drawn, "--write"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(
+            moved.stdout.hasSuffix(
+                "kept as they were (heard nothing, moved in the hour, or an offset of their own the fit knows less well): kiosk-1\n"
+            ),
+            "\(moved.stdout)"
+        )
+        #expect(try written(drawn).kiosks.keys.sorted() == fitted.keys.filter { $0 != "kiosk-1" }.sorted())
+        let again = try await tracer(["site", "calibration", "--store", store, "--map", copy, "--write"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("wrote the receiverOffset of 0 kiosks"), "\(again.stdout)")
+        #expect(try written(copy).kiosks == stored.kiosks)
+        let notes = try String(contentsOfFile: copy, encoding: .utf8).components(separatedBy: "tracer site calibration")
+        #expect(notes.count - 1 == kiosks.count + 1, "one note per kiosk and one for the settings")
+        let noMap = try await tracer(["site", "calibration", "--store", store, "--write"])
+        #expect(noMap.status == 1 && noMap.stderr.hasPrefix("Error: --write edits a map file: give --map FILE"))
 
         // Mistakes: one line each.
         let missing = try await tracer(["site", "calibration", "--store", dir.file("nothing.sqlite")])
