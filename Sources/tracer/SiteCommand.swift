@@ -90,10 +90,10 @@ struct SiteCommand: ParsableCommand {
         /// on its anchor whole: kiosks and fixed beacons carry no body, so what the kiosks hear of
         /// each other is the receiver's own error, and the site's `receiverOffset` (what worn badges
         /// lose besides) stays on top of it, as with a fit from fixed beacons (`tracer calibrate`).
-        /// A kiosk keeps
-        /// what it had when it heard nothing and was heard by none, when it moved within the fit's
-        /// hour (its hour mixes two mountings), or when the map gives it an offset (a walk's) and
-        /// the fit knows it to no better than `looseFit` (few links: the prior's 0 dB, mostly).
+        /// A kiosk keeps what it had when it heard nothing and was heard by none, when it moved
+        /// within the fit's hour (its hour mixes two mountings), or when the map gives it an offset
+        /// (a walk's) and the fit knows it to no better than `looseFit` (few links: the prior's
+        /// 0 dB, mostly).
         static func write(_ r: CalibrationReport, site: Site, to map: String) throws -> String {
             let f = r.fit
             let stamp = Timestamp(seconds: f.to).iso8601Seconds
