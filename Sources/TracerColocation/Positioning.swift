@@ -179,15 +179,6 @@ public struct Positioning: Sendable {
     /// equal on sites 1005–1008. The example campus, whose simulated radio has none of those
     /// errors, loses recall at 0.1 (0.90 against 0.93 at 0.3; EFFICACY.md).
     static let evidenceWeight = 0.1
-    /// A badge's own offset (its transmitter, and how its wearer carries it; random sites draw
-    /// it within ±6 dB) is pooled over the steps of its room chains that are at least `badgeSure`
-    /// of their room and heard by two or more kiosks, shrunk as if `badgePrior` more steps had
-    /// read none, and taken out of its readings (`rooms(_:device:)`). On random sites
-    /// 1001–1004 calibrated, the estimate follows the drawn offset with a correlation of 0.91–0.97.
-    static let badgeSure = 0.9
-    static let badgePrior = 10.0
-    /// An offset under this is left in: a second chain for it would change nothing.
-    static let badgeShiftLeast = 0.5
     /// A room's evidence is its likelihood averaged over a coarser grid than positions use, of
     /// about this many cells, at least `evidenceStep` metres apart: on random sites 1001–1004,
     /// rooms right 95.2% against 95.4% with the positions' grid (400 cells, 0.5 m), flagging

@@ -17,13 +17,6 @@ extension Positioning {
     /// Slots further apart than `longestGap` start the chain afresh, so each run of slots is a
     /// chain of its own, with the kiosks that heard it in that run (not in a fortnight's) as the
     /// silent ones.
-    ///
-    /// A badge heard fainter (or louder) than the model by every kiosk alike is a badge of its
-    /// own, not one further away: its offset, from the steps whose room is sure and where two
-    /// or more kiosks heard it (what is left of their readings at the cells they fit), is taken
-    /// out of every reading, and out of where kiosks would stop hearing it, before the chains
-    /// are worked out again (`RoomTrack.offset`). It pools over all the windows given: a day's,
-    /// or what flagging reads around a hit.
     public func rooms(_ windows: [Window], device: String) -> RoomTrack {
         var bySlot: [Int: [(window: Window, y: Double)]] = [:]
         for w in windows where w.device == device {
@@ -38,20 +31,11 @@ extension Positioning {
                 runs.append([s])
             }
         }
-        var chains = runs.map { chain($0, bySlot) }
-        // The badge's own offset, pooled over every run of the windows given, and the chains
-        // worked out again with it taken out.
-        let (sum, count) = chains.reduce((0.0, 0)) { ($0.0 + $1.residual.sum, $0.1 + $1.residual.count) }
-        var offset = sum / (Double(count) + Positioning.badgePrior)
-        if abs(offset) >= Positioning.badgeShiftLeast {
-            chains = runs.map { chain($0, bySlot, shift: offset) }
-        } else {
-            offset = 0
-        }
-        let rooms = Set(chains.flatMap(\.track.rooms)).sorted()
+        let chains = runs.map { chain($0, bySlot) }
+        let rooms = Set(chains.flatMap(\.rooms)).sorted()
         let column = Dictionary(uniqueKeysWithValues: rooms.enumerated().map { ($1, $0) })
         var steps: [RoomTrack.Step] = []
-        for (c, _) in chains {
+        for c in chains {
             for var step in c.steps {
                 var chances = [Double](repeating: 0, count: rooms.count)
                 for (k, p) in step.chances.enumerated() { chances[column[c.rooms[k]]!] = p }
@@ -59,15 +43,11 @@ extension Positioning {
                 steps.append(step)
             }
         }
-        return RoomTrack(rooms: rooms, steps: steps, offset: offset)
+        return RoomTrack(rooms: rooms, steps: steps)
     }
 
     /// One run's room chain (`rooms(_:device:)`).
-    func chain(
-        _ slots: [Int],
-        _ bySlot: [Int: [(window: Window, y: Double)]],
-        shift: Double = 0
-    ) -> (track: RoomTrack, residual: (sum: Double, count: Int)) {
+    func chain(_ slots: [Int], _ bySlot: [Int: [(window: Window, y: Double)]]) -> RoomTrack {
         var alive = Set<String>()
         var heardIn = Set<String>()
         for s in slots {
@@ -87,13 +67,13 @@ extension Positioning {
         let rooms = candidates.map { plan.rooms[$0].key }.sorted().compactMap { key in
             grids.evidenceGrid(key, plan: plan).map { (key, $0) }
         }
-        guard !rooms.isEmpty else { return (RoomTrack(rooms: [], steps: []), (0, 0)) }
+        guard !rooms.isEmpty else { return RoomTrack(rooms: [], steps: []) }
         var steps: [RoomTrack.Step] = []
         var readings: [[String: Double]] = []
         for s in slots {
             for (from, to, heard) in Self.steps(bySlot[s]!, slot: s, length: slot) {
                 steps.append(RoomTrack.Step(slot: s, from: from, to: to, chances: []))
-                readings.append(shift == 0 ? heard : heard.mapValues { $0 - shift })
+                readings.append(heard)
             }
         }
         // Heard in one room's kiosks only, with no room next to it, the run was in that room at
@@ -101,7 +81,7 @@ extension Positioning {
         // and the evidence (every cell's likelihood at every step) need not be worked out.
         if rooms.count == 1 {
             for t in steps.indices { steps[t].chances = [1] }
-            return (RoomTrack(rooms: [rooms[0].0], steps: steps), residual(readings, in: rooms[0].1))
+            return RoomTrack(rooms: [rooms[0].0], steps: steps)
         }
         // Log evidence for each room at each step: log of the mean likelihood over the cells of its
         // evidence grid, weighed by `evidenceWeight`.
@@ -112,13 +92,7 @@ extension Positioning {
         let kiosks = alive.sorted()
         let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
         let rows: [[(predicted: [Double], notHeard: [Double])?]] = rooms.map { _, grid in
-            kiosks.map { k in
-                grid.predicted[k].map { mu in
-                    // A badge heard `shift` dB fainter than most goes unheard that much nearer.
-                    guard shift != 0, let floor = plan.receiver(k)?.floor else { return (mu, grid.notHeard[k]!) }
-                    return (mu, mu.map { RoomGrid.logPhi(($0 + shift - floor) / Positioning.notHeardSigma) })
-                }
-            }
+            kiosks.map { k in grid.predicted[k].map { ($0, grid.notHeard[k]!) } }
         }
         let evidence: [[Double]] = readings.map { heard in
             var y = [Double?](repeating: nil, count: kiosks.count)
@@ -172,40 +146,7 @@ extension Positioning {
             }
             steps[t].chances = RoomGrid.normalised(zip(alpha[t], beta).map { $0 * $1 })
         }
-        var sum = 0.0
-        var count = 0
-        for r in rooms.indices {
-            let sure = steps.indices.filter { steps[$0].chances[r] >= Positioning.badgeSure }
-            let (s, n) = residual(sure.map { readings[$0] }, in: rooms[r].1)
-            sum += s
-            count += n
-        }
-        return (RoomTrack(rooms: rooms.map(\.0), steps: steps), (sum, count))
-    }
-
-    /// The badge's offset as a room's cells see it: over the steps in which two or more of
-    /// the kiosks it models heard the badge, the sum of each step's mean residual (y − μ) at
-    /// the cells its readings fit, each cell weighed by its likelihood; and how many steps.
-    func residual(_ readings: [[String: Double]], in grid: RoomGrid) -> (sum: Double, count: Int) {
-        var sum = 0.0
-        var count = 0
-        for heard in readings where heard.count >= 2 {
-            let observed = heard.keys.sorted().compactMap { k in grid.predicted[k].map { (heard[k]!, $0) } }
-            guard observed.count == heard.count else { continue }
-            let ll = grid.logLikelihood(observed: observed, unheard: [])
-            guard let top = ll.max(), top > -.infinity else { continue }
-            var (weights, mean) = (0.0, 0.0)
-            for c in ll.indices where ll[c] - top > -20 {
-                let w = exp(ll[c] - top)
-                var r = 0.0
-                for (y, mu) in observed { r += y - mu[c] }
-                weights += w
-                mean += w * r / Double(observed.count)
-            }
-            sum += mean / weights
-            count += 1
-        }
-        return (sum, count)
+        return RoomTrack(rooms: rooms.map(\.0), steps: steps)
     }
 
     /// A slot's steps: cut where a window starts or ends (cuts closer than 5 s are one), each
@@ -305,9 +246,6 @@ struct RoomMoves {
 public struct RoomTrack: Sendable {
     public var rooms: [String]
     public var steps: [Step]
-    /// The badge's own offset taken out of its readings, dB: how much fainter than the model
-    /// (the site's ranging and the map's walls) the kiosks heard it, 0 when too little to act on.
-    public var offset: Double = 0
 
     /// A stretch of one slot, with the chance of each room (in `rooms`' order).
     public struct Step: Sendable {

@@ -330,35 +330,6 @@ import TracerSite
         #expect(abs(left - right) < 1e-12)
     }
 
-    /// A badge 10 dB fainter than the model: heard by both of room a's kiosks for a quarter of
-    /// an hour, which tells its offset, then by room c's kiosk alone from c's side of the
-    /// corridor wall, where without the offset the corridor is the likelier place.
-    @Test func aFaintBadgeIsPlacedInItsRoomOnceItsOffsetIsKnown() throws {
-        let plan = Self.corridor
-        let positioning = Positioning(plan: plan)
-        let faint = 10.0
-        func at(_ p: Point, _ heard: [String], slots: Range<Int>) -> [Window] {
-            slots.flatMap { s in
-                heard.map { Self.w($0, s, Self.ranged(p, from: plan.receiver($0)!.position, db: faint)) }
-            }
-        }
-        let inA = at(Point(3, 2), ["west", "east"], slots: 0..<15) + at(Point(9, 4), ["west", "east"], slots: 15..<30)
-        let inC = at(Point(6, 8.5), ["north"], slots: 31..<41)
-        let track = positioning.rooms(inA + inC, device: "x")
-        // Most of it: shrunk towards none, and partly taken up by cells a little further away.
-        #expect(track.offset > faint / 2 && track.offset <= faint, "offset \(track.offset)")
-        // Heard in c alone, nothing tells its offset, and c is in doubt.
-        let alone = positioning.rooms(inC, device: "x")
-        #expect(alone.offset == 0)
-        #expect(try #require(alone.chance(of: "c", at: 36 * 30 + 15)) < 0.9)
-        for s in 33..<41 {
-            #expect(try #require(track.chance(of: "c", at: Double(s) * 30 + 15)) > 0.99, "slot \(s)")
-        }
-        // A badge the model reads right is left as it is.
-        let right = Self.still(at: Point(9, 3), [("west", 0, 0), ("east", 0, 0)])
-        #expect(positioning.rooms(right, device: "x").offset == 0)
-    }
-
     @Test func oneLoudWindowNextDoorDoesNotMoveTheRoom() throws {
         let positioning = Positioning(plan: Self.plan)
         let inA = Point(9, 3)
