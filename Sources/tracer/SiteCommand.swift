@@ -93,18 +93,22 @@ struct SiteCommand: ParsableCommand {
         /// A kiosk keeps what it had when it heard nothing and was heard by none, when it moved
         /// within the fit's hour (its hour mixes two mountings), or when the map gives it an offset
         /// (a walk's) and the fit knows it to no better than `looseFit` (few links: the prior's
-        /// 0 dB, mostly).
+        /// 0 dB, mostly). A kiosk whose anchor has an exponent of its own keeps it, and is named.
         static func write(_ r: CalibrationReport, site: Site, to map: String) throws -> String {
             let f = r.fit
             let stamp = Timestamp(seconds: f.to).iso8601Seconds
             let moved = Set(r.changes.map(\.key))
             var anchors: [(key: String, values: [(key: String, value: String)], comment: String)] = []
             var skipped: [String] = []
+            var ownExponent: [String] = []
             for k in f.kiosks {
                 let loose = k.uncertainty > Self.looseFit && site.anchor(k.key)?.receiverOffset != nil
                 guard k.heard + k.heardBy > 0, !moved.contains(k.key), !loose else {
                     skipped.append(k.key)
                     continue
+                }
+                if let n = site.anchor(k.key)?.pathLossExponent, abs(n - f.exponent) >= 0.005 {
+                    ownExponent.append("\(k.key) (\(String(format: "%.2f", n)))")
                 }
                 anchors.append(
                     (
@@ -129,6 +133,14 @@ struct SiteCommand: ParsableCommand {
                 said +=
                     "\nkept as they were (heard nothing, moved in the hour, or an offset of their own the fit knows less well): "
                     + skipped.joined(separator: ", ")
+            }
+            // Their offsets were fitted at the site's exponent, which their own overrides: say so
+            // rather than drop what the operator (or a walk) put there.
+            if !ownExponent.isEmpty {
+                said +=
+                    "\nrange with a pathLossExponent of their own, though their offsets were fitted at "
+                    + String(format: "%.2f", f.exponent) + " (take it off their anchors to use the fit): "
+                    + ownExponent.joined(separator: ", ")
             }
             return said
         }
