@@ -363,7 +363,7 @@ let package = Package(
         .target(
             name: "TracerTesting",
             dependencies: [
-                "TracerStore", "TracerStorePostgres", "TracerDBus",
+                "TracerStore", "TracerStorePostgres", "TracerDBus", "TracerModel",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -16,11 +16,17 @@ public struct CalibrationReport: Sendable {
     public static let baseline = 3 * 3600.0
 
     /// The report at `at` from the store's hearings; nil when no kiosk heard another anchor of
-    /// the map in the hour before it.
-    public static func make(in db: some StoreReads, site: Site, at: Double) throws -> CalibrationReport? {
+    /// the map in the hour before it. With `exponent`, the exponent is held there, not fitted.
+    public static func make(
+        in db: some StoreReads,
+        site: Site,
+        at: Double,
+        exponent: Double? = nil
+    ) throws -> CalibrationReport? {
         let hearings = try db.getDocuments(Hearing.query(from: at - recent - baseline, to: at))
             .compactMap(Hearing.hearing)
-        guard let fit = SiteCalibration.fit(hearings, site: site, from: at - span, to: at) else { return nil }
+        guard let fit = SiteCalibration.fit(hearings, site: site, from: at - span, to: at, exponent: exponent)
+        else { return nil }
         let changes = SiteCalibration.changes(
             hearings,
             site: site,

@@ -330,8 +330,9 @@ extension API: APIProtocol {
     public func siteCalibration(
         _ input: Operations.SiteCalibration.Input
     ) async throws -> Operations.SiteCalibration.Output {
-        try await authorize([.admin])
+        try await authorize([.admin, .kiosk])
         let at = try Self.since(input.query.at, name: "at")
-        return .ok(.init(body: .json(try await store.reading { db in try self.siteCalibration(at: at, in: db) })))
+        let held = input.query.exponent == .map
+        return .ok(.init(body: .json(try await siteCalibration(at: at, heldExponent: held))))
     }
 }

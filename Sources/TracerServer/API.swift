@@ -50,6 +50,11 @@ public final class API: AsyncShutdown {
     let sync: SyncEndpoint
     /// Days of badge ids made lately, by ETag, as the JSON answered (`GET /v1/badges/ids`).
     let badgeDays = Mutex<[String: Data]>([:])
+    /// The fit up to now (`GET /v1/site/calibration` without `at`), by whether the exponent was
+    /// held at the map's, with when it was worked out: every kiosk asks for it, and hearings come
+    /// in 5-minute slots, so it is worked out at most once every `calibrationReuse` seconds.
+    let calibrations = Mutex<[Bool: (at: Double, fit: Components.Schemas.SiteCalibration)]>([:])
+    public static let calibrationReuse = 300.0
     /// A kiosk unheard for longer than this is shown as silent (it sends at least every 15 s).
     public static let silentAfter = 60.0
 

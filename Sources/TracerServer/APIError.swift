@@ -97,6 +97,9 @@ public struct APIError: Error, HTTPResponseError, CustomStringConvertible {
                 "\(Self.path(context.codingPath)) is not \(Self.kind(type))"
             case DecodingError.valueNotFound(let type, let context):
                 "\(Self.path(context.codingPath)) is null, not \(Self.kind(type))"
+            case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty && e.requestBody == nil:
+                // No body: a parameter (a query's value that is none of its enum's).
+                "a parameter is none of the values it takes (\(context.debugDescription))"
             case DecodingError.dataCorrupted(let context):
                 context.codingPath.isEmpty
                     ? "the body is not JSON" : "\(Self.path(context.codingPath)): \(context.debugDescription)"

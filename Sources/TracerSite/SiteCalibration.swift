@@ -64,6 +64,8 @@ public enum SiteCalibration {
     static let reciprocityPrior = 1.5
     static let beaconPrior = 3.0
     static let exponentPrior = (mean: 2.0, sd: 1.0)
+    /// The prior's spread for an exponent held at a value: a thousandth, nothing any link moves.
+    static let heldExponent = 0.001
     static let wallPrior = (mean: 5.0, sd: 5.0)
     /// Links with fewer adverts than this are left out: a kiosk at the edge of range hears only
     /// the loud ones, and their mean reads high.
@@ -72,9 +74,17 @@ public enum SiteCalibration {
     static let leastLinkSpread = 2.0
 
     /// Fits the hearings that overlap `from`–`to`. Nil when no kiosk heard another anchor of the
-    /// map often enough.
-    public static func fit(_ hearings: [KioskHearing], site: Site, from: Double, to: Double) -> Fit? {
-        let u = Unknowns(site)
+    /// map often enough. With `exponent`, the path-loss exponent is held there (what the kiosks
+    /// range with) rather than fitted: offsets a kiosk can range with at that exponent.
+    public static func fit(
+        _ hearings: [KioskHearing],
+        site: Site,
+        from: Double,
+        to: Double,
+        exponent: Double? = nil
+    ) -> Fit? {
+        var u = Unknowns(site)
+        if let exponent { u.exponent = (exponent, heldExponent) }
         var links: [LinkKey: LinkSums] = [:]
         var used = 0
         // The weakest advert any kiosk reported: the adapters' floor, near enough.
@@ -146,6 +156,8 @@ public enum SiteCalibration {
         /// Kiosks, beacons, all the unknowns; the exponent's and the walls' places.
         let n: Int
         let b: Int
+        /// The exponent's prior (mean, sd): `exponentPrior`, or a value held.
+        var exponent = exponentPrior
         var p: Int { 2 * n + b + 2 }
         var iN: Int { 2 * n + b }
         var iW: Int { 2 * n + b + 1 }
@@ -167,7 +179,7 @@ public enum SiteCalibration {
                 priors.append((n + i, 0, reciprocityPrior))
             }
             for j in 0..<b { priors.append((2 * n + j, 0, beaconPrior)) }
-            priors.append((iN, exponentPrior.mean, exponentPrior.sd))
+            priors.append((iN, exponent.mean, exponent.sd))
             priors.append((iW, wallPrior.mean, wallPrior.sd))
             return priors
         }

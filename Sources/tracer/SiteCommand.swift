@@ -29,7 +29,9 @@ struct SiteCommand: ParsableCommand {
                 on its anchor (not a kiosk nothing was heard of, nor one that moved, nor one whose \
                 own offset in the map the fit knows to no better than ±3 dB), the exponent \
                 and the wall's loss in its settings; publish the map (tracer map publish) and the \
-                kiosks range with it and the server places people with it.
+                kiosks range with it and the server places people with it. --exponent map holds \
+                the exponent at the map's: the offsets that kiosks following the fit range with \
+                (with --write, only those are written).
                 """
         )
 
@@ -37,6 +39,11 @@ struct SiteCommand: ParsableCommand {
         @Option(help: "The site's BeaconMap (default: the site published in the store).") var map: String?
         @Option(help: "Fit up to this time: \(When.examples) (default: now, or the last hearing stored if earlier).")
         var at: String?
+        @Option(
+            help:
+                "fitted (the default): the path-loss exponent fitted with the rest; map: held at the map's, as the kiosks that follow the fit range (with --write, only their offsets are written)."
+        )
+        var exponent: String?
         @Flag(help: "JSON instead of a table.") var json = false
         @Flag(help: "Write the fit into the map file given with --map (then publish it).") var write = false
 
@@ -45,6 +52,9 @@ struct SiteCommand: ParsableCommand {
                 throw ValidationError(
                     "--write edits a map file: give --map FILE (the file the site was published from)"
                 )
+            }
+            guard exponent == nil || exponent == "fitted" || exponent == "map" else {
+                throw ValidationError("--exponent takes fitted or map, not '\(exponent!)'")
             }
             let store = try options.open()
             guard let site = try SiteResolution.site(map: map, store: store, publish: false) else {
@@ -73,7 +83,13 @@ struct SiteCommand: ParsableCommand {
                 }
                 time = min(now, last)
             }
-            guard let report = try store.read({ try CalibrationReport.make(in: $0, site: site, at: time) }) else {
+            var held: Double?
+            if exponent == "map", case .logDistance(let n) = site.ranging.model { held = n }
+            guard
+                let report = try store.read({
+                    try CalibrationReport.make(in: $0, site: site, at: time, exponent: held)
+                })
+            else {
                 throw ValidationError(
                     "no kiosk in \(options.display) heard another anchor of the map in the hour before \(Timestamp(seconds: time).iso8601Seconds)"
                 )
@@ -81,7 +97,7 @@ struct SiteCommand: ParsableCommand {
             Output.line(json ? Self.json(report) : Self.table(report))
             if write, let map {
                 // Beside --json's document, not in it.
-                let said = try Self.write(report, site: site, to: map)
+                let said = try Self.write(report, site: site, to: map, offsetsOnly: held != nil)
                 if json { Output.error(said) } else { Output.line(said) }
             }
         }
@@ -94,7 +110,13 @@ struct SiteCommand: ParsableCommand {
         /// within the fit's hour (its hour mixes two mountings), or when the map gives it an offset
         /// (a walk's) and the fit knows it to no better than `looseFit` (few links: the prior's
         /// 0 dB, mostly). A kiosk whose anchor has an exponent of its own keeps it, and is named.
-        static func write(_ r: CalibrationReport, site: Site, to map: String) throws -> String {
+        /// With `offsetsOnly` (the exponent held at the map's), the settings stay as they are.
+        static func write(
+            _ r: CalibrationReport,
+            site: Site,
+            to map: String,
+            offsetsOnly: Bool = false
+        ) throws -> String {
             let f = r.fit
             let stamp = Timestamp(seconds: f.to).iso8601Seconds
             let moved = Set(r.changes.map(\.key))
@@ -102,12 +124,13 @@ struct SiteCommand: ParsableCommand {
             var skipped: [String] = []
             var ownExponent: [String] = []
             for k in f.kiosks {
-                let loose = k.uncertainty > Self.looseFit && site.anchor(k.key)?.receiverOffset != nil
+                let anchor = site.anchor(k.key)
+                let loose = k.uncertainty > Self.looseFit && anchor?.receiverOffset != nil
                 guard k.heard + k.heardBy > 0, !moved.contains(k.key), !loose else {
                     skipped.append(k.key)
                     continue
                 }
-                if let n = site.anchor(k.key)?.pathLossExponent, abs(n - f.exponent) >= 0.005 {
+                if let n = anchor?.pathLossExponent, abs(n - f.exponent) >= 0.005 {
                     ownExponent.append("\(k.key) (\(String(format: "%.2f", n)))")
                 }
                 anchors.append(
@@ -120,14 +143,16 @@ struct SiteCommand: ParsableCommand {
             try SiteFile.update(
                 file: map,
                 anchors: anchors,
-                settings: [
-                    ("pathLossExponent", String(format: "%.2f", f.exponent)),
-                    ("wallLoss", String(format: "%.1f", f.wallLoss)),
-                ],
+                settings: offsetsOnly
+                    ? []
+                    : [
+                        ("pathLossExponent", String(format: "%.2f", f.exponent)),
+                        ("wallLoss", String(format: "%.1f", f.wallLoss)),
+                    ],
                 comment: "pathLossExponent and wallLoss: tracer site calibration to \(stamp), \(f.links) links"
             )
             var said =
-                "wrote the receiverOffset of \(anchors.count) kiosks, pathLossExponent and wallLoss into \(map): "
+                "wrote the receiverOffset of \(anchors.count) kiosks\(offsetsOnly ? "" : ", pathLossExponent and wallLoss") into \(map): "
                 + "publish it (tracer map publish \(map))"
             if !skipped.isEmpty {
                 said +=

@@ -98,6 +98,24 @@ import TracerTesting
         let check = try await tracer(["map", "check", copy])
         #expect(check.status == 0, "\(check.stderr)")
 
+        // --exponent map: the fit the kiosks follow, at the map's exponent; written, the offsets
+        // only, and the settings as they were.
+        let heldCopy = dir.file("held.yaml")
+        try FileManager.default.copyItem(atPath: map, toPath: heldCopy)
+        let held = try await tracer([
+            "site", "calibration", "--store", store, "--map", heldCopy, "--at", "2026-11-23T09:00:00Z",
+            "--exponent", "map", "--json", "--write",
+        ])
+        #expect(held.status == 0, "\(held.stderr)")
+        let heldFit = try JSONSerialization.jsonObject(with: Data(held.stdout.utf8)) as! [String: Any]
+        // A random site's map gives no exponent: the default, 2.
+        #expect((heldFit["exponent"] as! NSNumber).doubleValue == 2, "\(heldFit["exponent"]!)")
+        #expect(held.stderr.contains("wrote the receiverOffset of \(kiosks.count) kiosks into "), "\(held.stderr)")
+        let heldWritten = try written(heldCopy)
+        #expect(heldWritten.kiosks.count == kiosks.count && heldWritten.settings.isEmpty, "\(heldWritten)")
+        let badExponent = try await tracer(["site", "calibration", "--store", store, "--exponent", "2.2"])
+        #expect(badExponent.status == 1 && badExponent.stderr.hasPrefix("Error: --exponent takes fitted or map"))
+
         // Half an hour after the re-mount, kiosk-1 is named, reading lower.
         let later = try await tracer(["site", "calibration", "--store", store, "--map", copy])
         #expect(later.status == 0, "\(later.stderr)")

@@ -96,6 +96,27 @@ import Testing
         #expect(abs(fit.wallLoss - truth.wall) < 0.3)
     }
 
+    /// Held at the exponent the kiosks range with, the fit gives offsets for ranging at it: at
+    /// the truth's exponent the same as the free fit; at a lower one (a model that expects links
+    /// louder than they are), every kiosk's offset higher, by its share of what the exponent's
+    /// error costs over its links (10 · 0.2 · log10 of links 4–24 m long, shared by both ends).
+    @Test func anExponentHeldGivesTheOffsetsToRangeWithAtIt() throws {
+        let site = try Site.parse(Self.map, file: "map.yaml")
+        let truth = Truth()
+        let hearings = Self.hearings(site, truth)
+        let free = try #require(SiteCalibration.fit(hearings, site: site, from: 0, to: 3600))
+        let atTruth = try #require(SiteCalibration.fit(hearings, site: site, from: 0, to: 3600, exponent: 2.2))
+        let low = try #require(SiteCalibration.fit(hearings, site: site, from: 0, to: 3600, exponent: 2.0))
+        #expect(abs(atTruth.exponent - 2.2) < 0.005 && abs(low.exponent - 2.0) < 0.005)
+        for k in free.kiosks {
+            let held = try #require(atTruth.kiosk(k.key))
+            let lower = try #require(low.kiosk(k.key))
+            #expect(abs(held.receiverOffset - k.receiverOffset) < 0.3, "\(k.key)")
+            let rise = lower.receiverOffset - k.receiverOffset
+            #expect(rise > 0.3 && rise < 3.5, "\(k.key): \(rise)")
+        }
+    }
+
     @Test func theTruthLiesWithinTwoStandardErrorsOnNoisyLinks() throws {
         let site = try Site.parse(Self.map, file: "map.yaml")
         let truth = Truth()

@@ -41,7 +41,8 @@ struct ServerFixture {
         limit: Int = 10,
         ocrQueue: Int = 8,
         now: Date? = nil,
-        site adjust: (inout Site) -> Void = { _ in }
+        site adjust: (inout Site) -> Void = { _ in },
+        clock: (@Sendable () -> Date)? = nil
     ) async throws {
         self.now = now
         store = try DocumentStore(path: TestBackend.location(in: dir, "s.sqlite"))
@@ -58,7 +59,7 @@ struct ServerFixture {
             // page, 60 s in the product): a page beside the whole suite on 2 cores has taken longer.
             ocrDeadline: .seconds(600),
             reviewImages: ReviewImages(directory: dir.file("review")),
-            clock: { now ?? Date() }
+            clock: clock ?? { now ?? Date() }
         )
         (admin, kiosk, device) = try await store.writing { db in
             (

@@ -12,42 +12,14 @@ import TracerTesting
 
 /// `GET /v1/site/calibration`: the kiosks' hearings of each other, fitted, for the dashboard.
 @Suite struct SiteCalibrationRouteTests {
-    /// An hour of every example-campus kiosk hearing every other anchor of its building, as the
-    /// model has it, with `errors` (dB added to what a kiosk hears and to what it sends).
     static func hear(_ f: ServerFixture, at end: Double, errors: [String: Double]) throws {
-        let site = f.api.site!
-        var batch = WriteBatch()
-        for rx in site.anchors where rx.kind == .kiosk {
-            let ri = site.rooms.firstIndex { $0.key == rx.room }!
-            for tx in site.anchors where tx.key != rx.key {
-                let ti = site.rooms.firstIndex { $0.key == tx.room }!
-                guard site.rooms[ri].building == site.rooms[ti].building else { continue }
-                let walls = Double(Room.walls(from: tx.position, in: ti, to: rx.position, in: ri, rooms: site.rooms))
-                let mean =
-                    -59 - 20 * log10(max(0.5, tx.position.distance(to: rx.position))) - 5 * walls
-                    + (errors[rx.key] ?? 0) + (tx.kind == .kiosk ? errors[tx.key] ?? 0 : 0)
-                for slot in stride(from: end - 3600, to: end, by: 300) {
-                    let h = KioskHearing(
-                        receiver: rx.key,
-                        emitter: tx.key,
-                        rssi: mean,
-                        count: 120,
-                        spread: 3,
-                        weakest: -110,
-                        measuredPower: -59,
-                        start: slot,
-                        end: slot + 300
-                    )
-                    batch.set(try Collections.hearings(at: rx.key).document(Hearing.id(h)), Hearing.data(h))
-                }
-            }
-        }
-        try f.store.commit(batch)
+        try KioskHearingFixture.write(site: f.api.site!, into: f.store, at: end, errors: errors)
     }
 
     @Test func theDashboardReadsEveryKiosksFitAndWhoMayNot() async throws {
         let now = Date(timeIntervalSince1970: 1_795_000_000)
-        let f = try await ServerFixture(now: now)
+        let clock = ManualClock(Timestamp(seconds: now.timeIntervalSince1970))
+        let f = try await ServerFixture(now: now, clock: { Date(timeIntervalSince1970: clock.now().seconds) })
         try await f.app().test(.router) { client in
             func get(_ path: String, _ token: String?) async throws -> (HTTPResponse.Status, [UInt8]) {
                 try await client.execute(
@@ -71,12 +43,35 @@ import TracerTesting
             #expect(abs((lab.receiverOffset ?? 0) - 4) < 1, "reads 4 dB low: +4 to add")
             #expect(lab.room != nil && lab.heard > 0 && c.links > 0 && c.changes.isEmpty)
 
-            // Only the site's admins; a bad time is a 400 naming it.
+            // Its kiosks too (each follows its own offset), with the exponent held at the map's.
+            let (held, heldBody) = try await get("/v1/site/calibration?exponent=map", f.kiosk)
+            #expect(held == .ok, "\(String(decoding: heldBody, as: UTF8.self))")
+            let h = try #require(APIJSON.decode(Components.Schemas.SiteCalibration.self, from: heldBody))
+            #expect(h.exponent == 2 && h.exponentUncertainty == 0, "the example campus ranges at 2")
+            #expect(abs((h.kiosks.first { $0.key == "kiosk-lab" }?.receiverOffset ?? 0) - 4) < 1)
+
+            // Up to now, worked out once every five minutes: hearings stored since are in the next.
+            try Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -10])
+            let (_, again) = try await get("/v1/site/calibration", f.admin)
+            #expect(again == body, "the same fit, not worked out again")
+            clock.advance(seconds: API.calibrationReuse)
+            let (_, later) = try await get("/v1/site/calibration", f.admin)
+            let l = try #require(APIJSON.decode(Components.Schemas.SiteCalibration.self, from: later))
+            #expect(abs((l.kiosks.first { $0.key == "kiosk-lab" }?.receiverOffset ?? 0) - 10) < 1.5)
+
+            // Nobody else; a bad time or exponent is a 400 naming it.
             #expect(try await get("/v1/site/calibration", f.device).0 == .forbidden)
-            #expect(try await get("/v1/site/calibration", f.kiosk).0 == .forbidden)
             #expect(try await get("/v1/site/calibration", nil).0 == .unauthorized)
             let (bad, badBody) = try await get("/v1/site/calibration?at=soon", f.admin)
             #expect(bad == .badRequest && String(decoding: badBody, as: UTF8.self).contains("at takes"))
+            let (badExponent, badExponentBody) = try await get("/v1/site/calibration?exponent=2.2", f.admin)
+            #expect(
+                badExponent == .badRequest
+                    && String(decoding: badExponentBody, as: UTF8.self).contains(
+                        "a parameter is none of the values it takes"
+                    ),
+                "\(String(decoding: badExponentBody, as: UTF8.self))"
+            )
         }
     }
 }
