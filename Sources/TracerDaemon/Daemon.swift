@@ -14,6 +14,13 @@ public final class Daemon: Sendable {
     /// A newer site, once published (a kiosk following its site server): the daemon writes
     /// what it has under the old site and goes on under the new one, without a restart.
     private let newerSite = Mutex<Site?>(nil)
+    /// The site the kiosk ranges under now, or will at its next batch (the site server's fit
+    /// of its receiver is judged against it).
+    let currentSite: Mutex<Site>
+    /// The site server's fit of the kiosk's receiver, once taken and until the ranging takes it;
+    /// and what the last fit offered was found to be (said once each time it changes).
+    let followed = Mutex<Double?>(nil)
+    let lastFit = Mutex<SiteFit.Decision?>(nil)
     public let mode: DaemonMode
     public let store: DocumentStore
     public let source: any AdvertSource
@@ -53,6 +60,7 @@ public final class Daemon: Sendable {
         self.flushInterval = flushInterval
         self.retention = retention
         self.site = site
+        self.currentSite = Mutex(site)
         self.mode = mode
         self.store = store
         self.source = source
@@ -73,6 +81,7 @@ public final class Daemon: Sendable {
             return false
         }
         newerSite.withLock { $0 = site }
+        currentSite.withLock { $0 = site }
         // The anchors as the new site has them, at once; the ranging takes the site at its
         // next round of adverts.
         do { try await store.writing { db in try self.writeAnchors(site, in: db) } } catch {

@@ -50,6 +50,11 @@ struct DaemonRun {
     /// the adverts ranged, what has ended written when it is due, and the hourly purge.
     mutating func take(_ batch: [Advert]) async throws {
         if let newer = daemon.takeNewerSite() { try await change(to: newer) }
+        if let offset = daemon.takeFollowed() {
+            // Stored by `Daemon.follow` already; a new site's ranging starts from it too.
+            stored = offset
+            ranger.seed(offset: offset)
+        }
         if let badges = daemon.badges, site.badgeUUID != nil, let first = batch.first {
             let t = live ? Date().timeIntervalSince1970 : first.time
             let epoch = RotatingID.epochStart(t, bits: site.badgeEpochBits)

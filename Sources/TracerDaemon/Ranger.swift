@@ -94,9 +94,10 @@ public struct Ranger: Sendable {
     }
 
     /// Ranges with a kiosk's stored offset (added to the site's, as the fit is) until its own fit
-    /// is ready: a restart keeps the fit.
+    /// is ready: a restart keeps the fit. A kiosk with no fixed beacon in its room has no fit of
+    /// its own: it ranges with the site server's fit of it (`SiteFit`), stored, until the next.
     public mutating func seed(offset: Double) {
-        guard calibration != nil, calibration?.offset == nil else { return }
+        guard case .gateway = mode, site.exposure.runningCalibration, calibration?.offset == nil else { return }
         windows.setReceiverOffset(site.ranging.receiverOffset + offset)
     }
 

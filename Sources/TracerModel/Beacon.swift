@@ -53,12 +53,16 @@ public struct Beacon: Sendable, Equatable {
         public var receiverOffset: Double
         public var windows: Int
         public var references: Int
+        /// What it was fitted from: nil (or `beacons`) the fixed beacons in the kiosk's room,
+        /// `kiosks` the site server's fit of the kiosks hearing each other.
+        public var source: String?
         public var updatedAt: Timestamp?
 
-        public init(receiverOffset: Double, windows: Int, references: Int) {
+        public init(receiverOffset: Double, windows: Int, references: Int, source: String? = nil) {
             self.receiverOffset = receiverOffset
             self.windows = windows
             self.references = references
+            self.source = source
         }
 
         /// Nil when the document has no calibration.
@@ -69,17 +73,20 @@ public struct Beacon: Sendable, Equatable {
             receiverOffset = offset
             windows = Int(saturating: m["windows"]?.doubleValue ?? 0)
             references = Int(saturating: m["references"]?.doubleValue ?? 0)
+            source = m["source"]?.stringValue
             updatedAt = m["updatedAt"]?.timestampValue
         }
 
         /// The field's value (offset to 0.1 dB).
         public var data: DocumentData {
-            [
+            var data: DocumentData = [
                 "receiverOffset": .double((receiverOffset * 10).rounded() / 10),
                 "windows": .integer(Int64(windows)),
                 "references": .integer(Int64(references)),
                 "updatedAt": .serverTimestamp,
             ]
+            if let source { data["source"] = .string(source) }
+            return data
         }
     }
 

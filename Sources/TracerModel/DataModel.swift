@@ -28,10 +28,12 @@ public enum DataModel {
     public static let entries: [Entry] = [
         Entry(
             path: "beacons/{anchorKey}",
-            writtenBy: "the daemon at start, from the BeaconMap (merged); a kiosk's running calibration",
+            writtenBy:
+                "the daemon at start, from the BeaconMap (merged); a kiosk's running calibration, or the site server's fit it follows",
             fields: [
                 "kind (kiosk, beacon)", "room", "name", "position ([x, y] m)", "site", "uuid", "major", "minor",
-                "measuredPower", "ts", "calibration ({receiverOffset dB, windows, references, updatedAt})",
+                "measuredPower", "ts",
+                "calibration ({receiverOffset dB, windows, references, source: kiosks for the site server's fit, updatedAt})",
             ]
         ),
         Entry(

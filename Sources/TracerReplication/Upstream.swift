@@ -198,6 +198,24 @@ public final class Upstream: AsyncShutdown {
         }
     }
 
+    /// The site's fit of its kiosks' radio up to now, the exponent held at the map's (what the
+    /// kiosks range with): `GET /v1/site/calibration?exponent=map`. Nil when there is none yet
+    /// (no site published, or no kiosk heard another in the last hour).
+    public func siteCalibration() async throws(SyncError) -> Components.Schemas.SiteCalibration? {
+        let answer: Operations.SiteCalibration.Output
+        do {
+            answer = try await api(notFound: .notFound) { client in
+                try await client.siteCalibration(query: .init(exponent: .map))
+            }
+        } catch let e where e.code == .notFound {
+            return nil
+        }
+        guard case .ok(let ok) = answer, case .json(let fit) = ok.body else {
+            throw SyncError(.protocolError, "\(base)/v1/site/calibration: an answer the API does not give")
+        }
+        return fit
+    }
+
     /// One day of the site's badge ids (`GET /v1/badges/ids`): nil when it is the one with
     /// `etag` (304). Throws `notFound` when the site has no badges.
     public func badgeDay(_ day: UInt32, etag: String?) async throws(SyncError) -> (day: BadgeIDDay, etag: String)? {

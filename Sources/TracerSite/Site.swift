@@ -19,6 +19,10 @@ public struct ExposureSettings: Sendable, Equatable {
     /// Whether kiosks fit their own receiver offset from the map's fixed beacons as they run
     /// (`calibration: running`, the default) or keep the map's (`calibration: map`).
     public var runningCalibration = true
+    /// Whether the map's settings give a `pathLossExponent` (the site's fit written, or a walk's),
+    /// rather than leaving the default 2: kiosks follow the site server's fit of their offsets at
+    /// the map's exponent only when it is one (`SiteFit`).
+    public var exponentGiven = false
     /// Whether the geometric rule judges pairs by positions where several kiosks of a room heard
     /// both, and attributes rooms from every kiosk's readings over time (`positions: on`, the
     /// default), or by distances to one kiosk and the closest kiosk (`positions: off`).

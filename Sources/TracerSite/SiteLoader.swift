@@ -505,7 +505,10 @@ private struct Reader {
         if let n = f["filterWindow"] { r.filter.window = try bounded(n, "filterWindow", 1...300) }
         if let n = f["outlierClamp"] { r.filter.outlierClamp = try bounded(n, "outlierClamp", 0...100) }
         var exponent = 2.0
-        if let n = f["pathLossExponent"] { exponent = try bounded(n, "pathLossExponent", 1...6) }
+        if let n = f["pathLossExponent"] {
+            exponent = try bounded(n, "pathLossExponent", 1...6)
+            e.exponentGiven = true
+        }
         r.model = .logDistance(exponent: exponent)
         if let n = f["distanceModel"] {
             switch try string(n, "settings: distanceModel", parent: node.mark) {

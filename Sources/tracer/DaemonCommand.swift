@@ -64,6 +64,13 @@ struct DaemonCommand: AsyncParsableCommand {
         var drainTimeout: Double = 60
         @Option(help: ArgumentHelp("Seconds between checks for a newly published site.", visibility: .hidden))
         var siteInterval: Double = 30
+        @Option(
+            help: ArgumentHelp(
+                "Seconds between asks for the site server's fit of this kiosk's receiver.",
+                visibility: .hidden
+            )
+        )
+        var fitInterval: Double = 600
 
         func validate() throws {
             if upstream != nil, tokenFile == nil {
@@ -75,9 +82,11 @@ struct DaemonCommand: AsyncParsableCommand {
                 throw ValidationError("--token-file and --ca-file go with --upstream URL")
             }
             // Bounded: seconds become milliseconds in an Int, which 1e300 would trap.
-            guard drainTimeout >= 0, drainTimeout <= 86_400, siteInterval > 0, siteInterval <= 86_400 else {
+            guard drainTimeout >= 0, drainTimeout <= 86_400, siteInterval > 0, siteInterval <= 86_400,
+                fitInterval > 0, fitInterval <= 86_400
+            else {
                 throw ValidationError(
-                    "--drain-timeout takes seconds from 0 to 86400, --site-interval above 0 up to 86400"
+                    "--drain-timeout takes seconds from 0 to 86400, --site-interval and --fit-interval above 0 up to 86400"
                 )
             }
         }
@@ -175,6 +184,21 @@ struct DaemonCommand: AsyncParsableCommand {
                     )
                 )
             }
+        }
+        if let upstream, let kiosk = modeOptions.anchor {
+            // The site server's fit of this kiosk's receiver, from the kiosks hearing each other.
+            services.append(
+                .init(
+                    service: FitFollower(
+                        upstream: upstream,
+                        kiosk: kiosk,
+                        interval: .milliseconds(Int(replication.fitInterval * 1000)),
+                        logger: Logger(label: "tracer.sync")
+                    ) { offset, uncertainty, moved in
+                        await daemon.follow(SiteFit(offset: offset, uncertainty: uncertainty, moved: moved))
+                    }
+                )
+            )
         }
         if let badges { services.append(.init(service: badges)) }
         services.append(Services.ending(DaemonService(daemon) { report in finished.withLock { $0 = report } }))

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import TracerDBus
+import TracerModel
+import TracerSite
 @_spi(Blocking) import TracerStore
 import TracerTesting
 
@@ -577,6 +579,59 @@ import TracerTesting
         )
         #expect(await offline.stop(0, timeout: 120)?.status == 0, "\(offline.stderr)")
         #expect(offline.stderr.contains("starting with the site kept from"), "\(offline.stderr)")
+    }
+
+    /// A kiosk with no fixed beacon in its room asks the site server for its fit (the kiosks
+    /// hearing each other, at the map's exponent), stores it, ranges with it and replicates it.
+    @Test func aKioskFollowsTheSitesFitOfItsReceiver() async throws {
+        // The site's exponent written into the map, as `tracer site calibration --write` does.
+        let fittedMap = dir.file("fitted.yaml")
+        try String(contentsOfFile: Self.map, encoding: .utf8)
+            .replacingOccurrences(of: "\nsettings:\n", with: "\nsettings:\n  pathLossExponent: 2\n")
+            .write(toFile: fittedMap, atomically: true, encoding: .utf8)
+        let published = try await tracer(["map", "publish", fittedMap], store: site)
+        try #require(published.status == 0, "\(published.stderr)")
+        try KioskHearingFixture.write(
+            site: try Site.load(file: fittedMap),
+            into: try DocumentStore(path: site),
+            at: Date().timeIntervalSince1970,
+            errors: ["kiosk-office": -4]
+        )
+        let token = try await token("kiosk-office", file: "office.token")
+        let server = try await SiteServer(store: site)
+        defer { server.process.kill() }
+        let kioskStore = dir.file("kiosk.sqlite")
+        let fifo = dir.file("adverts.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let daemon = try TracerProcess.start([
+            "daemon", "--anchor", "kiosk-office", "--source", "replay:\(fifo)", "--store", kioskStore, "--upstream",
+            server.url, "--token-file", token, "--fit-interval", "0.2",
+        ])
+        defer { daemon.kill() }
+        let writer = try #require(FileHandle(forWritingAtPath: fifo))
+        let kioskReader = try DocumentStore(path: kioskStore)
+        func fitted(_ store: DocumentStore) async -> Beacon.Calibration? {
+            (try? await store.reading { db in try db.get("beacons/kiosk-office") }).flatMap(Beacon.Calibration.init)
+        }
+        #expect(
+            await until(60) {
+                guard let c = await fitted(kioskReader) else { return false }
+                return abs(c.receiverOffset - 4) < 1 && c.source == "kiosks"
+            },
+            "the kiosk took the site's fit: \(daemon.stderr)"
+        )
+        try writer.close()
+        #expect(await daemon.stop(0, timeout: 120)?.status == 0, "\(daemon.stderr)")
+        #expect(
+            daemon.stderr.contains("ranging with the site server's fit of this kiosk's receiver"),
+            "\(daemon.stderr)"
+        )
+        server.process.kill()
+        let replicated = await fitted(try DocumentStore(path: site))
+        #expect(
+            replicated?.source == "kiosks" && abs((replicated?.receiverOffset ?? 0) - 4) < 1,
+            "\(String(describing: replicated))"
+        )
     }
 
     // MARK: Transport

@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import Testing
+import TracerModel
+import TracerTesting
+
+@testable import TracerDaemon
+@testable import TracerSite
+@_spi(Blocking) @testable import TracerStore
+
+/// A kiosk with no fixed beacon in its room following the site server's fit of its receiver
+/// (`SiteFit`, `Daemon.follow`): which fits it takes, that it ranges with the one it took, and
+/// that a restart keeps it.
+@Suite struct SiteFitTests {
+    static let badgeUUID = DaemonReplayTests.badgeUUID
+    static let t0 = DaemonReplayTests.t0
+
+    static func daemon(_ site: Site, _ kiosk: String, replay: String, store: DocumentStore) throws -> Daemon {
+        Daemon(
+            site: site,
+            mode: .gateway(anchor: kiosk),
+            store: store,
+            source: try ReplaySource(path: replay),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+    }
+
+    /// A badge 2 m from a receiver that reads 6 dB low, for a minute from `from`.
+    static func replay(_ file: String, from: Double) throws {
+        var f = ReplayFixture()
+        f.receiverBias = -6
+        f.clutter = false
+        f.badges = [
+            .init(
+                uuid: badgeUUID,
+                major: 1,
+                minor: 7,
+                address: "D4:22:8B:33:18:6F",
+                distance: 2,
+                from: from,
+                to: from + 60
+            )
+        ]
+        try f.write(to: file)
+    }
+
+    static func lastDistance(_ store: DocumentStore, _ kiosk: String) async throws -> Double {
+        let docs = try await store.reading { db in
+            try db.getDocuments(
+                Query(collection: try CollectionPath("beacons/\(kiosk)/interactions"))
+                    .order(by: "start", descending: true).limit(1)
+            )
+        }
+        return try #require(docs.first?["distance"]?.doubleValue)
+    }
+
+    /// The example campus, its exponent given as the site's fit would write it.
+    static func fitted() throws -> Site {
+        var site = try Site.load(file: DaemonReplayTests.mapPath)
+        site.exposure.exponentGiven = true
+        return site
+    }
+
+    @Test func aKioskWithNoBeaconRangesWithTheSitesFitAndKeepsItAfterARestart() async throws {
+        let site = try Self.fitted()
+        let (store, dir) = try DocumentStore.temporary()
+        try Self.replay(dir.file("first.jsonl"), from: Self.t0)
+        let daemon = try Self.daemon(site, "kiosk-office", replay: dir.file("first.jsonl"), store: store)
+        #expect(await daemon.follow(SiteFit(offset: 6, uncertainty: 0.4, moved: false)) == .follow(6))
+        let stored = try #require(
+            Beacon.Calibration(try await store.reading { db in try db.get("beacons/kiosk-office") })
+        )
+        #expect(stored.receiverOffset == 6 && stored.source == "kiosks", "\(stored)")
+        _ = try await daemon.run()
+        // The site's +3 dB is for worn badges; this badge has no body, so at 2 m with +6 + 3 dB
+        // it reads 2 × 10^(−3/20) = 1.42 m; without the fit it would read 2.83 m.
+        let first = try await Self.lastDistance(store, "kiosk-office")
+        #expect(abs(first - 1.42) < 0.3, "\(first)")
+
+        // Restarted with no server to ask: the stored fit.
+        try Self.replay(dir.file("second.jsonl"), from: Self.t0 + 600)
+        _ = try await Self.daemon(site, "kiosk-office", replay: dir.file("second.jsonl"), store: store).run()
+        let second = try await Self.lastDistance(store, "kiosk-office")
+        #expect(abs(second - 1.42) < 0.3, "\(second)")
+    }
+
+    @Test func whichFitsAKioskTakes() async throws {
+        let site = try Self.fitted()
+        let (store, dir) = try DocumentStore.temporary()
+        try Self.replay(dir.file("r.jsonl"), from: Self.t0)
+        let office = try Self.daemon(site, "kiosk-office", replay: dir.file("r.jsonl"), store: store)
+        func fit(_ offset: Double, _ sd: Double = 0.4, moved: Bool = false) -> SiteFit {
+            SiteFit(offset: offset, uncertainty: sd, moved: moved)
+        }
+        // Known to ±2 dB: kept as the map has it (0 dB); a moved kiosk is not followed either.
+        #expect(await office.follow(fit(5, 2)) == .loose)
+        #expect(await office.follow(fit(5, moved: true)) == .moved)
+        #expect(await office.follow(fit(5)) == .follow(5))
+        // Within half a decibel, or within its own error, of what it ranges with: no change.
+        #expect(await office.follow(fit(5.4)) == .unchanged)
+        #expect(await office.follow(fit(6.2, 1.4)) == .unchanged)
+        #expect(await office.follow(fit(5.6)) == .follow(5.6))
+        #expect(
+            Beacon.Calibration(try await store.reading { db in try db.get("beacons/kiosk-office") })?.receiverOffset
+                == 5.6
+        )
+
+        // The lab's kiosk fits itself from its fixed beacons; a map with calibration: map, none.
+        let lab = try Self.daemon(site, "kiosk-lab", replay: dir.file("r.jsonl"), store: store)
+        guard case .notFollowed(let why) = await lab.follow(fit(5)) else {
+            Issue.record("the lab's kiosk followed the site's fit")
+            return
+        }
+        #expect(why.contains("fixed beacons"))
+        var fixed = site
+        fixed.exposure.runningCalibration = false
+        let still = try Self.daemon(fixed, "kiosk-staff", replay: dir.file("r.jsonl"), store: store)
+        #expect(await still.follow(fit(5)) == .notFollowed("the map says calibration: map"))
+        // A map that gives no exponent: offsets at a guessed one are not followed.
+        let drawn = try Self.daemon(
+            try Site.load(file: DaemonReplayTests.mapPath),
+            "kiosk-staff",
+            replay: dir.file("r.jsonl"),
+            store: store
+        )
+        guard case .notFollowed(let guessed) = await drawn.follow(fit(5)) else {
+            Issue.record("a kiosk followed offsets fitted at a guessed exponent")
+            return
+        }
+        #expect(guessed.contains("the map gives no pathLossExponent"))
+    }
+}
