@@ -7,67 +7,107 @@ import TracerStore
 /// /v1/site/calibration?exponent=map`, the exponent held at the map's), and whether the kiosk
 /// ranges with it. A kiosk with no fixed beacon in its room has no other way to know its
 /// receiver as it runs; one with them fits itself from them (`RunningCalibration`).
-public struct SiteFit: Sendable, Equatable {
+///
+/// Two things in the fit are worth following, and they are followed differently (chosen on
+/// random sites 1001–1008 with `Tools/bench/remount`, EFFICACY.md "Kiosks that follow the
+/// site's fit"):
+/// - **A move** (re-mounted, turned, covered) is found link by link, each link against its own
+///   past, to a few tenths of a decibel: the kiosk adds the shift to what it ranged with before.
+///   The hour's fit of a moved kiosk mixes two mountings, and a kiosk at the end of a corridor
+///   is known to ±3–8 dB at best: taking the fit instead put the re-mounted kiosk right on 3 of
+///   8 sites within three hours, the shift on 6.
+/// - **The fit itself**, when it knows the kiosk to ±1.5 dB and moved two standard errors from
+///   what the kiosk ranges with (one: 81 changes in three hours on 8 sites whose radio did not
+///   move, and the worst kiosk further from its truth; two: 9, none further), while no kiosk of
+///   the site is named as moved (its hour is in every kiosk's fit), and only at an exponent the
+///   map gives (offsets at a guessed one told more of the near but put fewer people in the right
+///   room on random sites).
+public struct SiteFit: Sendable {
     /// dB to add to the kiosk's readings: its receiver's whole error, at the map's exponent.
     public var offset: Double
     /// One standard error, dB.
     public var uncertainty: Double
-    /// Whether the server names the kiosk as moved in the last half hour: its hour mixes two
-    /// mountings, so its offset is neither's.
-    public var moved: Bool
+    /// When the server names the kiosk as moved in the last half hour: dB its readings moved by
+    /// (positive: it reads lower, so that much more is added), and its standard error.
+    public var shift: (dB: Double, uncertainty: Double)?
+    /// Whether the server names any kiosk of the site as moved.
+    public var siteMoved: Bool
 
-    public init(offset: Double, uncertainty: Double, moved: Bool) {
+    public init(offset: Double, uncertainty: Double, shift: (dB: Double, uncertainty: Double)? = nil, siteMoved: Bool) {
         self.offset = offset
         self.uncertainty = uncertainty
-        self.moved = moved
+        self.shift = shift
+        self.siteMoved = siteMoved || shift != nil
+    }
+
+    /// A move being followed: what the kiosk ranged with before it, and the largest shift the
+    /// server gave it since (the first naming sees part of the move; later ones, as the server's
+    /// three hours before fill with the new mounting, less of it).
+    public struct Move: Sendable, Equatable {
+        public var base: Double
+        public var shift: Double
+
+        public init(base: Double, shift: Double) {
+            self.base = base
+            self.shift = shift
+        }
     }
 
     public enum Decision: Sendable, Equatable {
         /// Range with this offset from now on.
         case follow(Double)
-        /// What the kiosk ranges with already, within `leastChange` and one standard error.
+        /// What the kiosk ranges with already, within `leastChange` and the fit's errors.
         case unchanged
         /// Known to no better than `loosest`: the kiosk keeps what it has.
         case loose
-        /// Named as moved: the kiosk keeps what it has until its hour is one mounting again.
-        case moved
+        /// Another kiosk of the site is named as moved: every kiosk's fit holds its hour.
+        case anotherMoved
         /// Not for this kiosk, and why.
         case notFollowed(String)
     }
 
     /// dB: a fit looser than this is not ranged with (the issue's ±1.5 dB).
     public static let loosest = 1.5
-    /// dB: a fit is taken when it moved this much, and one standard error, from what the kiosk
-    /// ranges with; less is the hour's noise, and each change leaves windows on two offsets.
+    /// dB: nothing is taken that moves what the kiosk ranges with by less (each change leaves
+    /// the day's windows on two offsets).
     public static let leastChange = 0.5
+    /// Standard errors the fit must have moved by before it is taken.
+    public static let errors = 2.0
 
     /// Whether `kiosk` of `site`, ranging with `current` dB beyond the site's own offset (its
-    /// stored fit, else its anchor's `receiverOffset`), takes this fit.
-    public func decision(site: Site, kiosk: String, current: Double) -> Decision {
-        guard site.exposure.runningCalibration else { return .notFollowed("the map says calibration: map") }
+    /// stored fit, else its anchor's `receiverOffset`) and following `move` (nil: none), takes
+    /// this fit; and the move it follows afterwards (nil once the server no longer names it).
+    public func decision(site: Site, kiosk: String, current: Double, move: Move?) -> (Decision, Move?) {
+        guard site.exposure.runningCalibration else { return (.notFollowed("the map says calibration: map"), nil) }
         guard let anchor = site.anchor(kiosk), anchor.kind == .kiosk else {
-            return .notFollowed("'\(kiosk)' is not a kiosk of the map")
+            return (.notFollowed("'\(kiosk)' is not a kiosk of the map"), nil)
         }
         guard site.references(for: kiosk).isEmpty else {
-            return .notFollowed("it fits itself from the fixed beacons in its room")
+            return (.notFollowed("it fits itself from the fixed beacons in its room"), nil)
         }
         guard anchor.pathLossExponent == nil else {
-            return .notFollowed("its anchor has a pathLossExponent of its own, and the fit is at the site's")
+            return (.notFollowed("its anchor has a pathLossExponent of its own, and the fit is at the site's"), nil)
         }
-        // Offsets fitted at a guessed exponent take up its error link by link: on random sites
-        // (EFFICACY.md, "Kiosks that follow the site's fit") more of the near were told, but
-        // rooms came right less often and the worst site's precision fell. At a fitted one
-        // they are the fit that was measured to win.
+        if let shift, shift.dB.isFinite, shift.uncertainty.isFinite {
+            var m = move ?? Move(base: current, shift: shift.dB)
+            if shift.dB * m.shift > 0, abs(shift.dB) > abs(m.shift) { m.shift = shift.dB }
+            let target = m.base + m.shift
+            let taken = abs(target - current) >= max(Self.leastChange, shift.uncertainty)
+            return (taken ? .follow(target) : .unchanged, m)
+        }
+        guard !siteMoved else { return (.anotherMoved, nil) }
         guard site.exposure.exponentGiven else {
-            return .notFollowed(
-                "the map gives no pathLossExponent: write the site's fit into it once (tracer site calibration --map FILE --write, then tracer map publish) and kiosks follow their offsets at it"
+            return (
+                .notFollowed(
+                    "the map gives no pathLossExponent, so only a move is followed: write the site's fit into it once (tracer site calibration --map FILE --write, then tracer map publish) and kiosks follow their offsets at it"
+                ), nil
             )
         }
-        guard offset.isFinite, uncertainty.isFinite else { return .loose }
-        if moved { return .moved }
-        guard uncertainty <= Self.loosest else { return .loose }
-        guard abs(offset - current) >= max(Self.leastChange, uncertainty) else { return .unchanged }
-        return .follow(offset)
+        guard offset.isFinite, uncertainty.isFinite, uncertainty <= Self.loosest else { return (.loose, nil) }
+        guard abs(offset - current) >= max(Self.leastChange, Self.errors * uncertainty) else {
+            return (.unchanged, nil)
+        }
+        return (.follow(offset), nil)
     }
 }
 
@@ -78,58 +118,70 @@ extension SiteFit.Decision {
         case .follow: "follow"
         case .unchanged: "unchanged"
         case .loose: "loose"
-        case .moved: "moved"
+        case .anotherMoved: "another moved"
         case .notFollowed(let why): "not: " + why
         }
     }
 }
 
 extension Daemon {
-    /// Judges the site server's fit of this kiosk's receiver (`SiteFit.decision`). One it takes
-    /// is stored at once in `beacons/{key}`'s calibration (replicated with the interactions; a
-    /// restart ranges with it) and ranged with from the next batch of adverts.
+    /// Judges the site server's fit of this kiosk's receiver (`SiteFit.decision`). What it takes
+    /// is stored at once in `beacons/{key}`'s calibration, with the move it follows (replicated
+    /// with the interactions; a restart ranges with it and goes on following the move), and
+    /// ranged with from the next batch of adverts.
     @discardableResult
     public func follow(_ fit: SiteFit) async -> SiteFit.Decision {
         guard case .gateway(let kiosk) = mode else { return .notFollowed("not a kiosk") }
         let site = currentSite.withLock { $0 }
-        let current: Double
+        let stored: Beacon.Calibration?
         do {
-            current =
-                try await store.reading { db in try self.storedCalibration(in: db) }
-                ?? site.anchor(kiosk)?.receiverOffset ?? 0
+            stored = try await store.reading { db in Beacon.Calibration(try db.get(Collections.beacon(kiosk))) }
         } catch {
             logger.error("reading the kiosk's stored calibration failed", metadata: ["error": "\(error)"])
             return .unchanged
         }
-        let decision = fit.decision(site: site, kiosk: kiosk, current: current)
+        let current = stored?.receiverOffset ?? site.anchor(kiosk)?.receiverOffset ?? 0
+        let move = stored?.movedFrom.map { SiteFit.Move(base: $0, shift: stored?.shift ?? 0) }
+        let (decision, after) = fit.decision(site: site, kiosk: kiosk, current: current, move: move)
+        var offset = current
+        if case .follow(let o) = decision { offset = o }
+        if offset != current || after != move {
+            let value = offset
+            do {
+                try await store.writing { db in
+                    var c = Beacon.Calibration(receiverOffset: value, windows: 0, references: 0, source: "kiosks")
+                    c.movedFrom = after?.base
+                    c.shift = after?.shift
+                    // The field whole (a merge would keep a move's fields once it is let go).
+                    let path = try Collections.beacon(kiosk)
+                    try db.set(path, [:], merge: true)
+                    try db.update(path, ["calibration": .map(c.data)])
+                }
+            } catch {
+                logger.error("storing the site server's fit of this kiosk failed", metadata: ["error": "\(error)"])
+                return .unchanged
+            }
+        }
         let said = lastFit.withLock { last in
             defer { last = decision }
             return last?.kind == decision.kind
         }
         func dB(_ x: Double) -> String { (x >= 0 ? "+" : "") + String(format: "%.1f", x) }
         switch decision {
-        case .follow(let offset):
-            do {
-                try await store.writing { db in
-                    let data = Beacon.Calibration(receiverOffset: offset, windows: 0, references: 0, source: "kiosks")
-                    try db.set(try Collections.beacon(kiosk), ["calibration": .map(data.data)], merge: true)
-                }
-            } catch {
-                logger.error("storing the site server's fit of this kiosk failed", metadata: ["error": "\(error)"])
-                lastFit.withLock { $0 = nil }
-                return .unchanged
-            }
-            followed.withLock { $0 = offset }
+        case .follow(let o) where after != nil:
+            followed.withLock { $0 = o }
+            logger.warning(
+                "the site server names this kiosk as moved (re-mounted, turned or covered?): it ranges with what it had before and the move",
+                metadata: ["offset.dB": "\(dB(o))", "was.dB": "\(dB(current))", "move.dB": "\(dB(after?.shift ?? 0))"]
+            )
+        case .follow(let o):
+            followed.withLock { $0 = o }
             logger.notice(
                 "ranging with the site server's fit of this kiosk's receiver, from the kiosks hearing each other",
                 metadata: [
-                    "offset.dB": "\(dB(offset))", "uncertainty.dB": "\(String(format: "%.1f", fit.uncertainty))",
+                    "offset.dB": "\(dB(o))", "uncertainty.dB": "\(String(format: "%.1f", fit.uncertainty))",
                     "was.dB": "\(dB(current))",
                 ]
-            )
-        case .moved where !said:
-            logger.warning(
-                "the site server names this kiosk as moved in the last half hour (re-mounted, turned or covered?): it ranges with \(dB(current)) dB until its fit is of one mounting again"
             )
         case .loose where !said:
             logger.info(

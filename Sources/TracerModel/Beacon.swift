@@ -56,6 +56,10 @@ public struct Beacon: Sendable, Equatable {
         /// What it was fitted from: nil (or `beacons`) the fixed beacons in the kiosk's room,
         /// `kiosks` the site server's fit of the kiosks hearing each other.
         public var source: String?
+        /// While the site server names the kiosk as moved: what it ranged with before the move,
+        /// and the move's shift followed (dB added), so that a restart does not add it twice.
+        public var movedFrom: Double?
+        public var shift: Double?
         public var updatedAt: Timestamp?
 
         public init(receiverOffset: Double, windows: Int, references: Int, source: String? = nil) {
@@ -74,6 +78,8 @@ public struct Beacon: Sendable, Equatable {
             windows = Int(saturating: m["windows"]?.doubleValue ?? 0)
             references = Int(saturating: m["references"]?.doubleValue ?? 0)
             source = m["source"]?.stringValue
+            movedFrom = m["movedFrom"]?.doubleValue
+            shift = m["shift"]?.doubleValue
             updatedAt = m["updatedAt"]?.timestampValue
         }
 
@@ -86,6 +92,8 @@ public struct Beacon: Sendable, Equatable {
                 "updatedAt": .serverTimestamp,
             ]
             if let source { data["source"] = .string(source) }
+            if let movedFrom { data["movedFrom"] = .double((movedFrom * 10).rounded() / 10) }
+            if let shift { data["shift"] = .double((shift * 10).rounded() / 10) }
             return data
         }
     }

@@ -4,22 +4,33 @@ import TracerAPI
 
 /// A kiosk following the site server's fit of its own receiver (`GET /v1/site/calibration?
 /// exponent=map`): every `interval` (±10%, so that kiosks restarted together do not ask
-/// together), the kiosk's offset, its standard error and whether the server names it as moved
-/// go to `offered`, which judges them (`Daemon.follow`). A server away, or with no fit yet,
+/// together), the kiosk's offset and its standard error, the shift the server gives it when it
+/// names it as moved, and whether it names any kiosk, go to `offered`, which judges them
+/// (`Daemon.follow`). A server away, or with no fit yet,
 /// is asked again at the next interval: the kiosk ranges on with what it has.
 public struct FitFollower: Service {
     let upstream: Upstream
     let kiosk: String
     let interval: Duration
     let logger: Logger
-    let offered: @Sendable (_ offset: Double, _ uncertainty: Double, _ moved: Bool) async -> Void
+    let offered: @Sendable (Offer) async -> Void
+
+    /// What the server's fit says of this kiosk.
+    public struct Offer: Sendable {
+        public var offset: Double
+        public var uncertainty: Double
+        /// dB and its standard error, when the server names this kiosk as moved.
+        public var shift: (dB: Double, uncertainty: Double)?
+        /// Whether the server names any kiosk of the site as moved.
+        public var siteMoved: Bool
+    }
 
     public init(
         upstream: Upstream,
         kiosk: String,
         interval: Duration = .seconds(600),
         logger: Logger,
-        offered: @escaping @Sendable (_ offset: Double, _ uncertainty: Double, _ moved: Bool) async -> Void
+        offered: @escaping @Sendable (Offer) async -> Void
     ) {
         self.upstream = upstream
         self.kiosk = kiosk
@@ -47,7 +58,15 @@ public struct FitFollower: Service {
                     logger.debug("the site server's fit has nothing of this kiosk")
                     continue
                 }
-                await offered(offset, uncertainty, fit.changes.contains { $0.key == kiosk })
+                let moved = fit.changes.first { $0.key == kiosk }
+                await offered(
+                    Offer(
+                        offset: offset,
+                        uncertainty: uncertainty,
+                        shift: moved.map { ($0.shift, $0.uncertainty) },
+                        siteMoved: !fit.changes.isEmpty
+                    )
+                )
             } catch let e where e.code == .unavailable {
                 continue  // the replicator says when the server is away
             } catch {

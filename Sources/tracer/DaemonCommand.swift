@@ -194,8 +194,15 @@ struct DaemonCommand: AsyncParsableCommand {
                         kiosk: kiosk,
                         interval: .milliseconds(Int(replication.fitInterval * 1000)),
                         logger: Logger(label: "tracer.sync")
-                    ) { offset, uncertainty, moved in
-                        await daemon.follow(SiteFit(offset: offset, uncertainty: uncertainty, moved: moved))
+                    ) { o in
+                        await daemon.follow(
+                            SiteFit(
+                                offset: o.offset,
+                                uncertainty: o.uncertainty,
+                                shift: o.shift,
+                                siteMoved: o.siteMoved
+                            )
+                        )
                     }
                 )
             )
