@@ -6,8 +6,8 @@ import TracerAPI
 /// exponent=map`): every `interval` (±10%, so that kiosks restarted together do not ask
 /// together), the kiosk's offset and its standard error, the shift the server gives it when it
 /// names it as moved, and whether it names any kiosk, go to `offered`, which judges them
-/// (`Daemon.follow`). A server away, or with no fit yet,
-/// is asked again at the next interval: the kiosk ranges on with what it has.
+/// (`Daemon.follow`). A server away, or with no fit yet, is asked again at the next interval:
+/// the kiosk ranges on with what it has.
 public struct FitFollower: Service {
     let upstream: Upstream
     let kiosk: String

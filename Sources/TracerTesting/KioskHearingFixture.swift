@@ -1,7 +1,7 @@
 import Foundation
 import TracerModel
 import TracerSite
-@_spi(Blocking) import TracerStore
+import TracerStore
 
 /// What the site server fits its kiosks from, made to order: an hour of every kiosk of a site
 /// hearing every other anchor of its building as the log-distance model has it (exponent 2,
@@ -9,7 +9,12 @@ import TracerSite
 public enum KioskHearingFixture {
     /// Writes the hour ending at `end` into `store`; `errors` are dB added to what a kiosk hears
     /// and to what it sends (a kiosk reading 4 dB low: -4, fitted as +4).
-    public static func write(site: Site, into store: DocumentStore, at end: Double, errors: [String: Double]) throws {
+    public static func write(
+        site: Site,
+        into store: DocumentStore,
+        at end: Double,
+        errors: [String: Double]
+    ) async throws {
         var batch = WriteBatch()
         for rx in site.anchors where rx.kind == .kiosk {
             guard let ri = site.rooms.firstIndex(where: { $0.key == rx.room }) else { continue }
@@ -37,6 +42,7 @@ public enum KioskHearingFixture {
                 }
             }
         }
-        try store.commit(batch)
+        let whole = batch
+        try await store.writing { db in try db.commit(whole) }
     }
 }

@@ -107,6 +107,30 @@ import TracerTesting
         )
     }
 
+    /// A kiosk's daemon with no map, replicating to `server`, on a FIFO of adverts: it runs until
+    /// the FIFO's writer (returned, with the process and the kiosk's store) is closed.
+    func liveKiosk(
+        _ anchor: String,
+        _ server: SiteServer,
+        _ token: String,
+        _ extra: [String]
+    ) throws -> (TracerProcess.Background, FileHandle, String) {
+        let kioskStore = dir.file("kiosk.sqlite")
+        let fifo = dir.file("adverts.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let daemon = try TracerProcess.start(
+            [
+                "daemon", "--anchor", anchor, "--source", "replay:\(fifo)", "--store", kioskStore, "--upstream",
+                server.url, "--token-file", token,
+            ] + extra
+        )
+        guard let writer = FileHandle(forWritingAtPath: fifo) else {
+            daemon.kill()
+            throw POSIXError(.EIO, userInfo: ["fifo": fifo])
+        }
+        return (daemon, writer, kioskStore)
+    }
+
     /// Every document under `beacons/{anchor}` as export lines, without the server's own
     /// bookkeeping: what the kiosk sent must be there, exactly.
     static func documents(_ path: String, anchor: String) throws -> [String] {
@@ -531,15 +555,8 @@ import TracerTesting
         let token = try await token("kiosk-lab", file: "lab.token")
         let server = try await SiteServer(store: site)
         defer { server.process.kill() }
-        let kioskStore = dir.file("kiosk.sqlite")
-        let fifo = dir.file("adverts.fifo")
-        try #require(mkfifo(fifo, 0o600) == 0)
-        let daemon = try TracerProcess.start([
-            "daemon", "--anchor", "kiosk-lab", "--source", "replay:\(fifo)", "--store", kioskStore, "--upstream",
-            server.url, "--token-file", token, "--site-interval", "0.2",
-        ])
+        let (daemon, writer, kioskStore) = try liveKiosk("kiosk-lab", server, token, ["--site-interval", "0.2"])
         defer { daemon.kill() }
-        let writer = try #require(FileHandle(forWritingAtPath: fifo))
         let kioskReader = try DocumentStore(path: kioskStore)
         #expect(await until(60) { (try? await kioskReader.reading { db in try db.get("config/site") }.exists) == true })
         let text = try String(contentsOfFile: Self.map, encoding: .utf8)
@@ -591,7 +608,7 @@ import TracerTesting
             .write(toFile: fittedMap, atomically: true, encoding: .utf8)
         let published = try await tracer(["map", "publish", fittedMap], store: site)
         try #require(published.status == 0, "\(published.stderr)")
-        try KioskHearingFixture.write(
+        try await KioskHearingFixture.write(
             site: try Site.load(file: fittedMap),
             into: try DocumentStore(path: site),
             at: Date().timeIntervalSince1970,
@@ -600,15 +617,8 @@ import TracerTesting
         let token = try await token("kiosk-office", file: "office.token")
         let server = try await SiteServer(store: site)
         defer { server.process.kill() }
-        let kioskStore = dir.file("kiosk.sqlite")
-        let fifo = dir.file("adverts.fifo")
-        try #require(mkfifo(fifo, 0o600) == 0)
-        let daemon = try TracerProcess.start([
-            "daemon", "--anchor", "kiosk-office", "--source", "replay:\(fifo)", "--store", kioskStore, "--upstream",
-            server.url, "--token-file", token, "--fit-interval", "0.2",
-        ])
+        let (daemon, writer, kioskStore) = try liveKiosk("kiosk-office", server, token, ["--fit-interval", "0.2"])
         defer { daemon.kill() }
-        let writer = try #require(FileHandle(forWritingAtPath: fifo))
         let kioskReader = try DocumentStore(path: kioskStore)
         func fitted(_ store: DocumentStore) async -> Beacon.Calibration? {
             (try? await store.reading { db in try db.get("beacons/kiosk-office") }).flatMap(Beacon.Calibration.init)

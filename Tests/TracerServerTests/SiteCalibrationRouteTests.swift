@@ -12,8 +12,8 @@ import TracerTesting
 
 /// `GET /v1/site/calibration`: the kiosks' hearings of each other, fitted, for the dashboard.
 @Suite struct SiteCalibrationRouteTests {
-    static func hear(_ f: ServerFixture, at end: Double, errors: [String: Double]) throws {
-        try KioskHearingFixture.write(site: f.api.site!, into: f.store, at: end, errors: errors)
+    static func hear(_ f: ServerFixture, at end: Double, errors: [String: Double]) async throws {
+        try await KioskHearingFixture.write(site: f.api.site!, into: f.store, at: end, errors: errors)
     }
 
     @Test func theDashboardReadsEveryKiosksFitAndWhoMayNot() async throws {
@@ -35,7 +35,7 @@ import TracerTesting
             #expect(none == .notFound)
             #expect(String(decoding: noneBody, as: UTF8.self).contains("tracer advertise"))
 
-            try Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -4])
+            try await Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -4])
             let (status, body) = try await get("/v1/site/calibration", f.admin)
             #expect(status == .ok, "\(String(decoding: body, as: UTF8.self))")
             let c = try #require(APIJSON.decode(Components.Schemas.SiteCalibration.self, from: body))
@@ -51,7 +51,7 @@ import TracerTesting
             #expect(abs((h.kiosks.first { $0.key == "kiosk-lab" }?.receiverOffset ?? 0) - 4) < 1)
 
             // Up to now, worked out once every five minutes: hearings stored since are in the next.
-            try Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -10])
+            try await Self.hear(f, at: now.timeIntervalSince1970, errors: ["kiosk-lab": -10])
             let (_, again) = try await get("/v1/site/calibration", f.admin)
             #expect(again == body, "the same fit, not worked out again")
             clock.advance(seconds: API.calibrationReuse)
