@@ -32,26 +32,44 @@ public struct SiteFit: Sendable {
     public var shift: (dB: Double, uncertainty: Double)?
     /// Whether the server names any kiosk of the site as moved.
     public var siteMoved: Bool
+    /// The time the fit is up to (Unix seconds).
+    public var at: Double
 
-    public init(offset: Double, uncertainty: Double, shift: (dB: Double, uncertainty: Double)? = nil, siteMoved: Bool) {
+    public init(
+        offset: Double,
+        uncertainty: Double,
+        shift: (dB: Double, uncertainty: Double)? = nil,
+        siteMoved: Bool,
+        at: Double
+    ) {
         self.offset = offset
         self.uncertainty = uncertainty
         self.shift = shift
         self.siteMoved = siteMoved || shift != nil
+        self.at = at
     }
 
-    /// A move being followed: what the kiosk ranged with before it, and the largest shift the
+    /// A move being followed: what the kiosk ranged with before it, the largest shift the
     /// server gave it since (the first naming sees part of the move; later ones, as the server's
-    /// three hours before fill with the new mounting, less of it).
+    /// three hours before fill with the new mounting, less of it), and when it was first named.
     public struct Move: Sendable, Equatable {
         public var base: Double
         public var shift: Double
+        public var since: Double
 
-        public init(base: Double, shift: Double) {
+        public init(base: Double, shift: Double, since: Double) {
             self.base = base
             self.shift = shift
+            self.since = since
         }
     }
+
+    /// Seconds a move is the same move after it was first named: the server compares the last
+    /// half hour with the three hours before, so it may stop naming a kiosk for a check and name
+    /// it again until those hours are all of the new mounting. A naming in between is the same
+    /// move, never a second one to add (on random sites 16 and 19 it was added twice, and the
+    /// kiosk ended 3–5 dB off).
+    public static let moveSpan = CalibrationReport.recent + CalibrationReport.baseline
 
     public enum Decision: Sendable, Equatable {
         /// Range with this offset from now on.
@@ -89,12 +107,14 @@ public struct SiteFit: Sendable {
             return (.notFollowed("its anchor has a pathLossExponent of its own, and the fit is at the site's"), nil)
         }
         if let shift, shift.dB.isFinite, shift.uncertainty.isFinite {
-            var m = move ?? Move(base: current, shift: shift.dB)
+            var m = move ?? Move(base: current, shift: shift.dB, since: at)
             if shift.dB * m.shift > 0, abs(shift.dB) > abs(m.shift) { m.shift = shift.dB }
             let target = m.base + m.shift
             let taken = abs(target - current) >= max(Self.leastChange, shift.uncertainty)
             return (taken ? .follow(target) : .unchanged, m)
         }
+        // Not named now: the move is kept for its span, and its hour's fit is not taken.
+        if let move, at - move.since < Self.moveSpan { return (.unchanged, move) }
         guard !siteMoved else { return (.anotherMoved, nil) }
         guard site.exposure.exponentGiven else {
             return (
@@ -141,7 +161,9 @@ extension Daemon {
             return .unchanged
         }
         let current = stored?.receiverOffset ?? site.anchor(kiosk)?.receiverOffset ?? 0
-        let move = stored?.movedFrom.map { SiteFit.Move(base: $0, shift: stored?.shift ?? 0) }
+        let move = stored?.movedFrom.map {
+            SiteFit.Move(base: $0, shift: stored?.shift ?? 0, since: stored?.movedAt ?? fit.at)
+        }
         let (decision, after) = fit.decision(site: site, kiosk: kiosk, current: current, move: move)
         var offset = current
         if case .follow(let o) = decision { offset = o }
@@ -152,6 +174,7 @@ extension Daemon {
                     var c = Beacon.Calibration(receiverOffset: value, windows: 0, references: 0, source: "kiosks")
                     c.movedFrom = after?.base
                     c.shift = after?.shift
+                    c.movedAt = after?.since
                     // The field whole (a merge would keep a move's fields once it is let go).
                     let path = try Collections.beacon(kiosk)
                     try db.set(path, [:], merge: true)

@@ -60,6 +60,8 @@ public struct Beacon: Sendable, Equatable {
         /// and the move's shift followed (dB added), so that a restart does not add it twice.
         public var movedFrom: Double?
         public var shift: Double?
+        /// When the server first named it (Unix seconds).
+        public var movedAt: Double?
         public var updatedAt: Timestamp?
 
         public init(receiverOffset: Double, windows: Int, references: Int, source: String? = nil) {
@@ -80,6 +82,7 @@ public struct Beacon: Sendable, Equatable {
             source = m["source"]?.stringValue
             movedFrom = m["movedFrom"]?.doubleValue
             shift = m["shift"]?.doubleValue
+            movedAt = m["movedAt"]?.timestampValue?.seconds
             updatedAt = m["updatedAt"]?.timestampValue
         }
 
@@ -94,6 +97,7 @@ public struct Beacon: Sendable, Equatable {
             if let source { data["source"] = .string(source) }
             if let movedFrom { data["movedFrom"] = .double((movedFrom * 10).rounded() / 10) }
             if let shift { data["shift"] = .double((shift * 10).rounded() / 10) }
+            if let movedAt { data["movedAt"] = .timestamp(Timestamp(seconds: movedAt)) }
             return data
         }
     }

@@ -1,6 +1,7 @@
 import Logging
 import ServiceLifecycle
 import TracerAPI
+import TracerStore
 
 /// A kiosk following the site server's fit of its own receiver (`GET /v1/site/calibration?
 /// exponent=map`): every `interval` (±10%, so that kiosks restarted together do not ask
@@ -23,6 +24,8 @@ public struct FitFollower: Service {
         public var shift: (dB: Double, uncertainty: Double)?
         /// Whether the server names any kiosk of the site as moved.
         public var siteMoved: Bool
+        /// The time the fit is up to (Unix seconds).
+        public var at: Double
     }
 
     public init(
@@ -58,13 +61,18 @@ public struct FitFollower: Service {
                     logger.debug("the site server's fit has nothing of this kiosk")
                     continue
                 }
+                guard let to = Timestamp(parsing: fit.to) else {
+                    logger.warning("the site server's fit of the kiosks has no time it is up to: '\(fit.to)'")
+                    continue
+                }
                 let moved = fit.changes.first { $0.key == kiosk }
                 await offered(
                     Offer(
                         offset: offset,
                         uncertainty: uncertainty,
                         shift: moved.map { ($0.shift, $0.uncertainty) },
-                        siteMoved: !fit.changes.isEmpty
+                        siteMoved: !fit.changes.isEmpty,
+                        at: to.seconds
                     )
                 )
             } catch let e where e.code == .unavailable {

@@ -200,7 +200,8 @@ struct DaemonCommand: AsyncParsableCommand {
                                 offset: o.offset,
                                 uncertainty: o.uncertainty,
                                 shift: o.shift,
-                                siteMoved: o.siteMoved
+                                siteMoved: o.siteMoved,
+                                at: o.at
                             )
                         )
                     }

@@ -66,7 +66,7 @@ import TracerTesting
         let (store, dir) = try DocumentStore.temporary()
         try Self.replay(dir.file("first.jsonl"), from: Self.t0)
         let daemon = try Self.daemon(site, "kiosk-office", replay: dir.file("first.jsonl"), store: store)
-        #expect(await daemon.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false)) == .follow(6))
+        #expect(await daemon.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false, at: Self.t0)) == .follow(6))
         let stored = try #require(
             Beacon.Calibration(try await store.reading { db in try db.get("beacons/kiosk-office") })
         )
@@ -91,8 +91,20 @@ import TracerTesting
         func daemon(_ site: Site, _ kiosk: String = "kiosk-office") throws -> Daemon {
             try Self.daemon(site, kiosk, replay: dir.file("r.jsonl"), store: store)
         }
-        func fit(_ offset: Double, _ sd: Double = 0.4, shift: Double? = nil, siteMoved: Bool = false) -> SiteFit {
-            SiteFit(offset: offset, uncertainty: sd, shift: shift.map { ($0, 0.3) }, siteMoved: siteMoved)
+        func fit(
+            _ offset: Double,
+            _ sd: Double = 0.4,
+            shift: Double? = nil,
+            siteMoved: Bool = false,
+            at minutes: Double = 0
+        ) -> SiteFit {
+            SiteFit(
+                offset: offset,
+                uncertainty: sd,
+                shift: shift.map { ($0, 0.3) },
+                siteMoved: siteMoved,
+                at: Self.t0 + minutes * 60
+            )
         }
         func stored() async throws -> Beacon.Calibration? {
             Beacon.Calibration(try await store.reading { db in try db.get("beacons/kiosk-office") })
@@ -111,16 +123,25 @@ import TracerTesting
 
         // Named as moved: the shift on what it had, the largest seen (the first naming sees
         // part of the move, later ones less as the server's hours before fill with it), kept
-        // across a restart (not added twice), and let go once no longer named.
-        #expect(await office.follow(fit(2, 6, shift: 4)) == .follow(9.9))
-        #expect(await office.follow(fit(2, 6, shift: 6)) == .follow(11.9))
-        #expect(await office.follow(fit(2, 6, shift: 5)) == .unchanged)
+        // across a restart and across a check that does not name it (not added twice), and let
+        // go three and a half hours after it was first named.
+        #expect(await office.follow(fit(2, 6, shift: 4, at: 20)) == .follow(9.9))
+        #expect(await office.follow(fit(2, 6, shift: 6, at: 30)) == .follow(11.9))
+        #expect(await office.follow(fit(2, 6, shift: 5, at: 40)) == .unchanged)
         let moving = try #require(try await stored())
         #expect(moving.receiverOffset == 11.9 && moving.movedFrom == 5.9 && moving.shift == 6, "\(moving)")
-        #expect(try await daemon(site).follow(fit(2, 6, shift: 5)) == .unchanged)
-        #expect(try await daemon(site).follow(fit(12.1)) == .unchanged)
+        #expect(moving.movedAt == Self.t0 + 20 * 60)
+        #expect(try await daemon(site).follow(fit(2, 6, shift: 5, at: 50)) == .unchanged)
+        #expect(try await daemon(site).follow(fit(9, 1, at: 60)) == .unchanged)
+        #expect(try await daemon(site).follow(fit(2, 6, shift: 5, at: 70)) == .unchanged)
+        #expect(try await stored()?.movedFrom == 5.9)
+        #expect(try await daemon(site).follow(fit(12.1, at: 20 + 211)) == .unchanged)
         let settled = try #require(try await stored())
-        #expect(settled.receiverOffset == 11.9 && settled.movedFrom == nil && settled.shift == nil, "\(settled)")
+        #expect(
+            settled.receiverOffset == 11.9 && settled.movedFrom == nil && settled.shift == nil
+                && settled.movedAt == nil,
+            "\(settled)"
+        )
 
         // A map that gives no exponent: the fit itself is not followed, a move is.
         let drawn = try daemon(try Site.load(file: DaemonReplayTests.mapPath))
