@@ -94,7 +94,8 @@ public struct SiteFit: Sendable {
 
     /// Whether `kiosk` of `site`, ranging with `current` dB beyond the site's own offset (its
     /// stored fit, else its anchor's `receiverOffset`) and following `move` (nil: none), takes
-    /// this fit; and the move it follows afterwards (nil once the server no longer names it).
+    /// this fit; and the move it follows afterwards (nil once `moveSpan` has passed since the
+    /// server first named it, and it no longer does).
     public func decision(site: Site, kiosk: String, current: Double, move: Move?) -> (Decision, Move?) {
         guard site.exposure.runningCalibration else { return (.notFollowed("the map says calibration: map"), nil) }
         guard let anchor = site.anchor(kiosk), anchor.kind == .kiosk else {
