@@ -1,39 +1,28 @@
 import Logging
 import ServiceLifecycle
 import TracerAPI
+import TracerModel
 import TracerStore
 
 /// A kiosk following the site server's fit of its own receiver (`GET /v1/site/calibration?
 /// exponent=map`): every `interval` (±10%, so that kiosks restarted together do not ask
-/// together), the kiosk's offset and its standard error, the shift the server gives it when it
-/// names it as moved, and whether it names any kiosk, go to `offered`, which judges them
-/// (`Daemon.follow`). A server away, or with no fit yet, is asked again at the next interval:
+/// together), what the server's fit says of this kiosk (`SiteFit`: its offset and standard
+/// error, the shift when the server names it as moved, whether it names any kiosk) goes to
+/// `offered`, which judges it (`Daemon.follow`). A server away, or with no fit yet, is asked again at the next interval:
 /// the kiosk ranges on with what it has.
 public struct FitFollower: Service {
     let upstream: Upstream
     let kiosk: String
     let interval: Duration
     let logger: Logger
-    let offered: @Sendable (Offer) async -> Void
-
-    /// What the server's fit says of this kiosk.
-    public struct Offer: Sendable {
-        public var offset: Double
-        public var uncertainty: Double
-        /// dB and its standard error, when the server names this kiosk as moved.
-        public var shift: (dB: Double, uncertainty: Double)?
-        /// Whether the server names any kiosk of the site as moved.
-        public var siteMoved: Bool
-        /// The time the fit is up to (Unix seconds).
-        public var at: Double
-    }
+    let offered: @Sendable (SiteFit) async -> Void
 
     public init(
         upstream: Upstream,
         kiosk: String,
         interval: Duration = .seconds(600),
         logger: Logger,
-        offered: @escaping @Sendable (Offer) async -> Void
+        offered: @escaping @Sendable (SiteFit) async -> Void
     ) {
         self.upstream = upstream
         self.kiosk = kiosk
@@ -67,7 +56,7 @@ public struct FitFollower: Service {
                 }
                 let moved = fit.changes.first { $0.key == kiosk }
                 await offered(
-                    Offer(
+                    SiteFit(
                         offset: offset,
                         uncertainty: uncertainty,
                         shift: moved.map { ($0.shift, $0.uncertainty) },

@@ -194,17 +194,7 @@ struct DaemonCommand: AsyncParsableCommand {
                         kiosk: kiosk,
                         interval: .milliseconds(Int(replication.fitInterval * 1000)),
                         logger: Logger(label: "tracer.sync")
-                    ) { o in
-                        await daemon.follow(
-                            SiteFit(
-                                offset: o.offset,
-                                uncertainty: o.uncertainty,
-                                shift: o.shift,
-                                siteMoved: o.siteMoved,
-                                at: o.at
-                            )
-                        )
-                    }
+                    ) { fit in await daemon.follow(fit) }
                 )
             )
         }
