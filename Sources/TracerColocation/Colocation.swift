@@ -273,19 +273,23 @@ public struct Colocation: Sendable {
         guard let positioning else { return hits.filter(\.isNear) }
         let timelines = elsewhere.mapValues(Timeline.init)
         var rooms: [String: RoomTrack] = [:]
-        var tracks: [String: [Int: Fix]] = [:]
-        func track(_ device: String, _ room: String, _ windows: [Window]) -> [Int: Fix] {
-            let key = "\(device)\n\(room)"
-            if let known = tracks[key] { return known }
-            let t = positioning.track(windows, device: device, room: room, least: 2)
-            tracks[key] = t
-            return t
+        // Each device's track in a room smoothed once, and a fix (the likeliest of the room's
+        // cells) worked out only for a slot a comparison needs, once.
+        var tracks: [DeviceRoom: Positioning.Track?] = [:]
+        var fixes: [DeviceRoom: [Int: Fix?]] = [:]
+        func fix(_ device: String, _ room: String, _ windows: [Window], at slot: Int) -> Fix? {
+            let key = DeviceRoom(device: device, room: room)
+            if let known = fixes[key]?[slot] { return known }
+            if tracks[key] == nil { tracks[key] = .some(positioning.smoothed(windows, device: device, room: room)) }
+            let f = tracks[key]!?.fix(at: slot, least: 2)
+            fixes[key, default: [:]][slot] = .some(f)
+            return f
         }
         // Each neighbour's fixes compared with the reporter's, by the neighbour and room and the
         // two slots: a room's two kiosks each make a hit of the same slot, and each hit pairs
         // with every reporter window of a slot, so the same two fixes met up to four times over
         // (on Tools/bench/campus, comparing fixes was over half of flagging a report).
-        var compared: [String: [SlotPair: (chance: Double, closest: Double)]] = [:]
+        var compared: [DeviceRoom: [SlotPair: (chance: Double, closest: Double)]] = [:]
         // A device whose whereabouts were all heard by the kiosks of one room with no room next
         // to it was in that room: its room chain would give that room a chance of 1 at every
         // step, so it is not run. On Tools/bench/exposure that is most hit devices.
@@ -332,13 +336,13 @@ public struct Colocation: Sendable {
             // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
             let heardBy = theirReadings.keys.filter { positioning.plan.receiver($0)?.room == room }
             guard heardBy.count >= 2 else { return judged.isCandidate ? judged : nil }
-            let theirs = track(h.device, room, elsewhere[h.device] ?? [])
-            guard let b = theirs[slot], b.receivers >= 2 else { return judged.isCandidate ? judged : nil }
-            let myTrack = track(reporter.first?.device ?? "", room, reporter)
-            let theirKey = "\(h.device)\n\(room)"
+            guard let b = fix(h.device, room, elsewhere[h.device] ?? [], at: slot) else {
+                return judged.isCandidate ? judged : nil
+            }
+            let theirKey = DeviceRoom(device: h.device, room: room)
             for k in judged.pairs.indices {
                 let mySlot = positioning.slot(of: judged.pairs[k].mine.start)
-                guard let a = myTrack[mySlot], a.receivers >= 2 else { continue }
+                guard let a = fix(reporter.first?.device ?? "", room, reporter, at: mySlot) else { continue }
                 let both = SlotPair(mine: mySlot, theirs: slot)
                 let known = compared[theirKey]?[both]
                 let (chance, closest) = known ?? Positioning.compare(a, b, radius: policy.radius)
@@ -350,6 +354,12 @@ public struct Colocation: Sendable {
             }
             return judged.isCandidate ? judged : nil
         }
+    }
+
+    /// A device in a room (`judged`'s tracks and comparisons), not a string made for each hit.
+    struct DeviceRoom: Hashable {
+        var device: String
+        var room: String
     }
 
     /// A slot of the reporter's and one of a neighbour's (`judged`'s comparisons).

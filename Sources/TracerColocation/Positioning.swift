@@ -196,33 +196,80 @@ public struct Positioning: Sendable {
     /// One device's fixes in one room, by slot: for each slot in which `least` or more kiosks of
     /// that room heard it, where in the room it was, from every window of the device in
     /// `windows` (other devices' are ignored). The track is smoothed over every slot a kiosk of
-    /// the room heard it, whatever `least`; only the fixes asked for are worked out (each sorts
-    /// the room's cells).
+    /// the room heard it, whatever `least`.
     public func track(_ windows: [Window], device: String, room: String, least: Int = 1) -> [Int: Fix] {
-        guard let grid = grids.grid(room, plan: plan) else { return [:] }
-        var heard: [Int: [String: (sum: Double, count: Int)]] = [:]
+        guard let t = smoothed(windows, device: device, room: room) else { return [:] }
+        var out: [Int: Fix] = [:]
+        for s in t.slots.keys {
+            if let fix = t.fix(at: s, least: least) { out[s] = fix }
+        }
+        return out
+    }
+
+    /// A device's track in one room, smoothed, its fixes worked out when asked for (each sorts
+    /// the room's cells, and flagging needs those of a few slots: `Colocation.judged`).
+    func smoothed(_ windows: [Window], device: String, room: String) -> Track? {
+        guard let grid = grids.grid(room, plan: plan) else { return nil }
+        // The kiosks the grid has a model for that heard the device, numbered in key order, and
+        // each slot's readings by their number: (sum, count) of y.
+        var heardBy: [(window: Window, receiver: Plan.Receiver)] = []
         var alive = Set<String>()
         for w in windows where w.device == device {
             guard let r = plan.receiver(w.anchor), grid.predicted[r.key] != nil else { continue }
-            let y = r.loss(at: w.distance)
-            heard[slot(of: w.start), default: [:]][r.key, default: (0, 0)].sum += y
-            heard[slot(of: w.start)]![r.key]!.count += 1
+            heardBy.append((w, r))
             alive.insert(r.key)
         }
-        let inRoom = Set(plan.receivers.filter { $0.room == room }.map(\.key))
-        let slots = heard.keys.filter { !inRoom.isDisjoint(with: heard[$0]!.keys) }.sorted()
-        guard !slots.isEmpty else { return [:] }
+        let kiosks = alive.sorted()
+        let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
+        let inRoom = kiosks.map { k in plan.receiver(k)?.room == room }
+        var heard: [Int: [(sum: Double, count: Int)]] = [:]
+        for (w, r) in heardBy {
+            let i = number[r.key]!
+            let s = slot(of: w.start)
+            if heard[s] == nil { heard[s] = Array(repeating: (0, 0), count: kiosks.count) }
+            heard[s]![i].sum += r.loss(at: w.distance)
+            heard[s]![i].count += 1
+        }
+        let slots = heard.keys.filter { s in kiosks.indices.contains { inRoom[$0] && heard[s]![$0].count > 0 } }
+            .sorted()
+        guard !slots.isEmpty else { return nil }
+        let rows = grid.rows(kiosks)
+        var ll = [Double](repeating: 0, count: grid.cells.count)
+        var sum = ll
         let likelihoods = slots.map { s in
-            let ll = grid.logLikelihood(heard[s]!.mapValues { $0.sum / Double($0.count) }, alive: alive)
+            let readings = heard[s]!
+            _ = grid.logLikelihood(
+                y: readings.map { $0.count > 0 ? $0.sum / Double($0.count) : 0 },
+                heard: readings.map { $0.count > 0 },
+                rows: rows,
+                strict: false,
+                into: &ll,
+                sum: &sum
+            )
             let top = ll.max() ?? 0
             return ll.map { exp($0 - top) }
         }
         let posteriors = grid.smooth(slots: slots, likelihoods: likelihoods)
-        var out: [Int: Fix] = [:]
+        var bySlot: [Int: (posterior: [Double], receivers: Int)] = [:]
         for (k, s) in slots.enumerated() {
-            let receivers = heard[s]!.keys.filter(inRoom.contains).count
-            if receivers >= least { out[s] = grid.fix(posteriors[k], receivers: receivers) }
+            bySlot[s] = (posteriors[k], kiosks.indices.filter { inRoom[$0] && heard[s]![$0].count > 0 }.count)
         }
-        return out
+        return Track(grid: grid, slots: bySlot)
+    }
+
+    /// `smoothed`'s answer: each slot's posterior over the room's cells, and how many of the
+    /// room's kiosks heard the device then.
+    struct Track {
+        let grid: RoomGrid
+        let slots: [Int: (posterior: [Double], receivers: Int)]
+
+        /// How many of the room's kiosks heard the device in a slot (0: none, or not smoothed).
+        func receivers(at slot: Int) -> Int { slots[slot]?.receivers ?? 0 }
+
+        /// The fix of a slot in which `least` or more of the room's kiosks heard the device.
+        func fix(at slot: Int, least: Int) -> Fix? {
+            guard let s = slots[slot], s.receivers >= least else { return nil }
+            return grid.fix(s.posterior, receivers: s.receivers)
+        }
     }
 }

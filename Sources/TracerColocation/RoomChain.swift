@@ -68,10 +68,16 @@ extension Positioning {
             grids.evidenceGrid(key, plan: plan).map { (key, $0) }
         }
         guard !rooms.isEmpty else { return RoomTrack(rooms: [], steps: []) }
+        // The kiosks that heard the run are numbered in key order, each window's kiosk and each
+        // room's rows for them found once, not by name at every step (BENCHMARKS.md, "With
+        // positions", and "Flagging on random sites").
+        let kiosks = alive.sorted()
+        let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
         var steps: [RoomTrack.Step] = []
-        var readings: [[String: Double]] = []
+        var readings: [[(kiosk: Int, y: Double)]] = []
         for s in slots {
-            for (from, to, heard) in Self.steps(bySlot[s]!, slot: s, length: slot) {
+            let numbered = bySlot[s]!.compactMap { w, y in number[w.anchor].map { (window: w, y: y, kiosk: $0) } }
+            for (from, to, heard) in Self.steps(numbered, kiosks: kiosks.count, slot: s, length: slot) {
                 steps.append(RoomTrack.Step(slot: s, from: from, to: to, chances: []))
                 readings.append(heard)
             }
@@ -85,40 +91,36 @@ extension Positioning {
         }
         // Log evidence for each room at each step: log of the mean likelihood over the cells of its
         // evidence grid, weighed by `evidenceWeight`.
-        // The kiosks that heard the run are numbered in key order and each room's rows for them
-        // found once, not by name at every step: looking them up, and the sets of who was heard
-        // and who was not, took half a room chain's time on the simulated day (BENCHMARKS.md,
-        // "With positions").
-        let kiosks = alive.sorted()
-        let number = Dictionary(uniqueKeysWithValues: kiosks.enumerated().map { ($1, $0) })
-        let rows: [[(predicted: [Double], notHeard: [Double])?]] = rooms.map { _, grid in
-            kiosks.map { k in grid.predicted[k].map { ($0, grid.notHeard[k]!) } }
-        }
-        let evidence: [[Double]] = readings.map { heard in
-            var y = [Double?](repeating: nil, count: kiosks.count)
-            for (k, v) in heard { y[number[k]!] = v }
+        let rows = rooms.map { _, grid in grid.rows(kiosks) }
+        var y = [Double](repeating: 0, count: kiosks.count)
+        var heard = [Bool](repeating: false, count: kiosks.count)
+        let most = rooms.map { $0.1.cells.count }.max() ?? 0
+        var ll = [Double](repeating: 0, count: most)
+        var sum = ll
+        let evidence: [[Double]] = readings.map { step in
+            for i in kiosks.indices { heard[i] = false }
+            for (k, v) in step {
+                y[k] = v
+                heard[k] = true
+            }
             return rooms.indices.map { r in
-                var observed: [(y: Double, predicted: [Double])] = []
-                var unheard: [[Double]] = []
-                for i in kiosks.indices {
-                    if let v = y[i] {
-                        // A reading this room has no model for (a kiosk in another building):
-                        // no cell of it explains the step.
-                        guard let row = rows[r][i] else { return -.infinity }
-                        observed.append((v, row.predicted))
-                    } else if let row = rows[r][i] {
-                        unheard.append(row.notHeard)
-                    }
+                let grid = rooms[r].1
+                // A reading this room has no model for (a kiosk in another building): no cell
+                // of it explains the step.
+                guard grid.logLikelihood(y: y, heard: heard, rows: rows[r], strict: true, into: &ll, sum: &sum) else {
+                    return -.infinity
                 }
-                let ll = rooms[r].1.logLikelihood(observed: observed, unheard: unheard)
-                guard let top = ll.max(), top > -.infinity else { return -.infinity }
+                let n = grid.cells.count
+                var top = -Double.infinity
+                for c in 0..<n where ll[c] > top { top = ll[c] }
+                guard n > 0, top > -.infinity else { return -.infinity }
                 // Cells 40 nats or more below the best are left out of the mean, and their exp
                 // calls with them: each is under 5·10⁻¹⁸ of the best cell's 1, so all of a room's
                 // (at most about 100) change the mean by under 2·10⁻¹⁵ of itself; every verdict
                 // of the seed-7 and seed-11 days is the same.
                 var total = 0.0
-                for v in ll where v - top > -40 { total += exp(v - top) }
-                return Positioning.evidenceWeight * (top + log(total / Double(ll.count)))
+                for c in 0..<n where ll[c] - top > -40 { total += exp(ll[c] - top) }
+                return Positioning.evidenceWeight * (top + log(total / Double(n)))
             }
         }
         let moves = RoomMoves(rooms: rooms.map { plan.roomIndex($0.0)! }, plan: plan)
@@ -150,44 +152,55 @@ extension Positioning {
     }
 
     /// A slot's steps: cut where a window starts or ends (cuts closer than 5 s are one), each
-    /// step with the mean y of each kiosk whose windows cover half of it or more (a window of a
-    /// single advert counts in the step it falls in).
+    /// step with the mean y of each kiosk (by its number, of `kiosks`) whose windows cover half
+    /// of it or more (a window of a single advert counts in the step it falls in), in the order
+    /// the kiosks' windows come.
     static func steps(
-        _ windows: [(window: Window, y: Double)],
+        _ windows: [(window: Window, y: Double, kiosk: Int)],
+        kiosks: Int,
         slot: Int,
         length: Double
-    ) -> [(from: Double, to: Double, heard: [String: Double])] {
+    ) -> [(from: Double, to: Double, heard: [(kiosk: Int, y: Double)])] {
         let start = Double(slot) * length
         let end = start + length
         var cuts = [start, end]
-        for (w, _) in windows {
+        for (w, _, _) in windows {
             cuts += [max(start, min(end, w.start)), max(start, min(end, w.end))]
         }
         cuts.sort()
         var kept = [cuts[0]]
         for c in cuts.dropFirst() where c - kept.last! >= 5 { kept.append(c) }
         if kept.count == 1 { kept.append(end) } else { kept[kept.count - 1] = end }
-        var out: [(from: Double, to: Double, heard: [String: Double])] = []
+        // Each kiosk's sum and count by its number, and the kiosks in the order first met.
+        var sums = [(sum: Double, count: Int)](repeating: (0, 0), count: kiosks)
+        var met: [Int] = []
+        func add(_ k: Int, _ y: Double) {
+            if sums[k].count == 0 { met.append(k) }
+            sums[k].sum += y
+            sums[k].count += 1
+        }
+        func means() -> [(kiosk: Int, y: Double)] {
+            defer {
+                for k in met { sums[k] = (0, 0) }
+                met.removeAll(keepingCapacity: true)
+            }
+            return met.map { ($0, sums[$0].sum / Double(sums[$0].count)) }
+        }
+        var out: [(from: Double, to: Double, heard: [(kiosk: Int, y: Double)])] = []
         for i in 0..<(kept.count - 1) {
             let (a, b) = (kept[i], kept[i + 1])
-            var sums: [String: (sum: Double, count: Int)] = [:]
-            for (w, y) in windows {
+            for (w, y, k) in windows {
                 let covered = min(b, w.end) - max(a, w.start)
                 let point = w.end - w.start < 1 && w.start >= a && w.start < b
                 guard point || covered >= (b - a) / 2 else { continue }
-                sums[w.anchor, default: (0, 0)].sum += y
-                sums[w.anchor]!.count += 1
+                add(k, y)
             }
-            if !sums.isEmpty { out.append((a, b, sums.mapValues { $0.sum / Double($0.count) })) }
+            if !met.isEmpty { out.append((a, b, means())) }
         }
         // A slot whose windows each cover less than half of every step: all of them, one step.
         if out.isEmpty {
-            var sums: [String: (sum: Double, count: Int)] = [:]
-            for (w, y) in windows {
-                sums[w.anchor, default: (0, 0)].sum += y
-                sums[w.anchor]!.count += 1
-            }
-            out.append((start, end, sums.mapValues { $0.sum / Double($0.count) }))
+            for (_, y, k) in windows { add(k, y) }
+            out.append((start, end, means()))
         }
         return out
     }

@@ -76,52 +76,93 @@ final class RoomGrid: Sendable {
         self.notHeard = notHeard
     }
 
-    /// The log-likelihood of one slot's readings (y by kiosk) at every cell, the kiosks in
-    /// `alive` that did not hear it silent. A reading from a kiosk this grid has no model for
-    /// is left out (a room chain instead makes every cell impossible, so that rooms compare on
-    /// the same readings).
-    func logLikelihood(_ heard: [String: Double], alive: Set<String>) -> [Double] {
-        let observed = heard.keys.sorted().compactMap { k in predicted[k].map { (heard[k]!, $0) } }
-        let unheard = alive.subtracting(heard.keys).sorted().compactMap { k in
-            notHeard[k]
-        }
-        return logLikelihood(observed: observed, unheard: unheard)
+    /// The grid's rows for some kiosks, one kiosk after another (the i-th kiosk's cells at
+    /// i × `cells`), for the passes over a track's or a room chain's steps: read by offset, not
+    /// looked up by name and kept alive as an array for each kiosk and step (BENCHMARKS.md,
+    /// "Flagging on random sites").
+    struct Rows {
+        let cells: Int
+        /// Whether the grid has a model for the i-th kiosk (one within hearing range).
+        let known: [Bool]
+        /// `RoomGrid.predicted`, and `RoomGrid.notHeard`, of each kiosk (zeros where unknown).
+        let predicted: [Double]
+        let notHeard: [Double]
     }
 
-    /// The log-likelihood at every cell of the readings `observed` (each a reading y and its
-    /// kiosk's `predicted` row), with the kiosks of `unheard` (their `notHeard` rows) silent;
-    /// both in kiosk key order.
-    func logLikelihood(observed: [(y: Double, predicted: [Double])], unheard: [[Double]]) -> [Double] {
+    /// The rows of `kiosks` (keys), in their order.
+    func rows(_ kiosks: [String]) -> Rows {
+        let n = cells.count
+        var known: [Bool] = []
+        var mu = [Double](repeating: 0, count: kiosks.count * n)
+        var silent = [Double](repeating: 0, count: kiosks.count * n)
+        for (i, k) in kiosks.enumerated() {
+            guard let p = predicted[k], let q = notHeard[k] else {
+                known.append(false)
+                continue
+            }
+            known.append(true)
+            for c in 0..<n {
+                mu[i * n + c] = p[c]
+                silent[i * n + c] = q[c]
+            }
+        }
+        return Rows(cells: n, known: known, predicted: mu, notHeard: silent)
+    }
+
+    /// The log-likelihood at every cell of one step's readings, written into the first cells of
+    /// `ll`: `y[i]` read by the i-th kiosk of `rows` where `heard[i]`, the others silent (each a
+    /// kiosk that heard the badge around then, in key order). A reading whose kiosk the grid has
+    /// no model for is left out, or, when `strict` (a room chain: rooms compare on the same
+    /// readings), no cell explains it: then false is answered and `ll` is not written. `sum`
+    /// is scratch of at least the grid's size.
+    func logLikelihood(
+        y: [Double],
+        heard: [Bool],
+        rows: Rows,
+        strict: Bool,
+        into ll: inout [Double],
+        sum: inout [Double]
+    ) -> Bool {
+        var m = 0
+        for i in y.indices where heard[i] {
+            if rows.known[i] { m += 1 } else if strict { return false }
+        }
         let se2 = Positioning.receiverSigma * Positioning.receiverSigma
         let sb2 = Positioning.badgeSigma * Positioning.badgeSigma
-        let m = Double(observed.count)
-        let shrink = sb2 / (se2 + m * sb2)
+        let shrink = sb2 / (se2 + Double(m) * sb2)
         // The badge's own error integrated out: the determinant's share, which depends on how
         // many kiosks heard, keeps rooms with different numbers of readings comparable.
-        let norm = -0.5 * (m * log(2 * .pi * se2) + log(1 + m * sb2 / se2))
-        // Kiosk by kiosk over every cell, each row read in place (each cell's sums are still
-        // taken in kiosk order, so the answer is the same to the last bit).
+        let norm = -0.5 * (Double(m) * log(2 * .pi * se2) + log(1 + Double(m) * sb2 / se2))
+        let half = 0.5 / se2
         let n = cells.count
-        var sum = [Double](repeating: 0, count: n)
-        var squares = [Double](repeating: 0, count: n)
-        for (y, mu) in observed {
-            mu.withUnsafeBufferPointer { mu in
-                for c in 0..<n {
-                    let r = y - mu[c]
-                    sum[c] += r
-                    squares[c] += r * r
+        // Kiosk by kiosk over every cell, the squares summed in `ll` before it becomes the
+        // log-likelihood (each cell's sums taken in kiosk order, so the same to the last bit).
+        rows.predicted.withUnsafeBufferPointer { mu in
+            rows.notHeard.withUnsafeBufferPointer { silent in
+                ll.withUnsafeMutableBufferPointer { ll in
+                    sum.withUnsafeMutableBufferPointer { sum in
+                        for c in 0..<n {
+                            sum[c] = 0
+                            ll[c] = 0
+                        }
+                        for i in y.indices where heard[i] && rows.known[i] {
+                            let base = i * n
+                            for c in 0..<n {
+                                let r = y[i] - mu[base + c]
+                                sum[c] += r
+                                ll[c] += r * r
+                            }
+                        }
+                        for c in 0..<n { ll[c] = norm - half * (ll[c] - shrink * sum[c] * sum[c]) }
+                        for i in y.indices where !heard[i] && rows.known[i] {
+                            let base = i * n
+                            for c in 0..<n { ll[c] += silent[base + c] }
+                        }
+                    }
                 }
             }
         }
-        var ll = [Double](repeating: 0, count: n)
-        let half = 0.5 / se2
-        for c in 0..<n { ll[c] = norm - half * (squares[c] - shrink * sum[c] * sum[c]) }
-        for silent in unheard {
-            silent.withUnsafeBufferPointer { silent in
-                for c in 0..<n { ll[c] += silent[c] }
-            }
-        }
-        return ll
+        return true
     }
 
     /// log Φ(z), the standard normal's log CDF (erfc keeps the far tail finite).
@@ -130,32 +171,45 @@ final class RoomGrid: Sendable {
     }
 
     /// The posterior over cells for each slot, by forward–backward over runs of slots.
+    ///
+    /// Each slot's motion steps go back and forth between two buffers, and each product is
+    /// normalised where it is made, where the first version made a new array for every motion
+    /// step, product and normalisation (BENCHMARKS.md, "Flagging on random sites"). The sums are
+    /// taken in the same order, so the posteriors are the same to the last bit.
     func smooth(slots: [Int], likelihoods: [[Double]]) -> [[Double]] {
         let n = slots.count
+        let m = cells.count
         var alpha = [[Double]](repeating: [], count: n)
+        var here = [Double](repeating: 0, count: m)
+        var there = [Double](repeating: 0, count: m)
         for k in 0..<n {
             let gap = k == 0 ? Int.max : slots[k] - slots[k - 1]
-            var prior: [Double]
             if gap > Positioning.longestGap {
-                prior = [Double](repeating: 1, count: cells.count)
+                for c in 0..<m { here[c] = 1 }
             } else {
-                prior = alpha[k - 1]
-                for _ in 0..<gap { prior = move(prior) }
+                for c in 0..<m { here[c] = alpha[k - 1][c] }
+                for _ in 0..<gap {
+                    move(here, into: &there)
+                    swap(&here, &there)
+                }
             }
-            alpha[k] = Self.normalised(zip(prior, likelihoods[k]).map { $0 * $1 })
+            alpha[k] = Self.normalisedProduct(here, likelihoods[k])
         }
         var out = alpha
-        var beta = [Double](repeating: 1, count: cells.count)
+        var beta = [Double](repeating: 1, count: m)
         for k in stride(from: n - 2, through: 0, by: -1) {
             let gap = slots[k + 1] - slots[k]
             if gap > Positioning.longestGap {
-                beta = [Double](repeating: 1, count: cells.count)
+                for c in 0..<m { beta[c] = 1 }
             } else {
-                var b = zip(likelihoods[k + 1], beta).map { $0 * $1 }
-                for _ in 0..<gap { b = move(b) }
-                beta = Self.normalised(b)
+                for c in 0..<m { here[c] = likelihoods[k + 1][c] * beta[c] }
+                for _ in 0..<gap {
+                    move(here, into: &there)
+                    swap(&here, &there)
+                }
+                Self.normalise(here, into: &beta)
             }
-            out[k] = Self.normalised(zip(alpha[k], beta).map { $0 * $1 })
+            out[k] = Self.normalisedProduct(alpha[k], beta)
         }
         return out
     }
@@ -163,14 +217,35 @@ final class RoomGrid: Sendable {
     /// One slot's motion: mostly still (a blur to the neighbouring cells), sometimes anywhere.
     /// Symmetric, so it serves the backward pass as well.
     func move(_ p: [Double]) -> [Double] {
-        let total = p.reduce(0, +)
         var out = [Double](repeating: 0, count: p.count)
-        for c in cells.indices {
-            for k in neighbourStart[c]..<neighbourStart[c + 1] { out[neighbours[k]] += Self.side * p[c] }
-            out[c] += kept[c] * p[c]
+        move(p, into: &out)
+        return out
+    }
+
+    /// `move`, into a buffer of the grid's size.
+    func move(_ p: [Double], into out: inout [Double]) {
+        let n = p.count
+        p.withUnsafeBufferPointer { p in
+            out.withUnsafeMutableBufferPointer { out in
+                neighbours.withUnsafeBufferPointer { neighbours in
+                    neighbourStart.withUnsafeBufferPointer { start in
+                        kept.withUnsafeBufferPointer { kept in
+                            var total = 0.0
+                            for c in 0..<n {
+                                total += p[c]
+                                out[c] = 0
+                            }
+                            for c in 0..<n {
+                                for k in start[c]..<start[c + 1] { out[neighbours[k]] += Self.side * p[c] }
+                                out[c] += kept[c] * p[c]
+                            }
+                            let spread = Positioning.jump * total / Double(n)
+                            for c in 0..<n { out[c] = (1 - Positioning.jump) * out[c] + spread }
+                        }
+                    }
+                }
+            }
         }
-        let spread = Positioning.jump * total / Double(p.count)
-        return out.map { (1 - Positioning.jump) * $0 + spread }
     }
 
     /// The share of a cell's chance that `move` blurs to each neighbouring cell per slot.
@@ -211,6 +286,30 @@ final class RoomGrid: Sendable {
         let total = p.reduce(0, +)
         guard total > 0 else { return [Double](repeating: 1 / Double(p.count), count: p.count) }
         return p.map { $0 / total }
+    }
+
+    /// `normalised(p)`, written into `out` (of p's size).
+    static func normalise(_ p: [Double], into out: inout [Double]) {
+        let total = p.reduce(0, +)
+        let n = p.count
+        for c in 0..<n { out[c] = total > 0 ? p[c] / total : 1 / Double(n) }
+    }
+
+    /// `normalised` of the cell-by-cell product of two rows, in one array.
+    static func normalisedProduct(_ a: [Double], _ b: [Double]) -> [Double] {
+        let n = a.count
+        var out = [Double](unsafeUninitializedCapacity: n) { buffer, count in
+            a.withUnsafeBufferPointer { a in
+                b.withUnsafeBufferPointer { b in
+                    for c in 0..<n { buffer[c] = a[c] * b[c] }
+                }
+            }
+            count = n
+        }
+        let total = out.reduce(0, +)
+        guard total > 0 else { return [Double](repeating: 1 / Double(n), count: n) }
+        for c in 0..<n { out[c] /= total }
+        return out
     }
 
     /// The likeliest cells up to `fixMass` of the chance (at most `fixCells`), renormalised.
