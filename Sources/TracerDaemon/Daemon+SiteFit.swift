@@ -25,14 +25,17 @@ extension Daemon {
     public func follow(_ fit: SiteFit) async -> SiteFit.Decision {
         guard case .gateway(let kiosk) = mode else { return .notFollowed("not a kiosk") }
         let site = currentSite.withLock { $0 }
+        let given = site.anchor(kiosk)?.receiverOffset ?? 0
         let stored: Beacon.Calibration?
         do {
+            // One made under another map's offset is set aside (the next batch removes it).
             stored = try await store.reading { db in Beacon.Calibration(try db.get(Collections.beacon(kiosk))) }
+                .flatMap { $0.isSetAside(byMapOffset: given) ? nil : $0 }
         } catch {
             logger.error("reading the kiosk's stored calibration failed", metadata: ["error": "\(error)"])
             return .unchanged
         }
-        let current = stored?.receiverOffset ?? site.anchor(kiosk)?.receiverOffset ?? 0
+        let current = stored?.receiverOffset ?? given
         let move = stored?.movedFrom.map {
             SiteFit.Move(base: $0, shift: stored?.shift ?? 0, since: stored?.movedAt ?? fit.at)
         }
@@ -47,6 +50,7 @@ extension Daemon {
                     c.movedFrom = after?.base
                     c.shift = after?.shift
                     c.movedAt = after?.since
+                    c.mapOffset = given
                     // The field whole (a merge would keep a move's fields once it is let go).
                     let path = try Collections.beacon(kiosk)
                     try db.set(path, [:], merge: true)
@@ -61,26 +65,28 @@ extension Daemon {
             defer { last = decision }
             return last?.kind == decision.kind
         }
-        func dB(_ x: Double) -> String { (x >= 0 ? "+" : "") + String(format: "%.1f", x) }
         switch decision {
         case .follow(let o) where after != nil:
-            followed.withLock { $0 = o }
+            followed.withLock { $0 = (o, given) }
             logger.warning(
                 "the site server names this kiosk as moved (re-mounted, turned or covered?): it ranges with what it had before and the move",
-                metadata: ["offset.dB": "\(dB(o))", "was.dB": "\(dB(current))", "move.dB": "\(dB(after?.shift ?? 0))"]
+                metadata: [
+                    "offset.dB": "\(Self.dB(o))", "was.dB": "\(Self.dB(current))",
+                    "move.dB": "\(Self.dB(after?.shift ?? 0))",
+                ]
             )
         case .follow(let o):
-            followed.withLock { $0 = o }
+            followed.withLock { $0 = (o, given) }
             logger.notice(
                 "ranging with the site server's fit of this kiosk's receiver, from the kiosks hearing each other",
                 metadata: [
-                    "offset.dB": "\(dB(o))", "uncertainty.dB": "\(String(format: "%.1f", fit.uncertainty))",
-                    "was.dB": "\(dB(current))",
+                    "offset.dB": "\(Self.dB(o))", "uncertainty.dB": "\(String(format: "%.1f", fit.uncertainty))",
+                    "was.dB": "\(Self.dB(current))",
                 ]
             )
         case .loose where !said:
             logger.info(
-                "the site server knows this kiosk's receiver to ±\(String(format: "%.1f", fit.uncertainty)) dB only: it ranges with \(dB(current)) dB"
+                "the site server knows this kiosk's receiver to ±\(String(format: "%.1f", fit.uncertainty)) dB only: it ranges with \(Self.dB(current)) dB"
             )
         case .notFollowed(let why) where !said:
             logger.info("this kiosk does not range with the site server's fit of it: \(why)")
@@ -90,11 +96,16 @@ extension Daemon {
         return decision
     }
 
-    /// The site server's fit taken since the last batch, once (nil when there is none).
-    func takeFollowed() -> Double? {
-        followed.withLock { o in
+    /// The site server's fit taken since the last batch, once: nil when there is none, or when
+    /// it was taken under another offset of the map's for this kiosk than `site`'s.
+    func takeFollowed(under site: Site) -> Double? {
+        guard case .gateway(let kiosk) = mode else { return nil }
+        let taken = followed.withLock { o in
             defer { o = nil }
             return o
         }
+        guard let taken else { return nil }
+        let given = site.anchor(kiosk)?.receiverOffset ?? 0
+        return Beacon.Calibration.differ(taken.mapOffset, given) ? nil : taken.offset
     }
 }

@@ -17,9 +17,11 @@ public final class Daemon: Sendable {
     /// The site the kiosk ranges under now, or will at its next batch (the site server's fit
     /// of its receiver is judged against it).
     let currentSite: Mutex<Site>
-    /// The site server's fit of the kiosk's receiver, once taken and until the ranging takes it;
-    /// and what the last fit offered was found to be (said once each time it changes).
-    let followed = Mutex<Double?>(nil)
+    /// The site server's fit of the kiosk's receiver, once taken and until the ranging takes it,
+    /// with the map's offset for this kiosk it was taken under (a map published since with
+    /// another sets it aside); and what the last fit offered was found to be (said once each
+    /// time it changes).
+    let followed = Mutex<(offset: Double, mapOffset: Double)?>(nil)
     let lastFit = Mutex<SiteFit.Decision?>(nil)
     public let mode: DaemonMode
     public let store: DocumentStore
@@ -227,11 +229,30 @@ public final class Daemon: Sendable {
         return summaries.count
     }
 
-    /// The receiver offset this kiosk fitted and stored last (`beacons/{key}`'s calibration).
-    func storedCalibration(in db: some StoreReads) throws -> Double? {
+    /// The receiver offset this kiosk fitted or followed and stored last (`beacons/{key}`'s
+    /// calibration), under `site`: nil when there is none, or when it was made under another
+    /// `receiverOffset` of the map's for this kiosk. An operator published that one (after
+    /// `tracer site calibration --write`, or by hand), so it wins: the calibration is removed,
+    /// the journal says so, and the kiosk calibrates again from the new offset.
+    func storedCalibration(in db: StoreWriter, site: Site) throws -> Double? {
         guard case .gateway(let kiosk) = mode else { return nil }
-        return Beacon.Calibration(try db.get(Collections.beacon(kiosk)))?.receiverOffset
+        let path = try Collections.beacon(kiosk)
+        guard let c = Beacon.Calibration(try db.get(path)) else { return nil }
+        let given = site.anchor(kiosk)?.receiverOffset ?? 0
+        guard c.isSetAside(byMapOffset: given) else { return c.receiverOffset }
+        try db.update(path, ["calibration": .sentinel(.delete)])
+        logger.notice(
+            "the published map gives this kiosk a new receiver offset: it ranges with it, and sets aside the calibration it had under the old one",
+            metadata: [
+                "offset.dB": "\(Self.dB(given))", "was.dB": "\(Self.dB(c.receiverOffset))",
+                "calibrated.from": "\(c.source ?? "beacons")",
+            ]
+        )
+        return nil
     }
+
+    /// An offset as the journal says it: signed, to 0.1 dB.
+    static func dB(_ x: Double) -> String { (x >= 0 ? "+" : "") + String(format: "%.1f", x) }
 
     /// The kiosk's calibration to store, when its fit moved 0.2 dB or more from the stored one.
     func calibrationUpdate(_ ranger: Ranger, stored: inout Double?) -> DocumentData? {
@@ -242,7 +263,13 @@ public final class Daemon: Sendable {
             "receiver offset fitted from the fixed beacons",
             metadata: ["offset.dB": "\((offset * 10).rounded() / 10)", "windows": "\(c.windowsSeen)"]
         )
-        return Beacon.Calibration(receiverOffset: offset, windows: c.windowsSeen, references: c.references.count).data
+        var calibration = Beacon.Calibration(
+            receiverOffset: offset,
+            windows: c.windowsSeen,
+            references: c.references.count
+        )
+        if case .gateway(let kiosk) = mode { calibration.mapOffset = ranger.site.anchor(kiosk)?.receiverOffset ?? 0 }
+        return calibration.data
     }
 
     /// An interaction document: docs/design.md's fields, plus the least distance and the anchor's key.

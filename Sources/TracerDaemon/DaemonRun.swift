@@ -35,7 +35,7 @@ struct DaemonRun {
         stored = try await daemon.store.writing { db in
             try daemon.writeAnchors(site, in: db)
             try Indexes.declare(in: db)
-            return try daemon.storedCalibration(in: db)
+            return try daemon.storedCalibration(in: db, site: site)
         }
         prepareRanger()
     }
@@ -50,7 +50,7 @@ struct DaemonRun {
     /// the adverts ranged, what has ended written when it is due, and the hourly purge.
     mutating func take(_ batch: [Advert]) async throws {
         if let newer = daemon.takeNewerSite() { try await change(to: newer) }
-        if let offset = daemon.takeFollowed() {
+        if let offset = daemon.takeFollowed(under: site) {
             // Stored by `Daemon.follow` already; a new site's ranging starts from it too.
             stored = offset
             ranger.seed(offset: offset)
@@ -90,6 +90,9 @@ struct DaemonRun {
         site = newer
         ranger = try Ranger(site: site, mode: daemon.mode)
         badgeRevision = -1
+        // A calibration made under another offset of the map's for this kiosk is set aside.
+        let daemon = self.daemon
+        stored = try await daemon.store.writing { db in try daemon.storedCalibration(in: db, site: newer) }
         prepareRanger()
         daemon.logger.notice("ranging under the newly published site", metadata: ["site": "\(site.name)"])
     }

@@ -62,6 +62,10 @@ public struct Beacon: Sendable, Equatable {
         public var shift: Double?
         /// When the server first named it (Unix seconds).
         public var movedAt: Double?
+        /// The map's `receiverOffset` for this kiosk when the calibration was stored: a map
+        /// published with another one sets the calibration aside (`isSetAside`). Nil in
+        /// calibrations stored before it was kept, which stand whatever the map says.
+        public var mapOffset: Double?
         public var updatedAt: Timestamp?
 
         public init(receiverOffset: Double, windows: Int, references: Int, source: String? = nil) {
@@ -83,8 +87,19 @@ public struct Beacon: Sendable, Equatable {
             movedFrom = m["movedFrom"]?.doubleValue
             shift = m["shift"]?.doubleValue
             movedAt = m["movedAt"]?.timestampValue?.seconds
+            mapOffset = m["mapOffset"]?.doubleValue
             updatedAt = m["updatedAt"]?.timestampValue
         }
+
+        /// Whether a map giving the kiosk `offset` (its anchor's `receiverOffset`, 0 when none)
+        /// was published after this calibration: the operator's new value wins over what the
+        /// kiosk fitted or followed under the old one.
+        public func isSetAside(byMapOffset offset: Double) -> Bool {
+            mapOffset.map { Self.differ($0, offset) } ?? false
+        }
+
+        /// Whether two of the map's offsets for a kiosk differ (to a hundredth of a dB).
+        public static func differ(_ a: Double, _ b: Double) -> Bool { abs(a - b) > 0.005 }
 
         /// The field's value (offset to 0.1 dB).
         public var data: DocumentData {
@@ -98,6 +113,7 @@ public struct Beacon: Sendable, Equatable {
             if let movedFrom { data["movedFrom"] = .double((movedFrom * 10).rounded() / 10) }
             if let shift { data["shift"] = .double((shift * 10).rounded() / 10) }
             if let movedAt { data["movedAt"] = .timestamp(Timestamp(seconds: movedAt)) }
+            if let mapOffset { data["mapOffset"] = .double(mapOffset) }
             return data
         }
     }

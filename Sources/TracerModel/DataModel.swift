@@ -33,7 +33,7 @@ public enum DataModel {
             fields: [
                 "kind (kiosk, beacon)", "room", "name", "position ([x, y] m)", "site", "uuid", "major", "minor",
                 "measuredPower", "ts",
-                "calibration ({receiverOffset dB, windows, references, source: kiosks for the site server's fit, movedFrom, shift and movedAt while it follows a move, updatedAt})",
+                "calibration ({receiverOffset dB, windows, references, source: kiosks for the site server's fit, movedFrom, shift and movedAt while it follows a move, mapOffset: the map's offset it was made under, updatedAt})",
             ]
         ),
         Entry(

@@ -205,6 +205,8 @@ extension DaemonReplayTests {
             Beacon.Calibration(try await store.reading { db in try db.get(try DocumentPath("beacons/kiosk-lab")) })
         )
         #expect(abs(stored.receiverOffset - 6) < 0.5 && stored.references == 3, "\(stored)")
+        // Made under the map's offset for the kiosk (none: 0), which a new one would set aside.
+        #expect(stored.mapOffset == 0)
         // The site's +3 dB is for worn badges; this fixture's badge has no body, so at 2 m with
         // +6 + 3 dB it reads 2 × 10^(−3/20) = 1.42 m; without the fit it would read 2.83 m.
         func lastDistance() async throws -> Double {

@@ -84,6 +84,47 @@ import TracerTesting
         #expect(abs(second - 1.42) < 0.3, "\(second)")
     }
 
+    /// An operator who publishes a new `receiverOffset` for a kiosk (after `tracer site
+    /// calibration --write`, or by hand) is obeyed: the calibration the kiosk stored under the
+    /// old offset is set aside and removed, whether the map arrives while it runs or at a restart;
+    /// one stored under the map as it is stays.
+    @Test func aNewOffsetPublishedForAKioskSetsItsOwnCalibrationAside() async throws {
+        let site = try Self.fitted()
+        var given = site
+        given.anchors[try #require(site.anchors.firstIndex { $0.key == "kiosk-office" })].receiverOffset = 3
+        let (store, dir) = try DocumentStore.temporary()
+        func calibration() async throws -> Beacon.Calibration? {
+            Beacon.Calibration(try await store.reading { db in try db.get("beacons/kiosk-office") })
+        }
+        // The site's +3 dB and the kiosk's 6 dB low receiver (`replay`): with the fit's +6 the
+        // badge 2 m away reads 1.42 m; with the map's +3 instead, 2 m; with none, 2.83 m.
+        try Self.replay(dir.file("live.jsonl"), from: Self.t0)
+        let live = try Self.daemon(site, "kiosk-office", replay: dir.file("live.jsonl"), store: store)
+        #expect(await live.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false, at: Self.t0)) == .follow(6))
+        #expect(try await calibration()?.mapOffset == 0)
+        #expect(await live.replaceSite(given))
+        _ = try await live.run()
+        let published = try await Self.lastDistance(store, "kiosk-office")
+        #expect(abs(published - 2) < 0.3, "\(published)")
+        #expect(try await calibration() == nil)
+
+        // Followed again under the new map, and restarted under it: kept.
+        try Self.replay(dir.file("kept.jsonl"), from: Self.t0 + 600)
+        let kept = try Self.daemon(given, "kiosk-office", replay: dir.file("kept.jsonl"), store: store)
+        #expect(await kept.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false, at: Self.t0)) == .follow(6))
+        #expect(try await calibration()?.mapOffset == 3)
+        _ = try await Self.daemon(given, "kiosk-office", replay: dir.file("kept.jsonl"), store: store).run()
+        let same = try await Self.lastDistance(store, "kiosk-office")
+        #expect(abs(same - 1.42) < 0.3, "\(same)")
+
+        // Restarted under a map that no longer gives it an offset: set aside again.
+        try Self.replay(dir.file("restart.jsonl"), from: Self.t0 + 1200)
+        _ = try await Self.daemon(site, "kiosk-office", replay: dir.file("restart.jsonl"), store: store).run()
+        let restarted = try await Self.lastDistance(store, "kiosk-office")
+        #expect(abs(restarted - 2.83) < 0.4, "\(restarted)")
+        #expect(try await calibration() == nil)
+    }
+
     @Test func whichFitsAKioskTakes() async throws {
         let site = try Self.fitted()
         let (store, dir) = try DocumentStore.temporary()
