@@ -80,16 +80,20 @@ import TracerTesting
         let overall = o["overall"] as! [String: Any]
         let counted = ["truePositives", "falsePositives", "falseNegatives"].map { (overall[$0] as! NSNumber).intValue }
         #expect(counted[0] + counted[2] > 0, "the truth has pairs to find")
-        // Recall ≥ 0.95 (issue 16's target) and precision ≥ 0.84 on this CI-sized morning, so
-        // that a change that flags worse fails here: 22 right, 4 wrong, none missed (0.846 and
-        // 1.000). Issue 16's precision target, 0.90, was met here (2 wrong) until rooms weighed
+        // Recall ≥ 0.9 and precision ≥ 0.83 on this CI-sized morning (26 pairs), so that a
+        // change that flags worse fails here: 20 right, 4 wrong, 2 missed (0.833 and 0.909).
+        // Issue 16's targets (recall 0.95, precision 0.90) were met here until rooms weighed
         // each window's evidence at a tenth (`Positioning.evidenceWeight`, chosen on random
-        // sites, where it wins 0.03 of precision and 5 points of rooms right): on this campus,
-        // whose simulated radio has none of the errors that weight allows for, two more people
-        // are flagged from the room next door. EFFICACY.md measures both.
+        // sites, where it wins 0.03 of precision and 5 points of rooms right: on this campus,
+        // whose simulated radio has none of the errors that weight allows for, two more were
+        // flagged from the room next door), and until where a kiosk stops hearing was worked
+        // out with its offset's sign right (`Plan.Receiver.floor`: the site's +3 dB had put every
+        // kiosk's floor 6 dB further, and on this campus two more were missed; on random sites
+        // 1–8 every site's recall and precision are as good or better with it). EFFICACY.md
+        // measures both.
         let precision = (overall["precision"] as? NSNumber)?.doubleValue ?? 0
         let recall = (overall["recall"] as? NSNumber)?.doubleValue ?? 0
-        #expect(precision >= 0.84 && recall >= 0.95, "precision \(precision), recall \(recall): \(counted)")
+        #expect(precision >= 0.83 && recall >= 0.9, "precision \(precision), recall \(recall): \(counted)")
         // Positions where two kiosks of a room heard a reporter, and nearly every minute in a
         // kiosk's room attributed to it.
         let positions = try #require(o["positionError"] as? [String: Any])

@@ -165,6 +165,24 @@ import TracerSite
         #expect(with.mean.x > without.mean.x + 1, "\(with.mean) against \(without.mean)")
     }
 
+    /// Where a kiosk stops hearing, in its windows' y: a window's y is the measured power less
+    /// its RSSI with the receiver's offset added, and the adapter drops adverts below −95 dBm
+    /// before any offset, so a receiver that reads low (a larger offset) stops hearing sooner.
+    @Test func aKioskThatReadsLowStopsHearingSooner() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        var site = try Site.load(file: root.appendingPathComponent("BeaconMap/example-campus.yaml").path)
+        let kiosk = try #require(site.anchors.firstIndex { $0.key == "kiosk-office" })
+        let before = try #require(Plan(site: site).receiver("kiosk-office")).floor
+        site.anchors[kiosk].receiverOffset = 6
+        let after = try #require(Plan(site: site).receiver("kiosk-office")).floor
+        #expect(after == before - 6)
+        // The site's +3 dB and the kiosk's +6: an advert at −95 dBm from a badge whose measured
+        // power is −59 dBm has y = −59 − (−95 + 3 + 6) = 27 dB, and a window's loudest advert is
+        // `hearingMargin` (6 dB) above its mean.
+        #expect(abs(after - 33) < 1e-9, "\(after)")
+    }
+
     /// A receiver 6 dB off (before its running calibration converges): the other kiosks pull
     /// the position back towards the truth, but not all the way (the model cannot tell which
     /// kiosk is wrong; it takes part of the error as the badge's own).
