@@ -81,7 +81,6 @@ final class RoomGrid: Sendable {
     /// looked up by name and kept alive as an array for each kiosk and step (BENCHMARKS.md,
     /// "Flagging on random sites").
     struct Rows {
-        let cells: Int
         /// Whether the grid has a model for the i-th kiosk (one within hearing range).
         let known: [Bool]
         /// `RoomGrid.predicted`, and `RoomGrid.notHeard`, of each kiosk (zeros where unknown).
@@ -106,7 +105,7 @@ final class RoomGrid: Sendable {
                 silent[i * n + c] = q[c]
             }
         }
-        return Rows(cells: n, known: known, predicted: mu, notHeard: silent)
+        return Rows(known: known, predicted: mu, notHeard: silent)
     }
 
     /// The log-likelihood at every cell of one step's readings, written into the first cells of

@@ -54,6 +54,20 @@ import TracerTesting
         return try #require(docs.first?["distance"]?.doubleValue)
     }
 
+    /// A daemon started afresh under `site` (a restart) ranging a minute of `replay` from `from`:
+    /// the distance it last ranged.
+    static func restarted(
+        _ site: Site,
+        from: Double,
+        _ name: String,
+        in dir: TemporaryDirectory,
+        store: DocumentStore
+    ) async throws -> Double {
+        try replay(dir.file(name), from: from)
+        _ = try await daemon(site, "kiosk-office", replay: dir.file(name), store: store).run()
+        return try await lastDistance(store, "kiosk-office")
+    }
+
     /// The example campus, its exponent given as the site's fit would write it.
     static func fitted() throws -> Site {
         var site = try Site.load(file: DaemonReplayTests.mapPath)
@@ -78,9 +92,7 @@ import TracerTesting
         #expect(abs(first - 1.42) < 0.3, "\(first)")
 
         // Restarted with no server to ask: the stored fit.
-        try Self.replay(dir.file("second.jsonl"), from: Self.t0 + 600)
-        _ = try await Self.daemon(site, "kiosk-office", replay: dir.file("second.jsonl"), store: store).run()
-        let second = try await Self.lastDistance(store, "kiosk-office")
+        let second = try await Self.restarted(site, from: Self.t0 + 600, "second.jsonl", in: dir, store: store)
         #expect(abs(second - 1.42) < 0.3, "\(second)")
     }
 
@@ -109,18 +121,14 @@ import TracerTesting
         #expect(try await calibration() == nil)
 
         // Followed again under the new map, and restarted under it: kept.
-        try Self.replay(dir.file("kept.jsonl"), from: Self.t0 + 600)
-        let kept = try Self.daemon(given, "kiosk-office", replay: dir.file("kept.jsonl"), store: store)
-        #expect(await kept.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false, at: Self.t0)) == .follow(6))
+        let again = try Self.daemon(given, "kiosk-office", replay: dir.file("live.jsonl"), store: store)
+        #expect(await again.follow(SiteFit(offset: 6, uncertainty: 0.4, siteMoved: false, at: Self.t0)) == .follow(6))
         #expect(try await calibration()?.mapOffset == 3)
-        _ = try await Self.daemon(given, "kiosk-office", replay: dir.file("kept.jsonl"), store: store).run()
-        let same = try await Self.lastDistance(store, "kiosk-office")
+        let same = try await Self.restarted(given, from: Self.t0 + 600, "kept.jsonl", in: dir, store: store)
         #expect(abs(same - 1.42) < 0.3, "\(same)")
 
         // Restarted under a map that no longer gives it an offset: set aside again.
-        try Self.replay(dir.file("restart.jsonl"), from: Self.t0 + 1200)
-        _ = try await Self.daemon(site, "kiosk-office", replay: dir.file("restart.jsonl"), store: store).run()
-        let restarted = try await Self.lastDistance(store, "kiosk-office")
+        let restarted = try await Self.restarted(site, from: Self.t0 + 1200, "restart.jsonl", in: dir, store: store)
         #expect(abs(restarted - 2.83) < 0.4, "\(restarted)")
         #expect(try await calibration() == nil)
     }
