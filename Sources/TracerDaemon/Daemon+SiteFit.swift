@@ -25,7 +25,7 @@ extension Daemon {
     public func follow(_ fit: SiteFit) async -> SiteFit.Decision {
         guard case .gateway(let kiosk) = mode else { return .notFollowed("not a kiosk") }
         let site = currentSite.withLock { $0 }
-        let given = site.anchor(kiosk)?.receiverOffset ?? 0
+        let given = Self.mapOffset(of: kiosk, in: site)
         let stored: Beacon.Calibration?
         do {
             // One made under another map's offset is set aside (the next batch removes it).
@@ -105,7 +105,7 @@ extension Daemon {
             return o
         }
         guard let taken else { return nil }
-        let given = site.anchor(kiosk)?.receiverOffset ?? 0
+        let given = Self.mapOffset(of: kiosk, in: site)
         return Beacon.Calibration.differ(taken.mapOffset, given) ? nil : taken.offset
     }
 }

@@ -238,7 +238,7 @@ public final class Daemon: Sendable {
         guard case .gateway(let kiosk) = mode else { return nil }
         let path = try Collections.beacon(kiosk)
         guard let c = Beacon.Calibration(try db.get(path)) else { return nil }
-        let given = site.anchor(kiosk)?.receiverOffset ?? 0
+        let given = Self.mapOffset(of: kiosk, in: site)
         guard c.isSetAside(byMapOffset: given) else { return c.receiverOffset }
         try db.update(path, ["calibration": .sentinel(.delete)])
         logger.notice(
@@ -250,6 +250,10 @@ public final class Daemon: Sendable {
         )
         return nil
     }
+
+    /// The `receiverOffset` a site's map gives a kiosk's anchor (0 when none): what a stored
+    /// calibration was made under (`Beacon.Calibration.mapOffset`).
+    static func mapOffset(of kiosk: String, in site: Site) -> Double { site.anchor(kiosk)?.receiverOffset ?? 0 }
 
     /// An offset as the journal says it: signed, to 0.1 dB.
     static func dB(_ x: Double) -> String { (x >= 0 ? "+" : "") + String(format: "%.1f", x) }
@@ -268,7 +272,7 @@ public final class Daemon: Sendable {
             windows: c.windowsSeen,
             references: c.references.count
         )
-        if case .gateway(let kiosk) = mode { calibration.mapOffset = ranger.site.anchor(kiosk)?.receiverOffset ?? 0 }
+        if case .gateway(let kiosk) = mode { calibration.mapOffset = Self.mapOffset(of: kiosk, in: ranger.site) }
         return calibration.data
     }
 
