@@ -1,5 +1,6 @@
 import Foundation
 import TracerModel
+import TracerSite
 import TracerStore
 
 /// One replication exchange on the wire (`POST /v1/sync`), in the store's own JSON (timestamps
@@ -335,9 +336,21 @@ public enum SyncScope {
     /// Nil when a replicated document is one the site can use, else why not (one line): an
     /// interaction (`beacons/{key}/interactions/{id}`) must have a device id by the API's own
     /// rule (`Identifier`), a start and an end in `Timestamp.range`, in order and at most a day
-    /// apart, and a distance, when it has one, of finite metres. Checked for every token, an
+    /// apart, and a distance, when it has one, of finite metres; a kiosk's calibration
+    /// (`beacons/{key}.calibration`) a receiver offset a map could give. Checked for every token, an
     /// admin's too: stored data must never be able to stop flagging.
     public static func problem(with entry: Replica) -> String? {
+        if entry.path.segments.count == 2, entry.path.segments[0] == Beacon.collectionID,
+            let calibration = entry.data?["calibration"]
+        {
+            // Flagging places people with it (where the kiosk stops hearing).
+            guard case .map(let m) = calibration, let offset = m["receiverOffset"]?.doubleValue,
+                Anchor.receiverOffsets.contains(offset)
+            else {
+                return "a kiosk's calibration has a receiverOffset from -40 to 40 dB"
+            }
+            return nil
+        }
         if entry.path.segments.count == 4, entry.path.segments[2] == Hearing.collectionID, entry.data != nil {
             return Hearing.hearing(DocumentSnapshot(path: entry.path, data: entry.data)) == nil
                 ? "a hearing has an emitter, a finite rssi and measuredPower, a count above 0, a start and an end"

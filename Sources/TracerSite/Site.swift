@@ -330,6 +330,9 @@ public struct Anchor: Sendable {
     /// every receiver shares, such as worn badges' body loss). `tracer calibrate --write` sets it;
     /// a kiosk that hears the map's fixed beacons measures it as it runs instead (`calibration`).
     public var receiverOffset: Double?
+    /// What a receiver offset may be (dB): a map's for a kiosk, and a kiosk's stored calibration
+    /// the site server takes.
+    public static let receiverOffsets: ClosedRange<Double> = -40...40
     /// For kiosks: this receiver's own path-loss exponent, when a calibration walk found one a
     /// building has (replaces the site's).
     public var pathLossExponent: Double?

@@ -335,7 +335,7 @@ private struct Reader {
         if let o = a["receiverOffset"] {
             guard kind == .kiosk else { throw fail(o, "beacon '\(key)': receiverOffset is for kiosks (receivers)") }
             offset = try number(o, "kiosk '\(key)': receiverOffset", parent: mark)
-            guard (-40.0...40.0).contains(offset!) else {
+            guard Anchor.receiverOffsets.contains(offset!) else {
                 throw fail(o, "kiosk '\(key)': receiverOffset must be from -40 to 40 dB, not \(offset!)")
             }
         }

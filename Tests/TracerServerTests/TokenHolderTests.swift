@@ -65,8 +65,9 @@ import TracerTesting
     }
 
     /// `POST /v1/sync`: interactions whose device id breaks the API's own rule for ids (or whose
-    /// times or distance are not a window's) are refused, per document, for a kiosk and an admin
-    /// alike; one already past the site's retention is acknowledged and not stored.
+    /// times or distance are not a window's), and a kiosk's calibration no map could give, are
+    /// refused, per document, for a kiosk and an admin alike; an interaction already past the
+    /// site's retention is acknowledged and not stored.
     @Test func syncTakesOnlyInteractionsTheSiteCanUse() async throws {
         let f = try await ServerFixture()
         let lab = try await f.store.writing { db in
@@ -88,6 +89,11 @@ import TracerTesting
             .init(
                 path: try DocumentPath("beacons/kiosk-lab/interactions/old"),
                 json: window(#""d2""#, ago: 15 * 86_400)
+            ),
+            // A calibration no map could give: flagging would place people with it.
+            .init(
+                path: try DocumentPath("beacons/kiosk-lab"),
+                json: Array(#"{"kind":"kiosk","calibration":{"receiverOffset":1e300,"windows":1,"references":0}}"#.utf8)
             ),
         ]
         for (i, device) in hostile.enumerated() {
@@ -114,8 +120,13 @@ import TracerTesting
                     #expect(r.status == .ok, "\(String(buffer: r.body))")
                     let answer = try SyncAnswer(json: Array(r.body.readableBytesView))
                     #expect(answer.applied + answer.unchanged == 1, "\(answer)")
-                    #expect(answer.refused.count == hostile.count + 2, "\(answer.refused)")
+                    #expect(answer.refused.count == hostile.count + 3, "\(answer.refused)")
                     #expect(answer.refused.contains { $0.reason.contains("retention") })
+                    #expect(
+                        answer.refused.contains {
+                            $0.path == "beacons/kiosk-lab" && $0.reason.contains("receiverOffset from -40 to 40 dB")
+                        }
+                    )
                 }
             }
         }
@@ -123,6 +134,7 @@ import TracerTesting
             try db.getDocuments(Query(collection: CollectionPath("beacons/kiosk-lab/interactions")))
         }
         #expect(stored.map(\.id) == ["good"])
+        #expect(try await f.store.reading { db in try db.get(DocumentPath("beacons/kiosk-lab"))["calibration"] } == nil)
     }
 
     /// A stolen kiosk token reads a kiosk's days of badge ids (yesterday to 3 days ahead), never a
