@@ -22,6 +22,13 @@ public struct Plan: Sendable, Equatable {
         /// adapter drops adverts below its floor before any offset: a receiver that reads 6 dB
         /// low (offset +6) stops hearing a badge 6 dB sooner.
         public var floor: Double
+        /// The receiver's own offset (dB) its distances were ranged with, on top of the site's
+        /// `receiverOffset`: the map's for its anchor, or the kiosk's calibration
+        /// (`calibrated(_:)`). 0 for a fixed beacon.
+        public var offset: Double
+        /// The anchor's own `receiverOffset` in the map (0 when none): what a kiosk's stored
+        /// calibration records it was made under (`Beacon.Calibration.mapOffset`).
+        public var mapOffset: Double
 
         public init(
             key: String,
@@ -29,7 +36,9 @@ public struct Plan: Sendable, Equatable {
             room: String,
             position: Point,
             exponent: Double = 2,
-            floor: Double = 45
+            floor: Double = 45,
+            offset: Double = 0,
+            mapOffset: Double = 0
         ) {
             self.key = key
             self.kind = kind
@@ -37,6 +46,8 @@ public struct Plan: Sendable, Equatable {
             self.position = position
             self.exponent = exponent
             self.floor = floor
+            self.offset = offset
+            self.mapOffset = mapOffset
         }
 
         /// Path loss at a distance by this kiosk's model, 10·n·log10(d) dB: a window's distance
@@ -80,10 +91,28 @@ public struct Plan: Sendable, Equatable {
                 room: a.room,
                 position: a.position,
                 exponent: n,
-                floor: power - ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin
+                floor: power - ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin,
+                offset: a.kind == .kiosk ? a.receiverOffset ?? 0 : 0,
+                mapOffset: a.kind == .kiosk ? a.receiverOffset ?? 0 : 0
             )
         }
         self.init(rooms: site.rooms, receivers: receivers, wallLoss: site.exposure.wallLoss)
+    }
+
+    /// The plan with kiosks ranging with offsets of their own (by kiosk key, dB on top of the
+    /// site's `receiverOffset`, as the map's for an anchor: a kiosk's stored calibration, fitted
+    /// from fixed beacons or followed from the site server's fit): where each stops hearing moves
+    /// with its offset. Keys that are not kiosks, and offsets equal to the plan's, change nothing.
+    public func calibrated(_ offsets: [String: Double]) -> Plan {
+        var plan = self
+        plan.receivers = receivers.map { r in
+            guard r.kind == .kiosk, let o = offsets[r.key], o != r.offset else { return r }
+            var r = r
+            r.floor += r.offset - o
+            r.offset = o
+            return r
+        }
+        return plan
     }
 
     /// By room index, the rooms that share a stretch of wall with it (0.5 m or more, edges
@@ -116,7 +145,7 @@ public struct Plan: Sendable, Equatable {
 
     func room(_ key: String) -> Room? { rooms.first { $0.key == key } }
     func roomIndex(_ key: String) -> Int? { rooms.firstIndex { $0.key == key } }
-    func receiver(_ key: String) -> Receiver? { index[key].map { receivers[$0] } }
+    public func receiver(_ key: String) -> Receiver? { index[key].map { receivers[$0] } }
     /// Whether a room has no room next to it on the map (or is not on it).
     func isolated(_ room: String) -> Bool { roomIndex(room).map { adjacent[$0].isEmpty } ?? true }
 }

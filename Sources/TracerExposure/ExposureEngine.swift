@@ -38,6 +38,8 @@ public struct ExposureEngine: ExposureFlagging {
     public var colocation: Colocation
     /// Whether each flagging's result keeps what the pair decision weighed (`FlagResult.evidence`).
     public var keepsEvidence = false
+    /// The rule on the plan the kiosks' own calibrations give, while they stand.
+    let calibrated = CalibratedColocation()
 
     /// The policy the rule applies.
     public var policy: ExposurePolicy {
@@ -67,6 +69,7 @@ public struct ExposureEngine: ExposureFlagging {
         try Indexes.declare(in: db)
         let report = try acceptedReport(reportID, in: db)
         let collected = report.collectedAt?.seconds ?? now.timeIntervalSince1970
+        let colocation = try self.colocation(in: db)
 
         // The reporter's windows in time order (the (deviceId, start) group index).
         let mine = try db.getDocuments(

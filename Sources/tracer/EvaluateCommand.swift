@@ -163,9 +163,13 @@ struct EvaluateCommand: ParsableCommand {
         if let evidence { try Self.write(weighed, truth: truth, to: evidence) }
         // The reporters' own positions and rooms (everyone's with --reporters all).
         let reporters = Set(chosen)
+        // Placed as flagging places them: with the kiosks' own calibrations in the store.
+        let plan = Plan(site: site)
+        let offsets = try store.read { try ExposureEngine.kioskOffsets(for: plan, in: $0) }
         let (positions, rooms) = Self.positions(
             observed.filter { reporters.contains($0.device) },
             site: site,
+            plan: plan.calibrated(offsets),
             slot: policy.slot
         )
         e.position(positions, truth: truth)
@@ -203,9 +207,10 @@ struct EvaluateCommand: ParsableCommand {
     static func positions(
         _ observed: [ObservedWindow],
         site: Site,
+        plan: Plan,
         slot: Double
     ) -> (positions: [Evaluation.PositionEstimate], rooms: [Evaluation.PositionEstimate]) {
-        let positioning = Positioning(plan: Plan(site: site), slot: slot)
+        let positioning = Positioning(plan: plan, slot: slot)
         let roomOf = Dictionary(site.anchors.map { ($0.key, $0.room) }, uniquingKeysWith: { a, _ in a })
         var byDevice: [String: [Window]] = [:]
         for o in observed {

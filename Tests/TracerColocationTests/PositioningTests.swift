@@ -183,6 +183,29 @@ import TracerSite
         #expect(abs(after - 33) < 1e-9, "\(after)")
     }
 
+    /// A kiosk that ranges with a calibration of its own (fitted from fixed beacons, or followed
+    /// from the site server's fit) stops hearing where that offset says, not the map's.
+    @Test func aKioskRangingWithItsOwnCalibrationStopsHearingWhereItsOffsetSays() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let site = try Site.load(file: root.appendingPathComponent("BeaconMap/example-campus.yaml").path)
+        let map = Plan(site: site)
+        let office = try #require(map.receiver("kiosk-office"))
+        #expect(office.offset == 0 && office.mapOffset == 0)  // none of its own (the site's +3 dB)
+        let plan = map.calibrated(["kiosk-office": 6, "b-lab-door": 6, "kiosk-lab": 0])
+        let calibrated = try #require(plan.receiver("kiosk-office"))
+        #expect(calibrated.floor == office.floor - 6 && calibrated.offset == 6)
+        // The site's +3 dB and the kiosk's own +6: as the map giving it +6 would.
+        var site6 = site
+        site6.anchors[try #require(site.anchors.firstIndex { $0.key == "kiosk-office" })].receiverOffset = 6
+        #expect(calibrated.floor == Plan(site: site6).receiver("kiosk-office")?.floor)
+        // A fixed beacon is heard by phones, not a kiosk ranging; an offset equal to the map's
+        // changes nothing.
+        #expect(plan.receiver("b-lab-door") == map.receiver("b-lab-door"))
+        #expect(plan.receiver("kiosk-lab") == map.receiver("kiosk-lab"))
+        #expect(plan.receivers.filter { $0.key != "kiosk-office" } == map.receivers.filter { $0.key != "kiosk-office" })
+    }
+
     /// A receiver 6 dB off (before its running calibration converges): the other kiosks pull
     /// the position back towards the truth, but not all the way (the model cannot tell which
     /// kiosk is wrong; it takes part of the error as the badge's own).
