@@ -115,6 +115,9 @@ public struct Evaluation: Sendable {
     public var placeSeconds = 0.0
     public var placeSecondsRight = 0.0
     public var placeAttribution: Double? { placeSeconds == 0 ? nil : placeSecondsRight / placeSeconds }
+    /// Where the seconds of `roomSeconds` attributed wrong went: by the room the badge was in,
+    /// the seconds given to each other place (`roomsWrong["room-4"]["room-5"]`).
+    public var roomsWrong: [String: [String: Double]] = [:]
 
     /// Judges room attribution: each step's room against the room the badge was in at its
     /// middle, weighed by the step's length; `roomSeconds` counts badges in a kiosk's room,
@@ -125,13 +128,18 @@ public struct Evaluation: Sendable {
         roomSecondsRight = 0
         placeSeconds = 0
         placeSecondsRight = 0
+        roomsWrong = [:]
         for e in estimates {
             guard let s = truth.segment(of: e.device, at: (e.from + e.to) / 2), let room = s.room else { continue }
             placeSeconds += e.to - e.from
             if room == e.room { placeSecondsRight += e.to - e.from }
             guard kioskRooms.contains(room) else { continue }
             roomSeconds += e.to - e.from
-            if room == e.room { roomSecondsRight += e.to - e.from }
+            if room == e.room {
+                roomSecondsRight += e.to - e.from
+            } else {
+                roomsWrong[room, default: [:]][e.room, default: 0] += e.to - e.from
+            }
         }
     }
 

@@ -381,6 +381,7 @@ struct EvaluateCommand: ParsableCommand {
                 "wrongRoom": e.positionError.wrongRoom,
             ],
             "roomAttribution": e.roomAttribution ?? NSNull(), "roomSeconds": e.roomSeconds,
+            "roomsWrong": e.roomsWrong,
             "placeAttribution": e.placeAttribution ?? NSNull(), "placeSeconds": e.placeSeconds,
             "roomRule": e.roomRule.map { counts($0) as Any } ?? NSNull(), "falseFlags": e.falseFlags,
             "distanceError": e.distanceErrors.map {

@@ -99,6 +99,13 @@ import TracerTesting
         let positions = try #require(o["positionError"] as? [String: Any])
         #expect((positions["count"] as? NSNumber)?.intValue ?? 0 > 0)
         #expect((o["roomAttribution"] as? NSNumber)?.doubleValue ?? 0 >= 0.95, "\(e.stdout)")
+        // Where the minutes attributed wrong went, room by room: all of them, never to the room itself.
+        let wrong = try #require(o["roomsWrong"] as? [String: [String: NSNumber]])
+        let roomSeconds = (o["roomSeconds"] as? NSNumber)?.doubleValue ?? 0
+        let right = (o["roomAttribution"] as? NSNumber)?.doubleValue ?? 0
+        let given = wrong.values.flatMap(\.values).reduce(0) { $0 + $1.doubleValue }
+        #expect(given > 0 && abs(given - roomSeconds * (1 - right)) < 1e-6 * roomSeconds, "\(wrong)")
+        #expect(wrong.allSatisfy { room, places in places[room] == nil })
         for picture in ["distance-error.svg", "timeline.svg", "floorplan.svg", "positions.svg"] {
             let text = String(decoding: fm.contents(atPath: dir.file("pictures/\(picture)")) ?? Data(), as: UTF8.self)
             #expect(text.hasPrefix("<svg") && text.hasSuffix("</svg>\n"), "\(picture)")
