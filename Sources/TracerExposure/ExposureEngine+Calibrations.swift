@@ -54,10 +54,11 @@ final class CalibratedColocation: Sendable {
     var kept: Colocation? { last.withLock { $0 } }
 
     func colocation(_ plan: Plan, policy: ExposurePolicy) -> Colocation {
-        last.withLock { last in
-            if let kept = last, kept.policy.plan == plan { return kept }
-            var policy = policy
-            policy.plan = plan
+        var policy = policy
+        policy.plan = plan
+        return last.withLock { last in
+            // The whole policy: an engine's policy may change while the calibrations stand.
+            if let kept = last, kept.policy == policy { return kept }
             let made = Colocation(policy: policy)
             last = made
             return made

@@ -62,6 +62,11 @@ import TracerSite
         let moved = try s.store.write { try engine.colocation(in: $0) }
         #expect(moved.policy.plan?.receiver("kiosk-office")?.floor == map.receiver("kiosk-office")!.floor - 7)
 
+        // Another radius on the same engine, the calibrations as they were: flagged under it.
+        var engine3 = engine
+        engine3.policy.radius = 3
+        #expect(try s.store.write { try engine3.colocation(in: $0) }.policy.radius == 3)
+
         // Under a rule that does not place people, nothing is read.
         policy.positions = false
         #expect(try s.store.read { try ExposureEngine(policy: policy).plan(in: $0) } == nil)
