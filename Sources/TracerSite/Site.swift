@@ -33,6 +33,8 @@ public struct ExposureSettings: Sendable, Equatable {
     /// assume it (`wallLoss`, 0–30): plasterboard and glass lose 3–8 dB, brick and concrete 10
     /// and more.
     public var wallLoss = 5.0
+    /// What a map's `wallLoss` may be (dB).
+    public static let wallLosses: ClosedRange<Double> = 0...30
 
     public init() {}
 }
@@ -336,6 +338,8 @@ public struct Anchor: Sendable {
     /// For kiosks: this receiver's own path-loss exponent, when a calibration walk found one a
     /// building has (replaces the site's).
     public var pathLossExponent: Double?
+    /// What a path-loss exponent in a map may be (the settings' or a kiosk's own).
+    public static let pathLossExponents: ClosedRange<Double> = 1...6
 }
 
 /// What a site tells the people who wear its badges to do next: its own words and a link (the

@@ -345,7 +345,7 @@ private struct Reader {
                 throw fail(o, "beacon '\(key)': pathLossExponent is for kiosks (receivers)")
             }
             exponent = try number(o, "kiosk '\(key)': pathLossExponent", parent: mark)
-            guard (1.0...6.0).contains(exponent!) else {
+            guard Anchor.pathLossExponents.contains(exponent!) else {
                 throw fail(o, "kiosk '\(key)': pathLossExponent must be from 1 to 6, not \(exponent!)")
             }
         }
@@ -443,7 +443,7 @@ private struct Reader {
         if let n = f["exposureWindow"] { e.windowMinutes = try bounded(n, "exposureWindow", 0...120) }
         if let n = f["lookbackDays"] { e.lookbackDays = try bounded(n, "lookbackDays", 1...60) }
         if let n = f["retentionDays"] { e.retentionDays = try bounded(n, "retentionDays", 1...60) }
-        if let n = f["wallLoss"] { e.wallLoss = try bounded(n, "wallLoss", 0...30) }
+        if let n = f["wallLoss"] { e.wallLoss = try bounded(n, "wallLoss", ExposureSettings.wallLosses) }
         // Looking back further than the site keeps would find nothing there, quietly.
         if e.lookbackDays > e.retentionDays {
             let given = f["lookbackDays"] == nil ? " (the default)" : ""
@@ -506,7 +506,7 @@ private struct Reader {
         if let n = f["outlierClamp"] { r.filter.outlierClamp = try bounded(n, "outlierClamp", 0...100) }
         var exponent = 2.0
         if let n = f["pathLossExponent"] {
-            exponent = try bounded(n, "pathLossExponent", 1...6)
+            exponent = try bounded(n, "pathLossExponent", Anchor.pathLossExponents)
             e.exponentGiven = true
         }
         r.model = .logDistance(exponent: exponent)

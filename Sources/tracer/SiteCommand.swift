@@ -135,19 +135,30 @@ struct SiteCommand: ParsableCommand {
                 }
                 anchors.append(
                     (
-                        k.key, [("receiverOffset", String(format: "%.1f", k.receiverOffset))],
+                        k.key,
+                        [
+                            (
+                                "receiverOffset",
+                                String(format: "%.1f", Self.within(k.receiverOffset, Anchor.receiverOffsets))
+                            )
+                        ],
                         "receiverOffset: tracer site calibration to \(stamp), ± \(String(format: "%.1f", k.uncertainty)) dB"
                     )
                 )
             }
+            // What a map takes (the loader's bounds): a fit is a least-squares estimate, and one
+            // near a bound can fall past it (a wall of −0.1 ± 0.7 dB where walls barely stop
+            // anything), which the map would then refuse to load.
+            let exponent = Self.within(f.exponent, Anchor.pathLossExponents)
+            let wallLoss = Self.within(f.wallLoss, ExposureSettings.wallLosses)
             try SiteFile.update(
                 file: map,
                 anchors: anchors,
                 settings: offsetsOnly
                     ? []
                     : [
-                        ("pathLossExponent", String(format: "%.2f", f.exponent)),
-                        ("wallLoss", String(format: "%.1f", f.wallLoss)),
+                        ("pathLossExponent", String(format: "%.2f", exponent)),
+                        ("wallLoss", String(format: "%.1f", wallLoss)),
                     ],
                 comment: "pathLossExponent and wallLoss: tracer site calibration to \(stamp), \(f.links) links"
             )
@@ -158,6 +169,22 @@ struct SiteCommand: ParsableCommand {
                 said +=
                     "\nkept as they were (heard nothing, moved in the hour, or an offset of their own the fit knows less well): "
                     + skipped.joined(separator: ", ")
+            }
+            for (name, fitted, written, format) in [
+                ("path-loss exponent", f.exponent, exponent, "%.2f"), ("wall loss", f.wallLoss, wallLoss, "%.1f dB"),
+            ]
+            where !offsetsOnly && written != fitted {
+                said +=
+                    "\nthe fit's \(name), \(String(format: format, fitted)), is written as the nearest a map takes: "
+                    + String(format: format, written)
+            }
+            let bounded = f.kiosks.filter { k in
+                anchors.contains { $0.key == k.key } && !Anchor.receiverOffsets.contains(k.receiverOffset)
+            }.map(\.key)
+            if !bounded.isEmpty {
+                said +=
+                    "\nwritten at the nearest receiverOffset a map takes (-40 or 40 dB; their fit is past it): "
+                    + bounded.joined(separator: ", ")
             }
             // Their offsets were fitted at the site's exponent, which their own overrides: say so
             // rather than drop what the operator (or a walk) put there.
@@ -172,6 +199,11 @@ struct SiteCommand: ParsableCommand {
 
         /// dB: a fit looser than this does not replace an offset the map gives a kiosk.
         static let looseFit = 3.0
+
+        /// `x` brought into `range`.
+        static func within(_ x: Double, _ range: ClosedRange<Double>) -> Double {
+            min(max(x, range.lowerBound), range.upperBound)
+        }
 
         static func signed(_ x: Double) -> String {
             let r = (x * 10).rounded() / 10

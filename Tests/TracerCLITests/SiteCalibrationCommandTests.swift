@@ -168,6 +168,47 @@ import TracerTesting
         #expect(when.status == 1 && when.stderr.hasPrefix("Error: --at takes "))
     }
 
+    /// A fit past what a map takes is written at the nearest value it does take, and says so: on
+    /// a site whose walls stop nothing (random site 4, simulated with no wall loss), the first
+    /// hour's wall comes out just under 0 dB, which the map would refuse to load.
+    @Test func aFitPastWhatAMapTakesIsWrittenAtTheNearestItTakes() async throws {
+        let sim = try await tracer([
+            "simulate", "--random-site", "4", "--people", "2", "--hours", "1.05", "--wall-loss", "0",
+            "--start", "2026-11-23T08:00:00Z", "--out", dir.file("sim"),
+        ])
+        #expect(sim.status == 0, "\(sim.stderr)")
+        let map = dir.file("sim/map.yaml")
+        let store = dir.file("site.sqlite")
+        let replays = try FileManager.default.contentsOfDirectory(atPath: dir.file("sim/replays")).sorted()
+        for name in replays {
+            let r = try await tracer([
+                "daemon", "--map", map, "--anchor", String(name.dropLast(".jsonl".count)), "--source",
+                "replay:\(dir.file("sim/replays/\(name)"))", "--store", store,
+            ])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let json = try await tracer([
+            "site", "calibration", "--store", store, "--map", map, "--at", "2026-11-23T09:00:00Z", "--json",
+        ])
+        let fit = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let wall = try #require((fit["wallLoss"] as? NSNumber)?.doubleValue)
+        try #require(wall < 0, "this site's fit no longer puts its walls under 0 dB (\(wall)): choose another")
+        let wrote = try await tracer([
+            "site", "calibration", "--store", store, "--map", map, "--at", "2026-11-23T09:00:00Z", "--write",
+        ])
+        #expect(wrote.status == 0, "\(wrote.stderr)")
+        #expect(
+            wrote.stdout.contains(
+                "the fit's wall loss, \(String(format: "%.1f", wall)) dB, is written as the nearest a map takes: 0.0 dB"
+            ),
+            "\(wrote.stdout)"
+        )
+        let text = try String(contentsOfFile: map, encoding: .utf8)
+        #expect(text.contains("\n  wallLoss: 0.0\n"), "\(text)")
+        let check = try await tracer(["map", "check", map])
+        #expect(check.status == 0, "\(check.stderr)")
+    }
+
     /// A kiosk's receive error given on the command line moves what it sends with it, keeping the
     /// random site's own difference of its chip.
     @Test func aReceiverErrorMovesTheKiosksTransmitterToo() async throws {
