@@ -257,4 +257,97 @@ import TracerTesting
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--badge-offset takes dB from 0 to 20, not 25"), "\(bad.stderr)")
     }
+
+    /// A kiosk ranging with a calibration it stored (what it fitted or followed) is placed as if
+    /// the map gave it that offset: every kiosk of random site 4 given its simulated receiver
+    /// error, once written into a copy of the map, once stored as each kiosk's calibration under
+    /// the map as drawn. The daemons range the same distances, and flagging weighs the same
+    /// evidence (`tracer evaluate --evidence`: every stretch's features) and places the reporters
+    /// the same; with the calibrations not read where a kiosk stops hearing, the evidence differs.
+    @Test func aKioskRangingWithItsStoredCalibrationIsPlacedAsIfTheMapGaveIt() async throws {
+        let sim = try await tracer([
+            "simulate", "--random-site", "4", "--people", "8", "--hours", "1", "--start", "2026-11-23T08:00:00Z",
+            "--out", dir.file("sim"),
+        ])
+        #expect(sim.status == 0, "\(sim.stderr)")
+        let drawn = dir.file("sim/map.yaml")
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: dir.file("sim/manifest.json")))
+            )
+                as? [String: Any]
+        )
+        var offsets: [String: Double] = [:]
+        for k in try #require(manifest["kiosks"] as? [[String: Any]]) {
+            let error = try #require((k["receiverError"] as? NSNumber)?.doubleValue)
+            offsets[try #require(k["anchor"] as? String)] = (-error * 10).rounded() / 10
+        }
+        #expect(offsets.values.contains { abs($0) >= 2 }, "\(offsets)")
+        let written = dir.file("written.yaml")
+        let lines = try String(contentsOfFile: drawn, encoding: .utf8).split(
+            separator: "\n",
+            omittingEmptySubsequences: false
+        )
+        try lines.map { line -> String in
+            guard let key = line.firstMatch(of: /^  - \{key: ([^,]+), kind: kiosk,/)?.1, let o = offsets[String(key)],
+                line.hasSuffix("}")
+            else { return String(line) }
+            return line.dropLast() + ", receiverOffset: \(o)}"
+        }.joined(separator: "\n").write(toFile: written, atomically: true, encoding: .utf8)
+        let (byMap, stored) = (dir.file("map.sqlite"), dir.file("stored.sqlite"))
+        for (kiosk, o) in offsets {
+            let c =
+                #"{"calibration": {"receiverOffset": \#(o), "windows": 0, "references": 0, "source": "kiosks", "mapOffset": 0}}"#
+            let set = try await tracer(["db", "set", "beacons/\(kiosk)", c, "--merge", "--store", stored])
+            #expect(set.status == 0, "\(set.stderr)")
+        }
+        for kiosk in offsets.keys.sorted() {
+            let replay = "replay:\(dir.file("sim/replays/\(kiosk).jsonl"))"
+            for (map, store) in [(written, byMap), (drawn, stored)] {
+                let r = try await tracer([
+                    "daemon", "--map", map, "--anchor", kiosk, "--source", replay, "--store", store,
+                ])
+                #expect(r.status == 0, "\(kiosk): \(r.stderr)")
+            }
+        }
+        func evaluated(_ map: String, _ store: String, _ name: String) async throws -> ([String: Any], [[String: Any]])
+        {
+            let e = try await tracer([
+                "evaluate", "--sim", dir.file("sim"), "--map", map, "--store", store, "--reporters", "all", "--json",
+                "--pictures", dir.file("pictures-\(name)"), "--evidence", dir.file("\(name).jsonl"),
+            ])
+            #expect(e.status == 0, "\(e.stderr)")
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(e.stdout.utf8)) as? [String: Any])
+            let evidence = try String(contentsOfFile: dir.file("\(name).jsonl"), encoding: .utf8).split(separator: "\n")
+                .map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+            return (o, evidence)
+        }
+        let (a, aEvidence) = try await evaluated(written, byMap, "map")
+        let (b, bEvidence) = try await evaluated(drawn, stored, "stored")
+        #expect(
+            !aEvidence.isEmpty && aEvidence.count == bEvidence.count,
+            "\(aEvidence.count) against \(bEvidence.count)"
+        )
+        for (x, y) in zip(aEvidence, bEvidence) {
+            for (key, value) in x {
+                guard let u = value as? NSNumber, let v = y[key] as? NSNumber
+                else {
+                    #expect("\(value)" == "\(y[key] ?? "none")", "\(key)")
+                    continue
+                }
+                #expect(abs(u.doubleValue - v.doubleValue) < 1e-9, "\(key): \(u) against \(v)")
+            }
+        }
+        for count in ["truePositives", "falsePositives", "falseNegatives"] {
+            let (x, y) = ((a["overall"] as? [String: Any])?[count], (b["overall"] as? [String: Any])?[count])
+            #expect((x as? NSNumber) != nil && (x as? NSNumber) == (y as? NSNumber), "\(count)")
+        }
+        let (ra, rb) = (
+            (a["roomAttribution"] as? NSNumber)?.doubleValue, (b["roomAttribution"] as? NSNumber)?.doubleValue
+        )
+        #expect(ra != nil && ra == rb)
+        let pa = ((a["positionError"] as? [String: Any])?["median"] as? NSNumber)?.doubleValue ?? -1
+        let pb = ((b["positionError"] as? [String: Any])?["median"] as? NSNumber)?.doubleValue ?? 1
+        #expect(abs(pa - pb) < 1e-9, "\(pa) against \(pb)")
+    }
 }
