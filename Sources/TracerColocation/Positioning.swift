@@ -85,6 +85,7 @@ public struct Plan: Sendable, Equatable {
             var n = 2.0
             if case .logDistance(let e) = ranging.model { n = e }
             let power = a.kind == .kiosk ? Positioning.typicalPower : Double(a.measuredPower ?? -59)
+            let own = a.kind == .kiosk ? a.receiverOffset ?? 0 : 0
             return Receiver(
                 key: a.key,
                 kind: a.kind,
@@ -92,8 +93,8 @@ public struct Plan: Sendable, Equatable {
                 position: a.position,
                 exponent: n,
                 floor: power - ranging.receiverOffset - Positioning.adapterFloor + Positioning.hearingMargin,
-                offset: a.kind == .kiosk ? a.receiverOffset ?? 0 : 0,
-                mapOffset: a.kind == .kiosk ? a.receiverOffset ?? 0 : 0
+                offset: own,
+                mapOffset: own
             )
         }
         self.init(rooms: site.rooms, receivers: receivers, wallLoss: site.exposure.wallLoss)

@@ -178,8 +178,9 @@ struct SiteCommand: ParsableCommand {
                     "\nthe fit's \(name), \(String(format: format, fitted)), is written as the nearest a map takes: "
                     + String(format: format, written)
             }
-            let bounded = f.kiosks.filter { k in
-                anchors.contains { $0.key == k.key } && !Anchor.receiverOffsets.contains(k.receiverOffset)
+            let writtenKeys = Set(anchors.map(\.key))
+            let bounded = f.kiosks.filter {
+                writtenKeys.contains($0.key) && !Anchor.receiverOffsets.contains($0.receiverOffset)
             }.map(\.key)
             if !bounded.isEmpty {
                 said +=
