@@ -222,6 +222,7 @@ import TracerTesting
         }
         let dropped = await until(30) { !left().contains { $0.contains("99999999999") || $0.hasSuffix("/stale") } }
         #expect(dropped, "\(left().filter { !$0.contains("/good-") }) \(server.process.stderr.suffix(2000))")
+        let atRead = await standIn.attempts("failing")
         let failing = try #require(
             try await db.reading { r in
                 try r.getDocuments(Query(collection: Collections.pushSubscriptions(of: "failing")))
@@ -231,12 +232,20 @@ import TracerTesting
         #expect(failing["owedAt"] != nil && (failing["failures"]?.doubleValue ?? 0) >= 1, "\(failing.data ?? [:])")
         #expect(failing["deliveredAt"] == nil, "a push never taken is not dated")
         #expect(server.process.isRunning, "the server died: \(server.process.stderr)")
-        // Deleted (unsubscribed): pushed no more, though it was failing and owed.
-        try await db.writing { w in try w.delete(failing.path) }
-        let before = await standIn.attempts("failing")
-        // Its next attempt is due within its backoff (1 s doubling per failure): past that, polled.
+        // Deleted (unsubscribed): pushed no more, though it was failing and owed. An attempt that
+        // read the subscription just before the delete may still arrive (it did once in CI, on a
+        // loaded machine), so the delete comes just after an attempt has arrived: the next one is
+        // a backoff away (1 s doubling per failure, at least 2 s by now), and must never come.
+        // Each attempt since the document was read is one more failure than it says.
         let failures = Int(failing["failures"]?.doubleValue ?? 1)
-        let due = Double(min(30, 1 << min(failures + 1, 5)))
+        let seen = await standIn.attempts("failing")
+        let arrived = await until(Double(min(30, 1 << min(failures + 1 + (seen - atRead), 5)))) {
+            await standIn.attempts("failing") > seen
+        }
+        #expect(arrived, "the failing subscription was not tried again within its backoff")
+        let before = await standIn.attempts("failing")
+        try await db.writing { w in try w.delete(failing.path) }
+        let due = Double(min(30, 1 << min(failures + 1 + (before - atRead), 5)))
         let pushedAgain = await until(due) { await standIn.attempts("failing") > before }
         #expect(!pushedAgain, "pushed after it was deleted")
         #expect(standIn.refused.isEmpty, "\(standIn.refused)")
