@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Runs the built `tracer` binary, as a person or a script would.
 public struct TracerProcess {
@@ -118,18 +119,39 @@ public struct TracerProcess {
             process.standardOutput = out
             process.standardError = err
             process.standardInput = FileHandle.nullDevice
-            out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                self?.receive(data)
-            }
-            err.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
+            try process.run()
+            // Each pipe read to its end by a thread of its own, with blocking reads. Not
+            // `readabilityHandler`: on Linux, tearing its dispatch read source down while other
+            // threads set theirs up can leave libdispatch's epoll bookkeeping pointing at freed
+            // memory, and its manager thread then crashes the whole test run (SIGSEGV in
+            // `_dispatch_event_loop_drain`, once in CI: swift-corelibs-libdispatch issue 949).
+            Self.read(out.fileHandleForReading, "tracer.test.stdout") { [weak self] data in self?.receive(data) }
+            Self.read(err.fileHandleForReading, "tracer.test.stderr") { [weak self] data in
                 guard let self, !data.isEmpty else { return }
                 self.lock.lock()
                 self.errData.append(data)
                 self.lock.unlock()
             }
-            try process.run()
+        }
+
+        /// Hands `sink` what `handle` gives as it comes, and once empty data at its end, from a
+        /// thread that ends there. The thread holds the handle, so its descriptor stays open (and
+        /// is never another file's) until the thread is done with it.
+        private static func read(_ handle: FileHandle, _ name: String, _ sink: @escaping @Sendable (Data) -> Void) {
+            let thread = Thread {
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes {
+                        Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count)
+                    }
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { break }
+                    sink(Data(buffer[0..<n]))
+                }
+                sink(Data())
+            }
+            thread.name = name
+            thread.start()
         }
 
         private func receive(_ data: Data) {
@@ -222,8 +244,6 @@ public struct TracerProcess {
         public func kill(_ signal: Int32 = SIGKILL) {
             if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
             process.waitUntilExit()
-            out.fileHandleForReading.readabilityHandler = nil
-            err.fileHandleForReading.readabilityHandler = nil
         }
 
         deinit { kill() }
