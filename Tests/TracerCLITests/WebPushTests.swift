@@ -238,15 +238,15 @@ import TracerTesting
         // a backoff away (1 s doubling per failure, at least 2 s by now), and must never come.
         // Each attempt since the document was read is one more failure than it says.
         let failures = Int(failing["failures"]?.doubleValue ?? 1)
+        // How long to wait for the next attempt, `attempts` failures past those stored: twice its
+        // backoff, at most 30 s.
+        func due(after attempts: Int) -> Double { Double(min(30, 1 << min(failures + 1 + attempts, 5))) }
         let seen = await standIn.attempts("failing")
-        let arrived = await until(Double(min(30, 1 << min(failures + 1 + (seen - atRead), 5)))) {
-            await standIn.attempts("failing") > seen
-        }
+        let arrived = await until(due(after: seen - atRead)) { await standIn.attempts("failing") > seen }
         #expect(arrived, "the failing subscription was not tried again within its backoff")
         let before = await standIn.attempts("failing")
         try await db.writing { w in try w.delete(failing.path) }
-        let due = Double(min(30, 1 << min(failures + 1 + (before - atRead), 5)))
-        let pushedAgain = await until(due) { await standIn.attempts("failing") > before }
+        let pushedAgain = await until(due(after: before - atRead)) { await standIn.attempts("failing") > before }
         #expect(!pushedAgain, "pushed after it was deleted")
         #expect(standIn.refused.isEmpty, "\(standIn.refused)")
     }
