@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The co-location rule with no I/O: a reporter's windows and their neighbours' in, episodes out.
 ///
@@ -272,24 +273,7 @@ public struct Colocation: Sendable {
     public func judged(_ hits: [Hit], reporter: [Window], elsewhere: [String: [Window]]) -> [Hit] {
         guard let positioning else { return hits.filter(\.isNear) }
         let timelines = elsewhere.mapValues(Timeline.init)
-        var rooms: [String: RoomTrack] = [:]
-        // Each device's track in a room smoothed once, and a fix (the likeliest of the room's
-        // cells) worked out only for a slot a comparison needs, once.
-        var tracks: [DeviceRoom: Positioning.Track?] = [:]
-        var fixes: [DeviceRoom: [Int: Fix?]] = [:]
-        func fix(_ device: String, _ room: String, _ windows: [Window], at slot: Int) -> Fix? {
-            let key = DeviceRoom(device: device, room: room)
-            if let known = fixes[key]?[slot] { return known }
-            if tracks[key] == nil { tracks[key] = .some(positioning.smoothed(windows, device: device, room: room)) }
-            let f = tracks[key]!?.fix(at: slot, least: 2)
-            fixes[key, default: [:]][slot] = .some(f)
-            return f
-        }
-        // Each neighbour's fixes compared with the reporter's, by the neighbour and room and the
-        // two slots: a room's two kiosks each make a hit of the same slot, and each hit pairs
-        // with every reporter window of a slot, so the same two fixes met up to four times over
-        // (on Tools/bench/campus, comparing fixes was over half of flagging a report).
-        var compared: [DeviceRoom: [SlotPair: (chance: Double, closest: Double)]] = [:]
+        let me = reporter.first?.device ?? ""
         // A device whose whereabouts were all heard by the kiosks of one room with no room next
         // to it was in that room: its room chain would give that room a chance of 1 at every
         // step, so it is not run. On Tools/bench/exposure that is most hit devices.
@@ -305,18 +289,38 @@ public struct Colocation: Sendable {
             onlyRooms[device] = .some(only)
             return only
         }
+        // The room chains the hits ask for, each device's once, on every core: they are most of
+        // a report's work, and each is the device's own (BENCHMARKS.md, "Flagging on two cores").
+        var asked: [String] = []
+        if policy.attribution {
+            var seen = Set<String>()
+            for h in hits {
+                guard let room = positioning.plan.receiver(h.anchor)?.room, onlyRoom(h.device) != room else { continue }
+                if seen.insert(h.device).inserted { asked.append(h.device) }
+            }
+        }
+        let rooms = Dictionary(
+            uniqueKeysWithValues: zip(
+                asked,
+                Self.concurrently(asked) { device in positioning.rooms(elsewhere[device] ?? [], device: device) }
+            )
+        )
+
+        // Each hit's room and the two badges' readings; those with two of the room's kiosks
+        // hearing the neighbour in the hit's slot are judged by fixes, below.
+        enum Stage {
+            case decided(Hit?)
+            case byFixes(Hit, room: String, slot: Int)
+        }
         let mine = Timeline(reporter)
         // The reporter's readings by slot: many hits share a slot.
         var reporterReadings: [Int: [String: Double]] = [:]
-        return hits.compactMap { h in
-            guard let room = positioning.plan.receiver(h.anchor)?.room else { return h.isNear ? h : nil }
+        let staged: [Stage] = hits.map { h in
+            guard let room = positioning.plan.receiver(h.anchor)?.room else { return .decided(h.isNear ? h : nil) }
             var judged = h
-            if policy.attribution, onlyRoom(h.device) != room {
-                if rooms[h.device] == nil {
-                    rooms[h.device] = positioning.rooms(elsewhere[h.device] ?? [], device: h.device)
-                }
-                judged.room = rooms[h.device]!.chance(of: room, at: (h.start + h.end) / 2) ?? 1
-                if judged.room < Self.candidateRoom { return nil }
+            if policy.attribution, onlyRoom(h.device) != room, let chain = rooms[h.device] {
+                judged.room = chain.chance(of: room, at: (h.start + h.end) / 2) ?? 1
+                if judged.room < Self.candidateRoom { return .decided(nil) }
             }
             // The two badges' readings at every kiosk that heard them in the hit's slot.
             let slot = positioning.slot(of: h.start)
@@ -335,14 +339,55 @@ public struct Colocation: Sendable {
             // Without two receivers of the room hearing the neighbour in the hit's slot there is
             // no fix to judge by (`Fix.receivers`): that is counted before any track is worked out.
             let heardBy = theirReadings.keys.filter { positioning.plan.receiver($0)?.room == room }
-            guard heardBy.count >= 2 else { return judged.isCandidate ? judged : nil }
-            guard let b = fix(h.device, room, elsewhere[h.device] ?? [], at: slot) else {
-                return judged.isCandidate ? judged : nil
+            guard heardBy.count >= 2 else { return .decided(judged.isCandidate ? judged : nil) }
+            return .byFixes(judged, room: room, slot: slot)
+        }
+
+        // Each track those hits need (the neighbour's in the room, and the reporter's), smoothed
+        // once, on every core as the chains were; a fix (the likeliest of the room's cells) is
+        // worked out only for a slot a comparison needs, once.
+        var wanted: [DeviceRoom] = []
+        var seen = Set<DeviceRoom>()
+        for case .byFixes(let h, room: let room, slot: _) in staged {
+            for key in [DeviceRoom(device: h.device, room: room), DeviceRoom(device: me, room: room)]
+            where seen.insert(key).inserted {
+                wanted.append(key)
             }
-            let theirKey = DeviceRoom(device: h.device, room: room)
+        }
+        let tracks = Dictionary(
+            uniqueKeysWithValues: zip(
+                wanted,
+                Self.concurrently(wanted) { key in
+                    positioning.smoothed(
+                        key.device == me ? reporter : elsewhere[key.device] ?? [],
+                        device: key.device,
+                        room: key.room
+                    )
+                }
+            )
+        )
+        var fixes: [DeviceRoom: [Int: Fix?]] = [:]
+        func fix(_ key: DeviceRoom, at slot: Int) -> Fix? {
+            if let known = fixes[key]?[slot] { return known }
+            let f = tracks[key]??.fix(at: slot, least: 2)
+            fixes[key, default: [:]][slot] = .some(f)
+            return f
+        }
+        // Each neighbour's fixes compared with the reporter's, by the neighbour and room and the
+        // two slots: a room's two kiosks each make a hit of the same slot, and each hit pairs
+        // with every reporter window of a slot, so the same two fixes met up to four times over
+        // (on Tools/bench/campus, comparing fixes was over half of flagging a report).
+        var compared: [DeviceRoom: [SlotPair: (chance: Double, closest: Double)]] = [:]
+        return staged.compactMap { stage in
+            guard case .byFixes(var judged, room: let room, slot: let slot) = stage else {
+                if case .decided(let hit) = stage { return hit }
+                return nil
+            }
+            let theirKey = DeviceRoom(device: judged.device, room: room)
+            guard let b = fix(theirKey, at: slot) else { return judged.isCandidate ? judged : nil }
             for k in judged.pairs.indices {
                 let mySlot = positioning.slot(of: judged.pairs[k].mine.start)
-                guard let a = fix(reporter.first?.device ?? "", room, reporter, at: mySlot) else { continue }
+                guard let a = fix(DeviceRoom(device: me, room: room), at: mySlot) else { continue }
                 let both = SlotPair(mine: mySlot, theirs: slot)
                 let known = compared[theirKey]?[both]
                 let (chance, closest) = known ?? Positioning.compare(a, b, radius: policy.radius)
@@ -356,8 +401,24 @@ public struct Colocation: Sendable {
         }
     }
 
+    /// `body` for every key, on every core, in the keys' order. Each answer is its key's own (a
+    /// device's room chain, its track in a room), worked out from values nobody changes, so the
+    /// order they are worked out in changes nothing.
+    static func concurrently<Key: Sendable, Value: Sendable>(
+        _ keys: [Key],
+        _ body: @Sendable (Key) -> Value
+    ) -> [Value] {
+        guard keys.count > 1 else { return keys.map(body) }
+        let answers = Answers<Value>(count: keys.count)
+        DispatchQueue.concurrentPerform(iterations: keys.count) { i in
+            let value = body(keys[i])
+            answers.values.withLock { $0[i] = value }
+        }
+        return answers.values.withLock { $0.map { $0! } }
+    }
+
     /// A device in a room (`judged`'s tracks and comparisons), not a string made for each hit.
-    struct DeviceRoom: Hashable {
+    struct DeviceRoom: Hashable, Sendable {
         var device: String
         var room: String
     }
@@ -517,4 +578,10 @@ public struct Colocation: Sendable {
     static let candidateRoom = 0.02
 
     static func centimetres(_ v: Double) -> Double { (v * 100).rounded() / 100 }
+}
+
+/// `Colocation.concurrently`'s answers, each written once by the thread that worked it out.
+private final class Answers<Value: Sendable>: Sendable {
+    let values: Mutex<[Value?]>
+    init(count: Int) { values = Mutex([Value?](repeating: nil, count: count)) }
 }

@@ -227,6 +227,19 @@ import TracerSite
         ])
         #expect(kept.map(\.anchor) == ["B", "A"] && kept.map(\.start) == [10, 100])
     }
+
+    /// Room chains and tracks are worked out on every core, and each answer comes back as its
+    /// key's: the later keys here take the least work, so they finish first.
+    @Test func workOnEveryCoreAnswersInTheKeysOrder() {
+        let keys = Array(0..<64)
+        let answers = Colocation.concurrently(keys) { key in
+            var sum = 0.0
+            for i in 0..<((64 - key) * 2_000) { sum += Double(i % 7) }
+            return (key, sum)
+        }
+        #expect(answers.map(\.0) == keys)
+        #expect(answers.map(\.1) == keys.map { key in Double((0..<((64 - key) * 2_000)).reduce(0) { $0 + $1 % 7 }) })
+    }
 }
 
 /// The pair decision: evidence weighed over the window, the model's chance.
