@@ -159,7 +159,21 @@ public final class HTTPReceiver: @unchecked Sendable {
         }
         self.fd = fd
         port = UInt16(bigEndian: actual.sin_port)
-        let thread = Thread { [self] in serve() }
+        // The thread holds the receiver only while it answers a request, so a test that lets go
+        // of it ends it (deinit); the thread closes the socket once accept fails, so its number is
+        // never another socket's while the thread may still accept on it.
+        let thread = Thread { [weak self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { break }
+                guard let self else {
+                    close(client)
+                    break
+                }
+                self.answer(client)
+            }
+            close(fd)
+        }
         thread.start()
     }
 
@@ -170,46 +184,42 @@ public final class HTTPReceiver: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func serve() {
+    private func answer(_ client: Int32) {
+        var request = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        // Head, then as many body bytes as Content-Length says.
         while true {
-            let client = accept(fd, nil, nil)
-            if client < 0 { return }
-            var request = [UInt8]()
-            var buffer = [UInt8](repeating: 0, count: 8192)
-            // Head, then as many body bytes as Content-Length says.
-            while true {
-                let n = read(client, &buffer, buffer.count)
-                if n <= 0 { break }
-                request += buffer[0..<n]
-                let text = String(decoding: request, as: UTF8.self)
-                if let split = text.range(of: "\r\n\r\n") {
-                    let head = text[..<split.lowerBound].lowercased()
-                    let length =
-                        head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
-                        .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
-                        ?? 0
-                    if text[split.upperBound...].utf8.count >= length { break }
-                }
-            }
+            let n = read(client, &buffer, buffer.count)
+            if n <= 0 { break }
+            request += buffer[0..<n]
             let text = String(decoding: request, as: UTF8.self)
-            let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
-            condition.lock()
-            let fail = failures > 0
-            if fail {
-                failures -= 1
-                refused += 1
-            } else {
-                bodies.append(body)
-                condition.broadcast()
+            if let split = text.range(of: "\r\n\r\n") {
+                let head = text[..<split.lowerBound].lowercased()
+                let length =
+                    head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
+                    ?? 0
+                if text[split.upperBound...].utf8.count >= length { break }
             }
-            condition.unlock()
-            let response =
-                fail
-                ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            _ = Array(response.utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-            close(client)
         }
+        let text = String(decoding: request, as: UTF8.self)
+        let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+        condition.lock()
+        let fail = failures > 0
+        if fail {
+            failures -= 1
+            refused += 1
+        } else {
+            bodies.append(body)
+            condition.broadcast()
+        }
+        condition.unlock()
+        let response =
+            fail
+            ? "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        _ = Array(response.utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+        close(client)
     }
 
     /// The next body received, waiting up to `timeout` seconds.
@@ -223,10 +233,8 @@ public final class HTTPReceiver: @unchecked Sendable {
         return bodies.removeFirst()
     }
 
-    deinit {
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-    }
+    /// Ends the accepting thread (accept fails on a socket shut down), which closes it.
+    deinit { shutdown(fd, Int32(SHUT_RDWR)) }
 }
 
 /// A request to a loopback URL: its status and body, or nil when nothing answered.

@@ -382,4 +382,14 @@ import TracerTesting
         let r = try await TracerProcess.running(["notify", "--webhook", "ftp://x", "--store", store])
         #expect(r.status == 1 && r.stderr.contains("--webhook takes an http:// or https:// URL"), "\(r.stderr)")
     }
+
+    /// The tests' webhook receiver, let go, stops listening: before, its accepting thread held
+    /// it, and its socket, for the rest of the test process's life.
+    @Test func aReceiverLetGoStopsListening() async throws {
+        var receiver: HTTPReceiver? = try HTTPReceiver()
+        let port = try #require(receiver?.port)
+        #expect(await httpGet(port: port, path: "/hook") == "")
+        receiver = nil
+        #expect(await until(10) { await httpGet(port: port, path: "/hook", timeout: 1) == nil })
+    }
 }
