@@ -379,8 +379,23 @@ final class LineReaderPipe: @unchecked Sendable {
     private var lines: [String] = []
     private var partial = Data()
 
+    /// Reads `handle` to its end with blocking reads on a thread of its own, which holds the
+    /// handle until then. Not `readabilityHandler`: on Linux it fires with empty data for ever
+    /// past end of file unless cleared, and tearing its read source down while others are set
+    /// up can crash libdispatch (swift-corelibs-libdispatch issue 949; TracerTesting's
+    /// `TracerProcess.Background` reads the same way).
     init(_ handle: FileHandle) {
-        handle.readabilityHandler = { [weak self] h in self?.receive(h.availableData) }
+        let thread = Thread { [weak self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0, let self else { return }
+                self.receive(Data(buffer[0..<n]))
+            }
+        }
+        thread.name = "tracer-bench.lines"
+        thread.start()
     }
 
     private func receive(_ data: Data) {
