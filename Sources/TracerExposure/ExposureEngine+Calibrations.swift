@@ -40,7 +40,7 @@ extension ExposureEngine {
     /// The rule to flag with now: the policy's, or, where kiosks range with calibrations of their
     /// own, the same rule on the plan they give (kept across reports while they stand, so that
     /// its rooms' grids are worked out once).
-    func colocation(in db: StoreWriter) throws -> Colocation {
+    func colocation(in db: some StoreReads) throws -> Colocation {
         guard let plan = try plan(in: db), plan != colocation.policy.plan else { return colocation }
         return calibrated.colocation(plan, policy: colocation.policy)
     }

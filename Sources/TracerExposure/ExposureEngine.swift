@@ -65,8 +65,42 @@ public struct ExposureEngine: ExposureFlagging {
     /// Flags (or re-flags) an accepted report.
     @discardableResult
     public func flag(reportID: String, in db: StoreWriter, now: Date = Date()) throws -> FlagResult {
-        let started = DispatchTime.now().uptimeNanoseconds
         try Indexes.declare(in: db)
+        return try commit(decide(reportID: reportID, in: db, now: now), in: db)
+    }
+
+    /// Flags (or re-flags) an accepted report on a store others write to as well (the site
+    /// server's): who was near is worked out on a reader thread, and only the writes wait for the
+    /// store's writer. Deciding is nearly all of flagging (1–1.5 s a report on random sites,
+    /// BENCHMARKS.md), and every kiosk's sync and every other write waited behind it while all of
+    /// flagging ran on the writer.
+    @discardableResult
+    public func flag(reportID: String, on store: DocumentStore, now: Date = Date()) async throws -> FlagResult {
+        let engine = self
+        if try await !store.reading({ db in try Indexes.declared(in: db) }) {
+            try await store.writing { db in try Indexes.declare(in: db) }
+        }
+        let decision = try await store.reading { db in try engine.decide(reportID: reportID, in: db, now: now) }
+        return try await store.writing { db in try engine.commit(decision, in: db) }
+    }
+
+    /// Who flagging a report flags, from reads alone (`decide`), for `commit` to write.
+    public struct Decision: Sendable {
+        let report: Report
+        let wanted: [DocumentPath: Exposure]
+        /// The reporter's interactions not yet marked as a positive test's.
+        let unmarked: [DocumentPath]
+        var result: FlagResult
+        let started: UInt64
+        /// What the pair decision weighed, when the engine keeps it (worked out after the commit).
+        let judged: [Colocation.Hit]
+        let colocation: Colocation
+    }
+
+    /// Works out who a report flags, reading only: the report, the reporter's windows, their
+    /// neighbours' and the neighbours' whereabouts.
+    public func decide(reportID: String, in db: some StoreReads, now: Date = Date()) throws -> Decision {
+        let started = DispatchTime.now().uptimeNanoseconds
         let report = try acceptedReport(reportID, in: db)
         let collected = report.collectedAt?.seconds ?? now.timeIntervalSince1970
         let colocation = try self.colocation(in: db)
@@ -141,37 +175,51 @@ public struct ExposureEngine: ExposureFlagging {
             wanted[try exposure.path()] = exposure
         }
 
-        let changed = try db.runTransaction { t in
+        return Decision(
+            report: report,
+            wanted: wanted,
+            unmarked: mine.filter { $0[Interaction.Field.testResult] != .bool(true) }.map(\.path),
+            result: FlagResult(
+                exposedDevices: Set(wanted.values.map(\.deviceID)).sorted(),
+                exposures: wanted.count,
+                changed: 0,
+                reporterWindows: windows.count,
+                skipped: skipped
+            ),
+            started: started,
+            judged: keepsEvidence ? judged : [],
+            colocation: colocation
+        )
+    }
+
+    /// Writes what `decide` decided: the exposures that changed, then the reporter's interactions
+    /// marked. The report is read again first: one withdrawn or set aside since is not flagged.
+    public func commit(_ decision: Decision, in db: StoreWriter) throws -> FlagResult {
+        var result = decision.result
+        result.changed = try db.runTransaction { t in
+            let report = try Self.accepted(t.get(Collections.report(decision.report.id)), id: decision.report.id)
             // Flagged at last after a failure: the page and the health team's view stop saying so
             // (read first: a transaction reads before it writes).
             let devicePath = try Collections.device(report.deviceID)
             let failed = report.flaggingFailed != nil
             let deviceSaysFailed = try failed && t.get(devicePath)["report"]?["flagging"] != nil
-            let changed = try Self.write(wanted, for: report, in: t)
+            let changed = try Self.write(decision.wanted, for: report, in: t)
             if failed { t.update(try Collections.report(report.id), Report.flaggingDone.report) }
             if deviceSaysFailed { t.update(devicePath, Report.flaggingDone.device) }
             return changed
         }
-        let flagged = DispatchTime.now().uptimeNanoseconds
-        let weighed = keepsEvidence && colocation.positioning != nil ? colocation.evidence(judged) : []
+        result.secondsToFlagged = Double(DispatchTime.now().uptimeNanoseconds - decision.started) / 1e9
+        let colocation = decision.colocation
+        let weighed = keepsEvidence && colocation.positioning != nil ? colocation.evidence(decision.judged) : []
+        result.evidence = weighed
+        result.chances = weighed.map(PairModel.fitted.chance)
         // Then, in a transaction of its own (the exposed are told first): the reporter's
         // interactions marked as a positive test's, as the seed app did.
-        let marked = try db.runTransaction { t -> Int in
-            let unmarked = mine.filter { $0[Interaction.Field.testResult] != .bool(true) }
-            for doc in unmarked { t.update(doc.path, [Interaction.Field.testResult: .bool(true)]) }
-            return unmarked.count
+        result.marked = try db.runTransaction { t -> Int in
+            for path in decision.unmarked { t.update(path, [Interaction.Field.testResult: .bool(true)]) }
+            return decision.unmarked.count
         }
-        return FlagResult(
-            exposedDevices: Set(wanted.values.map(\.deviceID)).sorted(),
-            exposures: wanted.count,
-            changed: changed,
-            reporterWindows: windows.count,
-            marked: marked,
-            secondsToFlagged: Double(flagged - started) / 1e9,
-            skipped: skipped,
-            evidence: weighed,
-            chances: weighed.map(PairModel.fitted.chance)
-        )
+        return result
     }
 
     /// Writes what changed: exposures gone or new, the devices' summaries, the reporter marked
@@ -208,7 +256,11 @@ public struct ExposureEngine: ExposureFlagging {
 
     /// The report, if it is there and accepted.
     func acceptedReport(_ id: String, in db: some StoreReads) throws -> Report {
-        let doc = try db.get(Collections.report(id))
+        try Self.accepted(db.get(Collections.report(id)), id: id)
+    }
+
+    /// The report `doc` holds, if it is there and accepted.
+    static func accepted(_ doc: DocumentSnapshot, id: String) throws -> Report {
         guard doc.exists else { throw ExposureError(.noReport, "no report \(id)", reportID: id) }
         let report: Report
         do { report = try Report(doc) } catch {

@@ -41,7 +41,7 @@ public struct Flagger: Service {
                 let id = change.document.id
                 do {
                     let (engine, store) = (self.engine, self.store)
-                    let r = try await store.writing { db in try engine.flag(reportID: id, in: db) }
+                    let r = try await engine.flag(reportID: id, on: store)
                     if r.skipped > 0 {
                         logger.warning(
                             "skipped \(r.skipped) interaction windows flagging cannot use (unreadable, or times or distance out of range); the rest flagged",

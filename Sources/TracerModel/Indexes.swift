@@ -72,6 +72,13 @@ public enum Indexes {
     public static func declare(in db: StoreWriter) throws {
         for index in all { try db.declareIndex(index) }
     }
+
+    /// Whether every index is declared already, found by reading (`ExposureEngine.flag(reportID:on:)`
+    /// need not wait for the store's writer to learn it).
+    public static func declared(in db: some StoreReads) throws -> Bool {
+        let have = try db.indexes()
+        return all.allSatisfy(have.contains)
+    }
 }
 
 /// A device's window at an anchor, as the covering indexes give it (no document loaded).

@@ -245,7 +245,7 @@ extension API: APIProtocol {
         let id = try Self.key(input.path.id, "report id")
         let (store, engine) = (self.store, self.engine)
         let r = try await Self.exposureErrors {
-            try await store.writing { db in try engine.flag(reportID: id, in: db) }
+            try await engine.flag(reportID: id, on: store)
         }
         return .ok(
             .init(

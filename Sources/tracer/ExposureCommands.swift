@@ -530,7 +530,7 @@ struct ReportCommand: AsyncParsableCommand {
                 guard let site else {
                     let store = try options.open(remote: true)
                     let engine = try policy.engine(site: policy.site(in: store))
-                    let r = try await store.writing { db in try engine.flag(reportID: id, in: db) }
+                    let r = try await engine.flag(reportID: id, on: store)
                     return ExposureEngine.line(id, r)
                 }
                 if policy.given {

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+import TracerModel
+@_spi(Blocking) import TracerStore
+import TracerTesting
+
+@testable import TracerExposure
+
+/// Flagging on a store others write to (the site server's): who was near is decided on a
+/// reader thread, and only the writes wait for the store's writer.
+@Suite struct FlaggingBesideWritesTests {
+    /// While another write holds the store's writer, the report is decided on what was
+    /// committed, and its exposures are written once the writer is free. Before, all of flagging
+    /// waited for the writer (and every kiosk's sync waited for all of flagging): it then saw the
+    /// window written meanwhile and flagged its device too.
+    @Test func aReportIsDecidedWhileAnotherWriteHoldsTheWriter() async throws {
+        let s = try ExposureEngineTests.Site()
+        try s.seen("R", at: "A", 0, 30, 1)
+        try s.seen("X", at: "A", 0, 30, 1.5)
+        try s.report("r1", by: "R")
+        try await s.store.writing { db in try Indexes.declare(in: db) }
+        let store = s.store
+        let t0 = ExposureEngineTests.t0
+
+        // A kiosk's write under way on the store's writer: Y's window, written and not yet
+        // committed.
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await store.writing { db in
+                try db.runTransaction { t in
+                    try t.set(
+                        DocumentPath("beacons/A/interactions/late"),
+                        [
+                            "deviceId": "Y", "anchor": "A", "start": .timestamp(Timestamp(seconds: t0 + 10)),
+                            "end": .timestamp(Timestamp(seconds: t0 + 40)), "distance": 1.0, "testResult": false,
+                        ]
+                    )
+                    holding.signal()
+                    // Ends at 60 s whatever happens, so a failing test ends too.
+                    _ = release.wait(timeout: .now() + 60)
+                }
+            }
+        }
+        #expect(await until(30) { holding.wait(timeout: .now()) == .success }, "the write did not begin")
+
+        let engine = ExposureEngine()
+        let flagging = Task { try await engine.flag(reportID: "r1", on: store) }
+        // The decision made, its writes wait for the writer, behind the kiosk's.
+        #expect(await until(30) { store.unfinished.writes == 2 }, "\(store.unfinished)")
+        release.signal()
+        try await holder.value
+        let r = try await flagging.value
+        #expect(r.exposedDevices == ["X"], "\(r.exposedDevices)")
+        #expect(try s.exposures("X").count == 1 && s.exposures("Y").isEmpty)
+        #expect(r.marked == 1 && r.changed == 1)
+
+        // Flagged again, the window written meanwhile counts.
+        #expect(try await engine.flag(reportID: "r1", on: store).exposedDevices == ["X", "Y"])
+    }
+
+    /// A report withdrawn after it was decided is not flagged: the writes read it again.
+    @Test func aReportWithdrawnAfterItsDecisionIsNotFlagged() throws {
+        let s = try ExposureEngineTests.Site()
+        try s.seen("R", at: "A", 0, 30, 1)
+        try s.seen("X", at: "A", 0, 30, 1.5)
+        try s.report("r1", by: "R")
+        try s.store.write { db in try Indexes.declare(in: db) }
+        let engine = ExposureEngine()
+        let decision = try s.store.read { db in try engine.decide(reportID: "r1", in: db) }
+        try s.store.set(DocumentPath("reports/r1"), ["status": "revoked"], merge: true)
+        #expect(throws: ExposureError.self) { try s.store.write { db in try engine.commit(decision, in: db) } }
+        #expect(try s.exposures("X").isEmpty)
+        #expect(try s.device("X")["status"] != "exposed")
+    }
+}
