@@ -46,19 +46,25 @@ import TracerTesting
             // All eight wait for the writer (their tokens read) before the rest is timed.
             #expect(await until(10) { store.unfinished.writes == 8 }, "\(store.unfinished)")
 
+            // The store stays held until the release below (60 s at most), so an answer at all
+            // within the request's 5 s says it did not wait for the writer. (A bound of 1 s failed
+            // once on a machine loaded with an evaluation beside the tests: 1.16 s.)
             for _ in 0..<5 {
                 let started = Date()
                 let answer = await httpGet(port: port, path: "/health", timeout: 5)
                 let seconds = Date().timeIntervalSince(started)
-                #expect(answer?.contains(#""status":"ok""#) == true, "\(answer ?? "no answer")")
-                #expect(seconds < 1, "/health took \(seconds) s while the store was busy writing")
+                #expect(answer?.contains(#""status":"ok""#) == true, "\(answer ?? "no answer") after \(seconds) s")
             }
             // A device's status is a read: it does not wait for the writer either.
             let started = Date()
-            let status = await httpGet(port: port, path: "/v1/devices/dev-1", headers: LiveTests.auth(f.device))
+            let status = await httpGet(
+                port: port,
+                path: "/v1/devices/dev-1",
+                headers: LiveTests.auth(f.device),
+                timeout: 5
+            )
             let seconds = Date().timeIntervalSince(started)
-            #expect(status?.contains(#""deviceId":"dev-1""#) == true, "\(status ?? "no answer")")
-            #expect(seconds < 1, "a device's status took \(seconds) s while the store was busy writing")
+            #expect(status?.contains(#""deviceId":"dev-1""#) == true, "\(status ?? "no answer") after \(seconds) s")
             // A device's stream opens and sends its first event.
             let sse = try SSEClient(
                 port: Int(port),
