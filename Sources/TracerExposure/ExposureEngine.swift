@@ -53,7 +53,17 @@ public struct ExposureEngine: ExposureFlagging {
     }
 
     public func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String {
-        let r = try flag(reportID: report.id, in: db)
+        acceptedLine(try flag(reportID: report.id, in: db))
+    }
+
+    /// Flags a report just accepted on the site server: decided on a reader thread, written on
+    /// the writer (`flag(reportID:on:)`).
+    public func reportAccepted(_ report: RecordedReport, on store: DocumentStore) async throws -> String {
+        acceptedLine(try await flag(reportID: report.id, on: store))
+    }
+
+    /// The line for the person reporting.
+    func acceptedLine(_ r: FlagResult) -> String {
         if r.exposedDevices.isEmpty {
             return
                 "exposures: nobody was within \(Int(policy.radius)) m at the same beacon (\(r.reporterWindows) interaction windows looked at)"

@@ -9,6 +9,16 @@ import TracerVerification
 public protocol ExposureFlagging: Sendable {
     /// Flags exposures for an accepted report; returns a line for the person reporting.
     func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String
+
+    /// The same on a store others write to (the site server's): by default inside one `writing`;
+    /// the exposure engine decides on a reader thread and only writes on the writer.
+    func reportAccepted(_ report: RecordedReport, on store: DocumentStore) async throws -> String
+}
+
+extension ExposureFlagging {
+    public func reportAccepted(_ report: RecordedReport, on store: DocumentStore) async throws -> String {
+        try await store.writing { db in try self.reportAccepted(report, in: db) }
+    }
 }
 
 /// A report as stored in `reports/{id}`.

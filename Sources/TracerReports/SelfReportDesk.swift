@@ -143,8 +143,87 @@ public struct SelfReportDesk: Sendable {
         answers: [String: Bool] = [:],
         in db: StoreWriter
     ) throws -> Outcome {
+        let recorded = try record(
+            verification,
+            imageSHA256: imageSHA256,
+            image: image,
+            device: device,
+            answers: answers,
+            in: db
+        )
+        guard case .toFlag(let report, let verification) = recorded else { return recorded.outcome }
+        do {
+            return .recorded(report, verification, flagging: try flagging.reportAccepted(report, in: db), flagged: true)
+        } catch {
+            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+            return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
+        }
+    }
+
+    /// The same on a store others write to (the site server's): the report is recorded on the
+    /// store's writer, and flagged after, through `ExposureFlagging.reportAccepted(_:on:)`, so
+    /// that deciding who was near (a second or more a report) does not hold the writer.
+    public func submit(
+        _ verification: Verification,
+        imageSHA256: String,
+        image: Data? = nil,
+        device: String,
+        answers: [String: Bool] = [:],
+        on store: DocumentStore
+    ) async throws -> Outcome {
+        let desk = self
+        let recorded = try await store.writing { db in
+            try desk.record(
+                verification,
+                imageSHA256: imageSHA256,
+                image: image,
+                device: device,
+                answers: answers,
+                in: db
+            )
+        }
+        guard case .toFlag(let report, let verification) = recorded else { return recorded.outcome }
+        do {
+            let line = try await flagging.reportAccepted(report, on: store)
+            return .recorded(report, verification, flagging: line, flagged: true)
+        } catch {
+            try await store.writing { db in
+                desk.recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+            }
+            return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
+        }
+    }
+
+    /// A report recorded, and whether it is to be flagged now.
+    enum Recorded: Sendable {
+        case done(Outcome)
+        case toFlag(RecordedReport, Verification)
+
+        /// The outcome when nothing is left to flag; one to flag is recorded, not yet flagged.
+        var outcome: Outcome {
+            switch self {
+            case .done(let outcome): outcome
+            case .toFlag(let report, let verification):
+                .recorded(report, verification, flagging: "report \(report.id) is recorded", flagged: false)
+            }
+        }
+    }
+
+    static func flaggingFailed(_ report: RecordedReport, _ error: any Error) -> String {
+        "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+    }
+
+    /// `submit` up to the flagging: the verification decided on, the report recorded.
+    func record(
+        _ verification: Verification,
+        imageSHA256: String,
+        image: Data?,
+        device: String,
+        answers: [String: Bool],
+        in db: StoreWriter
+    ) throws -> Recorded {
         let verification = try withHistory(verification, device: device, in: db)
-        guard let status = disposition(verification) else { return .rejected(verification) }
+        guard let status = disposition(verification) else { return .done(.rejected(verification)) }
         images?.purge()
         // A held report's image is kept before the report is recorded: a report the health team
         // sees always has its image (a failure to keep it records nothing); an image whose
@@ -171,21 +250,9 @@ public struct SelfReportDesk: Sendable {
         }
         if kept && !(report.created && report.status == .pending) { images?.remove(id) }
         switch report.status {
-        case .pending:
-            return .held(report, verification)
-        case .denied, .revoked:
-            return .decidedBefore(report, verification)
-        case .accepted:
-            break
-        }
-        do {
-            let line = try flagging.reportAccepted(report, in: db)
-            return .recorded(report, verification, flagging: line, flagged: true)
-        } catch {
-            let line =
-                "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
-            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
-            return .recorded(report, verification, flagging: line, flagged: false)
+        case .pending: return .done(.held(report, verification))
+        case .denied, .revoked: return .done(.decidedBefore(report, verification))
+        case .accepted: return .toFlag(report, verification)
         }
     }
 }

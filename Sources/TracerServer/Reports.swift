@@ -183,16 +183,14 @@ extension API {
             )
         }
         let reporter = device ?? ""
-        let outcome = try await store.writing { db in
-            try desk.submit(
-                verification,
-                imageSHA256: Digest.sha256Hex(data),
-                image: data,
-                device: reporter,
-                answers: answers,
-                in: db
-            )
-        }
+        let outcome = try await desk.submit(
+            verification,
+            imageSHA256: Digest.sha256Hex(data),
+            image: data,
+            device: reporter,
+            answers: answers,
+            on: store
+        )
         return try Self.response(outcome, context)
     }
 

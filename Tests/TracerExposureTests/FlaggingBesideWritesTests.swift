@@ -1,10 +1,13 @@
 import Foundation
 import Testing
+import TracerColocation
 import TracerModel
 @_spi(Blocking) import TracerStore
 import TracerTesting
 
 @testable import TracerExposure
+@testable import TracerReports
+@testable import TracerVerification
 
 /// Flagging on a store others write to (the site server's): who was near is decided on a
 /// reader thread, and only the writes wait for the store's writer.
@@ -72,5 +75,76 @@ import TracerTesting
         #expect(throws: ExposureError.self) { try s.store.write { db in try engine.commit(decision, in: db) } }
         #expect(try s.exposures("X").isEmpty)
         #expect(try s.device("X")["status"] != "exposed")
+    }
+
+    /// A flagger that says whether it was asked on the store's writer: the store's count of
+    /// writes under way when the site server's kind of call reaches it.
+    final class Watching: ExposureFlagging, @unchecked Sendable {
+        let lock = NSLock()
+        var writesUnderWay: [Int] = []
+        var onTheWriter = 0
+
+        func reportAccepted(_ report: RecordedReport, in db: StoreWriter) throws -> String {
+            lock.withLock { onTheWriter += 1 }
+            return "flagged"
+        }
+
+        func reportAccepted(_ report: RecordedReport, on store: DocumentStore) async throws -> String {
+            let writes = store.unfinished.writes
+            lock.withLock { writesUnderWay.append(writes) }
+            return "flagged"
+        }
+    }
+
+    /// A self-report on the site server is recorded on the store's writer and flagged after, not
+    /// inside that write: deciding who was near takes a second or more a report.
+    @Test func aSelfReportOnTheServerIsFlaggedOutsideTheWriteThatRecordsIt() async throws {
+        let site = try ReviewTests.Site()
+        let watching = Watching()
+        let desk = SelfReportDesk(flagging: watching, policy: VerificationPolicy())
+        let outcome = try await desk.submit(
+            ReviewTests.verification(confidence: 95),
+            imageSHA256: "cc",
+            device: "reporter",
+            on: site.store
+        )
+        guard case .recorded(let report, _, let line, let flagged) = outcome else {
+            Issue.record("not recorded: \(outcome)")
+            return
+        }
+        #expect(flagged && line == "flagged")
+        #expect(try site.report(report.id)["status"] == "accepted")
+        #expect(watching.writesUnderWay == [0] && watching.onTheWriter == 0, "\(watching.writesUnderWay)")
+
+        // With the exposure engine: the near one is told; a failing flagging says so, as on the
+        // command line.
+        var exposure = ExposurePolicy()
+        exposure.separation = .sum
+        let engine = SelfReportDesk(flagging: ExposureEngine(policy: exposure), policy: VerificationPolicy())
+        let told = try await engine.submit(
+            ReviewTests.verification(confidence: 95),
+            imageSHA256: "dd",
+            device: "reporter",
+            on: site.store
+        )
+        guard case .recorded(_, _, let toldLine, true) = told else {
+            Issue.record("not flagged: \(told)")
+            return
+        }
+        #expect(toldLine.contains("1 device flagged"), "\(toldLine)")
+        #expect(try site.status("near")["status"] == "exposed")
+        let failing = SelfReportDesk(flagging: ReviewTests.FailingFlagger(), policy: VerificationPolicy())
+        let failed = try await failing.submit(
+            ReviewTests.verification(confidence: 95),
+            imageSHA256: "ee",
+            device: "reporter",
+            on: site.store
+        )
+        guard case .recorded(let unflagged, _, let failedLine, false) = failed else {
+            Issue.record("not recorded unflagged: \(failed)")
+            return
+        }
+        #expect(failedLine.contains("flagging failed"), "\(failedLine)")
+        #expect(try site.report(unflagged.id)["flaggingFailed"]?.stringValue?.contains("database is locked") == true)
     }
 }
