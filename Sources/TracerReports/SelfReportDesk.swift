@@ -143,20 +143,24 @@ public struct SelfReportDesk: Sendable {
         answers: [String: Bool] = [:],
         in db: StoreWriter
     ) throws -> Outcome {
-        let recorded = try record(
+        switch try record(
             verification,
             imageSHA256: imageSHA256,
             image: image,
             device: device,
             answers: answers,
             in: db
-        )
-        guard case .toFlag(let report, let verification) = recorded else { return recorded.outcome }
-        do {
-            return .recorded(report, verification, flagging: try flagging.reportAccepted(report, in: db), flagged: true)
-        } catch {
-            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
-            return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
+        ) {
+        case .done(let outcome):
+            return outcome
+        case .toFlag(let report, let verification):
+            do {
+                let line = try flagging.reportAccepted(report, in: db)
+                return .recorded(report, verification, flagging: line, flagged: true)
+            } catch {
+                recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+                return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
+            }
         }
     }
 
@@ -182,15 +186,19 @@ public struct SelfReportDesk: Sendable {
                 in: db
             )
         }
-        guard case .toFlag(let report, let verification) = recorded else { return recorded.outcome }
-        do {
-            let line = try await flagging.reportAccepted(report, on: store)
-            return .recorded(report, verification, flagging: line, flagged: true)
-        } catch {
-            try await store.writing { db in
-                desk.recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+        switch recorded {
+        case .done(let outcome):
+            return outcome
+        case .toFlag(let report, let verification):
+            do {
+                let line = try await flagging.reportAccepted(report, on: store)
+                return .recorded(report, verification, flagging: line, flagged: true)
+            } catch {
+                try await store.writing { db in
+                    desk.recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+                }
+                return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
             }
-            return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
         }
     }
 
@@ -199,14 +207,6 @@ public struct SelfReportDesk: Sendable {
         case done(Outcome)
         case toFlag(RecordedReport, Verification)
 
-        /// The outcome when nothing is left to flag; one to flag is recorded, not yet flagged.
-        var outcome: Outcome {
-            switch self {
-            case .done(let outcome): outcome
-            case .toFlag(let report, let verification):
-                .recorded(report, verification, flagging: "report \(report.id) is recorded", flagged: false)
-            }
-        }
     }
 
     static func flaggingFailed(_ report: RecordedReport, _ error: any Error) -> String {
