@@ -322,6 +322,76 @@ extension SelfReportDesk {
         note: String? = nil,
         in db: StoreWriter
     ) throws -> Decided {
+        switch try recordDecision(reportID, approve: approve, by: reviewer, note: note, in: db) {
+        case .denied(let decided):
+            return decided
+        case .approved(let report, let recorded):
+            do {
+                return Decided(report: report, line: try flagging.reportAccepted(recorded, in: db), flagged: true)
+            } catch {
+                recordFlaggingFailure(reportID, device: recorded.deviceID, "\(error)", in: db)
+                return Self.approvedUnflagged(report, error)
+            }
+        }
+    }
+
+    /// The same on a store others write to (the site server's): the decision is recorded on the
+    /// store's writer, and an approval flagged after, through
+    /// `ExposureFlagging.reportAccepted(_:on:)`, so that deciding who was near (a second or more)
+    /// does not hold the writer, and every kiosk's sync behind it, as `submit(…on:)` does.
+    public func decide(
+        _ reportID: String,
+        approve: Bool,
+        by reviewer: Reviewer,
+        note: String? = nil,
+        on store: DocumentStore
+    ) async throws -> Decided {
+        let desk = self
+        let decision = try await store.writing { db in
+            try desk.recordDecision(reportID, approve: approve, by: reviewer, note: note, in: db)
+        }
+        switch decision {
+        case .denied(let decided):
+            return decided
+        case .approved(let report, let recorded):
+            do {
+                return Decided(
+                    report: report,
+                    line: try await flagging.reportAccepted(recorded, on: store),
+                    flagged: true
+                )
+            } catch {
+                try await store.writing { db in
+                    desk.recordFlaggingFailure(reportID, device: recorded.deviceID, "\(error)", in: db)
+                }
+                return Self.approvedUnflagged(report, error)
+            }
+        }
+    }
+
+    static func approvedUnflagged(_ report: Report, _ error: any Error) -> Decided {
+        Decided(
+            report: report,
+            line:
+                "report \(report.id) is approved, but flagging failed (\(error)): run `tracer report flag \(report.id)`",
+            flagged: false
+        )
+    }
+
+    /// A decision recorded (`recordDecision`): a denial, done, or an approval still to flag.
+    enum DecisionRecorded: Sendable {
+        case denied(Decided)
+        case approved(Report, RecordedReport)
+    }
+
+    /// `decide` up to the flagging: the decision recorded and audited, the image deleted.
+    func recordDecision(
+        _ reportID: String,
+        approve: Bool,
+        by reviewer: Reviewer,
+        note: String?,
+        in db: StoreWriter
+    ) throws -> DecisionRecorded {
         let status: Report.Status = approve ? .accepted : .denied
         let path: DocumentPath
         do { path = try Collections.report(reportID) } catch {
@@ -360,10 +430,8 @@ extension SelfReportDesk {
             throw ReviewError(.notFound, "no report \(reportID)")
         }
         guard approve else {
-            return Decided(
-                report: report,
-                line: "report \(reportID) denied; the reporter's status says so",
-                flagged: true
+            return .denied(
+                Decided(report: report, line: "report \(reportID) denied; the reporter's status says so", flagged: true)
             )
         }
         let recorded = RecordedReport(
@@ -374,17 +442,7 @@ extension SelfReportDesk {
             created: false,
             status: .accepted
         )
-        do {
-            return Decided(report: report, line: try flagging.reportAccepted(recorded, in: db), flagged: true)
-        } catch {
-            recordFlaggingFailure(reportID, device: report.deviceID, "\(error)", in: db)
-            return Decided(
-                report: report,
-                line:
-                    "report \(reportID) is approved, but flagging failed (\(error)): run `tracer report flag \(reportID)`",
-                flagged: false
-            )
-        }
+        return .approved(report, recorded)
     }
 }
 

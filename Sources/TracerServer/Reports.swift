@@ -429,15 +429,13 @@ extension API {
     ) async throws -> Components.Responses.Decided.Body.JsonPayload {
         let desk = self.desk
         do {
-            let decided = try await store.writing { db in
-                try desk.decide(
-                    id,
-                    approve: approve,
-                    by: .init(name: who.name, tokenID: who.tokenID),
-                    note: note,
-                    in: db
-                )
-            }
+            let decided = try await desk.decide(
+                id,
+                approve: approve,
+                by: .init(name: who.name, tokenID: who.tokenID),
+                note: note,
+                on: store
+            )
             return Components.Responses.Decided.Body.JsonPayload(decided.report, outcome: decided.line)
         } catch let e as ReviewError {
             switch e.code {

@@ -147,4 +147,53 @@ import TracerTesting
         #expect(failedLine.contains("flagging failed"), "\(failedLine)")
         #expect(try site.report(unflagged.id)["flaggingFailed"]?.stringValue?.contains("database is locked") == true)
     }
+
+    /// A report approved at review on the site server: the decision is recorded (and audited) on
+    /// the store's writer, and the report flagged after, not inside that write.
+    @Test func anApprovalOnTheServerIsFlaggedOutsideTheWriteThatRecordsIt() async throws {
+        let site = try ReviewTests.Site()
+        let reviewer = SelfReportDesk.Reviewer(name: "Dr. Review", tokenID: "tok1")
+        let held = try site.hold(site.desk(.doubtful))
+        let watching = Watching()
+        let desk = SelfReportDesk(flagging: watching, policy: VerificationPolicy(), images: site.images)
+        let decided = try await desk.decide(held.id, approve: true, by: reviewer, note: "read it", on: site.store)
+        #expect(decided.flagged && decided.line == "flagged")
+        #expect(try site.report(held.id)["status"] == "accepted")
+        #expect(try site.report(held.id)["note"] == "read it")
+        #expect(try site.images.image(held.id) == nil)
+        #expect(watching.writesUnderWay == [0] && watching.onTheWriter == 0, "\(watching.writesUnderWay)")
+
+        // A second decision is refused.
+        await #expect(throws: ReviewError.self) {
+            _ = try await desk.decide(held.id, approve: false, by: reviewer, on: site.store)
+        }
+
+        // With the exposure engine the near one is told; a failing flagging is recorded and said.
+        let fresh = try ReviewTests.Site()
+        var exposure = ExposurePolicy()
+        exposure.separation = .sum
+        let engine = SelfReportDesk(flagging: ExposureEngine(policy: exposure), policy: VerificationPolicy())
+        let toApprove = try fresh.hold(fresh.desk(.doubtful))
+        let told = try await engine.decide(toApprove.id, approve: true, by: reviewer, on: fresh.store)
+        #expect(told.flagged && told.line.contains("1 device flagged"), "\(told.line)")
+        #expect(try fresh.status("near")["status"] == "exposed")
+        #expect(try fresh.status("far").exists == false)
+
+        let failingSite = try ReviewTests.Site()
+        let failing = SelfReportDesk(flagging: ReviewTests.FailingFlagger(), policy: VerificationPolicy())
+        let toFail = try failingSite.hold(failingSite.desk(.doubtful))
+        let failed = try await failing.decide(toFail.id, approve: true, by: reviewer, on: failingSite.store)
+        #expect(!failed.flagged && failed.line.contains("flagging failed"), "\(failed.line)")
+        #expect(try failingSite.report(toFail.id)["status"] == "accepted")
+        #expect(
+            try failingSite.report(toFail.id)["flaggingFailed"]?.stringValue?.contains("database is locked") == true
+        )
+
+        // A denial on the server: nobody flagged, the reporter told.
+        let denySite = try ReviewTests.Site()
+        let toDeny = try denySite.hold(denySite.desk(.doubtful))
+        let denied = try await engine.decide(toDeny.id, approve: false, by: reviewer, note: "no", on: denySite.store)
+        #expect(denied.report.status == .denied && denied.flagged)
+        #expect(try denySite.status("near").exists == false)
+    }
 }
