@@ -91,7 +91,7 @@ extension Positioning {
         }
         // Log evidence for each room at each step: log of the mean likelihood over the cells of its
         // evidence grid, weighed by `evidenceWeight`.
-        let rows = rooms.map { _, grid in grid.rows(kiosks) }
+        let rows = rooms.map { _, grid in grid.rows(kiosks, beyondReach: plan) }
         var y = [Double](repeating: 0, count: kiosks.count)
         var heard = [Bool](repeating: false, count: kiosks.count)
         let most = rooms.map { $0.1.cells.count }.max() ?? 0

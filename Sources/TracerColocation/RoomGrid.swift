@@ -21,6 +21,13 @@ final class RoomGrid: Sendable {
     /// weighs at each cell. It depends on the grid alone, so it is worked out once here, not as
     /// an erfc per cell, silent kiosk and slot (BENCHMARKS.md, "With positions").
     let notHeard: [String: [Double]]
+    /// The room's index in the plan and its building, for the models worked out later
+    /// (`rows(_:beyondReach:)`).
+    let room: Int?
+    let building: String?
+    let walls: Room.Walls
+    /// Models of kiosks beyond `reach`, worked out when a room chain first asks for them.
+    private let beyond = Mutex<[String: (predicted: [Double], notHeard: [Double])]>([:])
 
     /// A grid of at most about `cells` cells: for positions 400 (0.5 m in rooms up to 100 m²,
     /// 0.9 m in a 20 × 16 m hall), for rooms' evidence `Positioning.evidenceCells`.
@@ -59,21 +66,58 @@ final class RoomGrid: Sendable {
         var predicted: [String: [Double]] = [:]
         var notHeard: [String: [Double]] = [:]
         let here = plan.roomIndex(room.key)
+        self.room = here
+        building = room.building
         let walls = Room.Walls(plan.rooms)
+        self.walls = walls
         for r in plan.receivers where r.position.distance(to: centre) <= reach {
-            guard let there = plan.roomIndex(r.room) else { continue }
-            if let a = room.building, let b = plan.rooms[there].building, a != b { continue }
-            predicted[r.key] = cells.map { p in
-                let d = p.distance(to: r.position)
-                let range = (d * d + Positioning.height * Positioning.height).squareRoot()
-                let crossed =
-                    here.map { here == there ? 0 : walls.count(from: p, in: $0, to: r.position, in: there) } ?? 0
-                return r.loss(at: range) + Double(crossed) * plan.wallLoss
-            }
-            notHeard[r.key] = predicted[r.key]!.map { Self.logPhi(($0 - r.floor) / Positioning.notHeardSigma) }
+            guard let model = Self.model(of: r, at: cells, in: here, building: room.building, plan: plan, walls: walls)
+            else { continue }
+            (predicted[r.key], notHeard[r.key]) = model
         }
         self.predicted = predicted
         self.notHeard = notHeard
+    }
+
+    /// What a kiosk would read at each cell (10·n·log10(range) + the walls crossed), and what
+    /// not being heard by it weighs there; nil for a kiosk in another building, or in no room.
+    static func model(
+        of r: Plan.Receiver,
+        at cells: [Point],
+        in here: Int?,
+        building: String?,
+        plan: Plan,
+        walls: Room.Walls
+    ) -> (predicted: [Double], notHeard: [Double])? {
+        guard let there = plan.roomIndex(r.room) else { return nil }
+        if let a = building, let b = plan.rooms[there].building, a != b { return nil }
+        let predicted = cells.map { p in
+            let d = p.distance(to: r.position)
+            let range = (d * d + Positioning.height * Positioning.height).squareRoot()
+            let crossed = here.map { here == there ? 0 : walls.count(from: p, in: $0, to: r.position, in: there) } ?? 0
+            return r.loss(at: range) + Double(crossed) * plan.wallLoss
+        }
+        return (predicted, predicted.map { Self.logPhi(($0 - r.floor) / Positioning.notHeardSigma) })
+    }
+
+    /// A kiosk's model: the grid's own, or with `beyondReach`, one worked out (and kept) for a
+    /// kiosk of the building beyond its reach.
+    private func model(_ k: String, beyondReach plan: Plan?) -> ([Double], [Double])? {
+        if let p = predicted[k], let q = notHeard[k] { return (p, q) }
+        guard let plan, let r = plan.receiver(k) else { return nil }
+        if let kept = beyond.withLock({ $0[k] }) { return kept }
+        guard
+            let made = Self.model(
+                of: r,
+                at: cells,
+                in: room,
+                building: building,
+                plan: plan,
+                walls: walls
+            )
+        else { return nil }
+        beyond.withLock { $0[k] = made }
+        return made
     }
 
     /// The grid's rows for some kiosks, one kiosk after another (the i-th kiosk's cells at
@@ -88,14 +132,17 @@ final class RoomGrid: Sendable {
         let notHeard: [Double]
     }
 
-    /// The rows of `kiosks` (keys), in their order.
-    func rows(_ kiosks: [String]) -> Rows {
+    /// The rows of `kiosks` (keys), in their order. With `beyondReach` (a room chain's plan),
+    /// a kiosk of the building further than the grid keeps models for has one too: a room chain
+    /// compares its rooms on the same readings, and a kiosk far down a corridor that hears a
+    /// badge through walls must not rule out every room but the ones long enough to reach it.
+    func rows(_ kiosks: [String], beyondReach plan: Plan? = nil) -> Rows {
         let n = cells.count
         var known: [Bool] = []
         var mu = [Double](repeating: 0, count: kiosks.count * n)
         var silent = [Double](repeating: 0, count: kiosks.count * n)
         for (i, k) in kiosks.enumerated() {
-            guard let p = predicted[k], let q = notHeard[k] else {
+            guard let (p, q) = model(k, beyondReach: plan) else {
                 known.append(false)
                 continue
             }

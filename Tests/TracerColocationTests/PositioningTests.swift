@@ -350,6 +350,47 @@ import TracerSite
         #expect(try #require(track.chance(of: "c", at: 12 * 30 + 15)) > 0.9)
     }
 
+    /// A badge sitting in room a at the west end of a 100 m corridor, heard by a's kiosks and,
+    /// faintly, by a kiosk 93 m away at the east end: further than room a's grid keeps models
+    /// for. The room chain gives every room a model for every kiosk that heard the run. Before,
+    /// room a (and room z, which has none for a's kiosks) had no model for that kiosk, so only
+    /// the corridor, long enough to reach both ends, could explain the step, and the badge was
+    /// placed there (on random site 13, 18,700 of a reporter's seconds in one room).
+    @Test func aFaintKioskFarDownTheCorridorDoesNotPutABadgeInIt() throws {
+        let plan = Plan(
+            rooms: [
+                .init(key: "a", name: "a", outline: [Point(0, 0), Point(12, 0), Point(12, 6), Point(0, 6)]),
+                .init(
+                    key: "corridor",
+                    name: "corridor",
+                    outline: [Point(0, 6), Point(100, 6), Point(100, 8), Point(0, 8)],
+                    use: .circulation
+                ),
+                .init(key: "z", name: "z", outline: [Point(88, 0), Point(100, 0), Point(100, 6), Point(88, 6)]),
+            ],
+            receivers: [
+                .init(key: "west", room: "a", position: Point(0, 3)),
+                .init(key: "east", room: "a", position: Point(12, 1)),
+                .init(key: "far", room: "z", position: Point(99, 3)),
+            ],
+            wallLoss: 10
+        )
+        let positioning = Positioning(plan: plan)
+        let sitting = Point(6, 3)
+        let windows = (0..<10).flatMap { s in
+            [
+                Self.w("west", s, Self.ranged(sitting, from: Point(0, 3))),
+                Self.w("east", s, Self.ranged(sitting, from: Point(12, 1))),
+                Self.w("far", s, Self.ranged(sitting, from: Point(99, 3), walls: 2, db: -10)),
+            ]
+        }
+        let track = positioning.rooms(windows, device: "x")
+        #expect(track.rooms == ["a", "corridor", "z"])
+        let chances = try (0..<10).map { s in try #require(track.chance(of: "a", at: Double(s) * 30 + 15)) }
+        // Each step's evidence weighs a tenth, so the first slot is 0.74 sure, the third 0.95.
+        #expect(chances.allSatisfy { $0 > 0.7 } && chances[2...].allSatisfy { $0 > 0.95 }, "\(chances)")
+    }
+
     /// Between the chain's rooms a badge mostly stays, leaves a corridor at once, and goes into
     /// the rooms next door: from a to c only through the corridor, but for `farMove`.
     @Test func badgesMoveThroughRoomsNextDoor() {
