@@ -214,7 +214,11 @@ public struct Positioning: Sendable {
     /// at 4 dB, 93.5% at 0.3, 94.4% at 0.2, 95.2% at 0.1; at 3 dB, 94.2% at 0.1, 93.9% at 0.05.
     /// Flagging there: precision 0.83 at 0.1 against 0.80 at 0.2 and 0.3, recall 0.97 at each;
     /// equal on sites 1005–1008. The example campus, whose simulated radio has none of those
-    /// errors, loses recall at 0.1 (0.90 against 0.93 at 0.3; EFFICACY.md).
+    /// errors, loses recall at 0.1 (0.90 against 0.93 at 0.3; EFFICACY.md). Checked again once
+    /// far kiosks stopped ruling rooms out (2026-12-06), on sites 1001–1014 under their kiosks'
+    /// fit: at 0.07, 0.1 and 0.15 rooms right 97.78%, 97.55%, 96.90% pooled, precision 0.828,
+    /// 0.827, 0.826, recall 0.966, 0.968, 0.968 (least 0.847, 0.882, 0.887: 0.07 loses site
+    /// 1004's): 0.1 stays.
     static let evidenceWeight = 0.1
     /// A room's evidence is its likelihood averaged over a coarser grid than positions use, of
     /// about this many cells, at least `evidenceStep` metres apart: on random sites 1001–1004,
