@@ -154,13 +154,7 @@ public struct SelfReportDesk: Sendable {
         case .done(let outcome):
             return outcome
         case .toFlag(let report, let verification):
-            do {
-                let line = try flagging.reportAccepted(report, in: db)
-                return .recorded(report, verification, flagging: line, flagged: true)
-            } catch {
-                recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
-                return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
-            }
+            return Self.recorded(report, verification, flag(report, in: db))
         }
     }
 
@@ -190,15 +184,7 @@ public struct SelfReportDesk: Sendable {
         case .done(let outcome):
             return outcome
         case .toFlag(let report, let verification):
-            do {
-                let line = try await flagging.reportAccepted(report, on: store)
-                return .recorded(report, verification, flagging: line, flagged: true)
-            } catch {
-                try await store.writing { db in
-                    desk.recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
-                }
-                return .recorded(report, verification, flagging: Self.flaggingFailed(report, error), flagged: false)
-            }
+            return Self.recorded(report, verification, try await flag(report, on: store))
         }
     }
 
@@ -206,11 +192,47 @@ public struct SelfReportDesk: Sendable {
     enum Recorded: Sendable {
         case done(Outcome)
         case toFlag(RecordedReport, Verification)
-
     }
 
-    static func flaggingFailed(_ report: RecordedReport, _ error: any Error) -> String {
-        "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+    /// A recorded report's outcome once flagged, or once its flagging failed.
+    static func recorded(
+        _ report: RecordedReport,
+        _ verification: Verification,
+        _ flagged: Result<String, any Error>
+    ) -> Outcome {
+        switch flagged {
+        case .success(let line):
+            return .recorded(report, verification, flagging: line, flagged: true)
+        case .failure(let error):
+            let line =
+                "report \(report.id) is recorded, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+            return .recorded(report, verification, flagging: line, flagged: false)
+        }
+    }
+
+    /// Flags an accepted report (a self-report, or one approved at review); a failure is
+    /// recorded where the reporter's page and the health team look, in the same write.
+    func flag(_ report: RecordedReport, in db: StoreWriter) -> Result<String, any Error> {
+        do {
+            return .success(try flagging.reportAccepted(report, in: db))
+        } catch {
+            recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+            return .failure(error)
+        }
+    }
+
+    /// The same on a store others write to: flagged through `ExposureFlagging.reportAccepted(_:on:)`,
+    /// a failure recorded in a write of its own.
+    func flag(_ report: RecordedReport, on store: DocumentStore) async throws -> Result<String, any Error> {
+        do {
+            return .success(try await flagging.reportAccepted(report, on: store))
+        } catch {
+            let desk = self
+            try await store.writing { db in
+                desk.recordFlaggingFailure(report.id, device: report.deviceID, "\(error)", in: db)
+            }
+            return .failure(error)
+        }
     }
 
     /// `submit` up to the flagging: the verification decided on, the report recorded.
@@ -326,12 +348,7 @@ extension SelfReportDesk {
         case .denied(let decided):
             return decided
         case .approved(let report, let recorded):
-            do {
-                return Decided(report: report, line: try flagging.reportAccepted(recorded, in: db), flagged: true)
-            } catch {
-                recordFlaggingFailure(reportID, device: recorded.deviceID, "\(error)", in: db)
-                return Self.approvedUnflagged(report, error)
-            }
+            return Self.approved(report, flag(recorded, in: db))
         }
     }
 
@@ -354,28 +371,20 @@ extension SelfReportDesk {
         case .denied(let decided):
             return decided
         case .approved(let report, let recorded):
-            do {
-                return Decided(
-                    report: report,
-                    line: try await flagging.reportAccepted(recorded, on: store),
-                    flagged: true
-                )
-            } catch {
-                try await store.writing { db in
-                    desk.recordFlaggingFailure(reportID, device: recorded.deviceID, "\(error)", in: db)
-                }
-                return Self.approvedUnflagged(report, error)
-            }
+            return Self.approved(report, try await flag(recorded, on: store))
         }
     }
 
-    static func approvedUnflagged(_ report: Report, _ error: any Error) -> Decided {
-        Decided(
-            report: report,
-            line:
-                "report \(report.id) is approved, but flagging failed (\(error)): run `tracer report flag \(report.id)`",
-            flagged: false
-        )
+    /// An approval's answer once flagged, or once its flagging failed.
+    static func approved(_ report: Report, _ flagged: Result<String, any Error>) -> Decided {
+        switch flagged {
+        case .success(let line):
+            return Decided(report: report, line: line, flagged: true)
+        case .failure(let error):
+            let line =
+                "report \(report.id) is approved, but flagging failed (\(error)): run `tracer report flag \(report.id)`"
+            return Decided(report: report, line: line, flagged: false)
+        }
     }
 
     /// A decision recorded (`recordDecision`): a denial, done, or an approval still to flag.
