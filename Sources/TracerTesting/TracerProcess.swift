@@ -109,6 +109,7 @@ public struct TracerProcess {
         private var lines: [String] = []
         private var partial = Data()
         private var closed = false
+        private var errClosed = false
 
         init(_ arguments: [String], environment: [String: String], executable: String = TracerProcess.binary) throws {
             process.executableURL = URL(fileURLWithPath: executable)
@@ -127,9 +128,10 @@ public struct TracerProcess {
             // `_dispatch_event_loop_drain`, once in CI: swift-corelibs-libdispatch issue 949).
             Self.read(out.fileHandleForReading, "tracer.test.stdout") { [weak self] data in self?.receive(data) }
             Self.read(err.fileHandleForReading, "tracer.test.stderr") { [weak self] data in
-                guard let self, !data.isEmpty else { return }
+                guard let self else { return }
                 self.lock.lock()
-                self.errData.append(data)
+                if data.isEmpty { self.errClosed = true } else { self.errData.append(data) }
+                self.lock.broadcast()
                 self.lock.unlock()
             }
         }
@@ -169,10 +171,18 @@ public struct TracerProcess {
             lock.unlock()
         }
 
-        /// What the process has written to standard error so far.
+        /// What the process has written to standard error so far; once it has ended, all of it.
+        /// The process can end before its reader has drained the pipe (the exit is seen first
+        /// under load: once in CI, a watch's one-line error read as nothing), so after the end
+        /// this waits, up to 10 seconds, for the pipe's end of file.
         public var stderr: String {
+            let ended = !process.isRunning
+            let deadline = Date(timeIntervalSinceNow: 10)
             lock.lock()
             defer { lock.unlock() }
+            while ended && !errClosed {
+                if !lock.wait(until: deadline) { break }
+            }
             return String(decoding: errData, as: UTF8.self)
         }
 
