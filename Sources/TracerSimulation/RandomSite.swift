@@ -22,8 +22,23 @@ public struct RandomSite: Sendable {
     /// The people, hours and the radio's truth (what the map does not know).
     public let parameters: SimulationParameters
 
+    /// Where a room's kiosks go on its walls.
+    public enum Placement: String, Sendable, CaseIterable {
+        /// Each on a wall of its own, drawn at random: a wall shared with the next room or the
+        /// corridor as often as the outside one (what the targets are measured on).
+        case drawn
+        /// Every one on the room's outside wall (the one across from the corridor), spread evenly
+        /// along it: as far from the next rooms and the corridor as the room allows
+        /// (docs/kiosks.md, "Where to mount a kiosk"). Everything else is drawn as with `drawn`,
+        /// so the two sites differ only in where their kiosks are.
+        case outside
+        /// In the middle of the room (on its ceiling), spread evenly along its longer side's
+        /// middle line: as far from every other room and the corridor as the room allows.
+        case centre
+    }
+
     /// Draws site `seed`; its map is parsed as if read from `file`.
-    public init(seed: UInt64, start: Double, file: String = "map.yaml") throws {
+    public init(seed: UInt64, start: Double, file: String = "map.yaml", placement: Placement = .drawn) throws {
         var rng = SeededGenerator(seed: seed, stream: "random-site")
         self.seed = seed
         let corridorWidth = (rng.uniform(2, 3) * 10).rounded() / 10
@@ -107,7 +122,20 @@ public struct RandomSite: Sendable {
                 default: p = Point(lo.x + inset, rng.uniform(lo.y + inset, hi.y - inset))
                 }
                 let key = r.use == .circulation ? "kiosk-corridor" : "kiosk-\(i + 1)" + (k == 0 ? "" : "-\(k + 1)")
-                kiosks.append(Kiosk(key: key, room: r.key, position: Point(Self.round(p.x), Self.round(p.y))))
+                var at = p
+                if placement == .outside, r.use != .circulation {
+                    // The wall across from the corridor: the least y on the south side, the most
+                    // on the north (the corridor runs from y = 0 to its width).
+                    let along = lo.x + (hi.x - lo.x) * Double(k + 1) / Double(n + 1)
+                    at = Point(along, lo.y < 0 ? lo.y + inset : hi.y - inset)
+                } else if placement == .centre, r.use != .circulation {
+                    let share = Double(k + 1) / Double(n + 1)
+                    at =
+                        hi.x - lo.x >= hi.y - lo.y
+                        ? Point(lo.x + (hi.x - lo.x) * share, (lo.y + hi.y) / 2)
+                        : Point((lo.x + hi.x) / 2, lo.y + (hi.y - lo.y) * share)
+                }
+                kiosks.append(Kiosk(key: key, room: r.key, position: Point(Self.round(at.x), Self.round(at.y))))
             }
         }
 

@@ -68,6 +68,13 @@ struct SimulateCommand: ParsableCommand {
         )
     )
     var badgeOffset: Double?
+    @Option(
+        help: ArgumentHelp(
+            "With --random-site, where each room's kiosks are mounted: drawn (on walls drawn at random, the default), outside (all on the room's outside wall, spread along it) or centre (on its ceiling, spread along its middle); everything else as drawn.",
+            valueName: "drawn|outside|centre"
+        )
+    )
+    var kiosksOn: String?
     @Flag(
         help: """
             Also write what each person's phone hears of the map's fixed beacons (scanner mode), \
@@ -100,7 +107,13 @@ struct SimulateCommand: ParsableCommand {
                 throw ValidationError("--map and --random-site: give one (a random site writes its own map)")
             }
             let file = (out as NSString).appendingPathComponent("map.yaml")
-            let drawn = try RandomSite(seed: randomSite, start: t0, file: file)
+            let placement = try kiosksOn.map { text in
+                guard let p = RandomSite.Placement(rawValue: text) else {
+                    throw ValidationError("--kiosks-on takes drawn, outside or centre, not '\(text)'")
+                }
+                return p
+            }
+            let drawn = try RandomSite(seed: randomSite, start: t0, file: file, placement: placement ?? .drawn)
             drawnMap = drawn.yaml
             site = drawn.site
             mapPath = file
@@ -110,6 +123,9 @@ struct SimulateCommand: ParsableCommand {
             if let seed { p.seed = seed }
         } else {
             guard let map else { throw ValidationError("give --map FILE, or --random-site SEED") }
+            guard kiosksOn == nil else {
+                throw ValidationError("--kiosks-on is for --random-site (a map places its own kiosks)")
+            }
             guard let people else { throw ValidationError("--people is needed with --map") }
             guard let hours else { throw ValidationError("--hours is needed with --map") }
             site = try Site.load(file: map)

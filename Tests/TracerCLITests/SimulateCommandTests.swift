@@ -259,6 +259,20 @@ import TracerTesting
             both.status == 1
                 && both.stderr == "Error: --map and --random-site: give one (a random site writes its own map)\n"
         )
+        let placed = try await TracerProcess.running([
+            "simulate", "--random-site", "3", "--kiosks-on", "ceiling", "--out", dir.file("x"),
+        ])
+        #expect(
+            placed.status == 1 && placed.stderr == "Error: --kiosks-on takes drawn, outside or centre, not 'ceiling'\n"
+        )
+        let mapPlaced = try await TracerProcess.running([
+            "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--kiosks-on", "outside", "--out",
+            dir.file("x"),
+        ])
+        #expect(
+            mapPlaced.status == 1
+                && mapPlaced.stderr == "Error: --kiosks-on is for --random-site (a map places its own kiosks)\n"
+        )
         let neither = try await TracerProcess.running(["simulate", "--out", dir.file("x")])
         #expect(neither.status == 1 && neither.stderr == "Error: give --map FILE, or --random-site SEED\n")
         let count = try await TracerProcess.running([

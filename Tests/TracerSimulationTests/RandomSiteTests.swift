@@ -18,6 +18,55 @@ import TracerSite
         #expect(a.yaml != c.yaml)
     }
 
+    @Test func kiosksOnTheOutsideWallOrInTheMiddleLeaveTheRestOfTheSiteAsDrawn() throws {
+        for seed in UInt64(1)...20 {
+            let drawn = try RandomSite(seed: seed, start: Self.start)
+            let outside = try RandomSite(seed: seed, start: Self.start, placement: .outside)
+            // The same people, hours and radio, and the same kiosks by key and room.
+            #expect(drawn.parameters == outside.parameters, "seed \(seed)")
+            #expect(drawn.site.rooms == outside.site.rooms)
+            #expect(drawn.site.anchors.map { [$0.key, $0.room] } == outside.site.anchors.map { [$0.key, $0.room] })
+            for room in outside.site.rooms where room.use != .circulation {
+                let (lo, hi) = room.bounds
+                // The wall across from the corridor (which runs along y = 0 up to its width).
+                let wall = lo.y < 0 ? lo.y + 0.3 : hi.y - 0.3
+                let kiosks = outside.site.anchors.filter { $0.room == room.key }.map(\.position)
+                #expect(kiosks.allSatisfy { abs($0.y - wall) < 0.06 }, "seed \(seed) \(room.key): \(kiosks)")
+                // Spread evenly along it: n kiosks at 1/(n+1), 2/(n+1), … of its length.
+                let xs = kiosks.map(\.x).sorted()
+                for (k, x) in xs.enumerated() {
+                    let expected = lo.x + (hi.x - lo.x) * Double(k + 1) / Double(xs.count + 1)
+                    #expect(abs(x - expected) < 0.06, "seed \(seed) \(room.key): \(xs)")
+                }
+            }
+            // In the middle: along the middle line of the room's longer side, spread evenly.
+            let centre = try RandomSite(seed: seed, start: Self.start, placement: .centre)
+            #expect(drawn.parameters == centre.parameters, "seed \(seed)")
+            for room in centre.site.rooms where room.use != .circulation {
+                let (lo, hi) = room.bounds
+                let wide = hi.x - lo.x >= hi.y - lo.y
+                let kiosks = centre.site.anchors.filter { $0.room == room.key }.map(\.position)
+                let across = kiosks.map { wide ? $0.y : $0.x }
+                let mid = wide ? (lo.y + hi.y) / 2 : (lo.x + hi.x) / 2
+                #expect(across.allSatisfy { abs($0 - mid) < 0.06 }, "seed \(seed) \(room.key): \(kiosks)")
+                let along = kiosks.map { wide ? $0.x : $0.y }.sorted()
+                let (from, to) = wide ? (lo.x, hi.x) : (lo.y, hi.y)
+                for (k, a) in along.enumerated() {
+                    #expect(abs(a - (from + (to - from) * Double(k + 1) / Double(along.count + 1))) < 0.06)
+                }
+            }
+            let corridor = { (s: RandomSite) in s.site.anchors.filter { $0.room == "corridor" }.map(\.position) }
+            #expect(corridor(drawn) == corridor(outside), "the corridor's kiosk, if any, as drawn")
+            #expect(corridor(drawn) == corridor(centre))
+        }
+        // Some kiosks drawn on other walls moved: the two placements are not the same.
+        let moved = try (UInt64(1)...20).filter { seed in
+            try RandomSite(seed: seed, start: Self.start).yaml
+                != RandomSite(seed: seed, start: Self.start, placement: .outside).yaml
+        }
+        #expect(moved.count >= 15)
+    }
+
     @Test func everySiteIsWithinTheRangesItPromises() throws {
         var corridorsWithAKiosk = 0
         for seed in UInt64(1)...40 {
