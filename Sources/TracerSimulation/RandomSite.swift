@@ -28,12 +28,13 @@ public struct RandomSite: Sendable {
         /// corridor as often as the outside one (what the targets are measured on).
         case drawn
         /// Every one on the room's outside wall (the one across from the corridor), spread evenly
-        /// along it: as far from the next rooms and the corridor as the room allows
-        /// (docs/kiosks.md, "Where to mount a kiosk"). Everything else is drawn as with `drawn`,
-        /// so the two sites differ only in where their kiosks are.
+        /// along it: away from the corridor, and from the next rooms but at the ends.
         case outside
         /// In the middle of the room (on its ceiling), spread evenly along its longer side's
         /// middle line: as far from every other room and the corridor as the room allows.
+        ///
+        /// With either, everything else is drawn as with `drawn`, so the sites differ only in
+        /// where their kiosks are (EFFICACY.md, "Where a kiosk is mounted").
         case centre
     }
 
