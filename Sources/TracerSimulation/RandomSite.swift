@@ -33,9 +33,13 @@ public struct RandomSite: Sendable {
         /// In the middle of the room (on its ceiling), spread evenly along its longer side's
         /// middle line: as far from every other room and the corridor as the room allows.
         ///
-        /// With either, everything else is drawn as with `drawn`, so the sites differ only in
-        /// where their kiosks are (EFFICACY.md, "Where a kiosk is mounted").
         case centre
+        /// As drawn, but a kiosk drawn on a wall its room shares with the next room moves to
+        /// where `centre` would put it; those on the corridor's wall or an outside wall stay.
+        ///
+        /// With any of them, everything else is drawn as with `drawn`, so the sites differ only
+        /// in where their kiosks are (EFFICACY.md, "Where a kiosk is mounted").
+        case offSharedWalls = "off-shared-walls"
     }
 
     /// Draws site `seed`; its map is parsed as if read from `file`.
@@ -112,6 +116,17 @@ public struct RandomSite: Sendable {
                 n = area >= 150 ? 2 + rng.index(2) : area >= 60 ? 1 + rng.index(2) : 1
             }
             var walls = [0, 1, 2, 3]
+            // Whether a wall (1: east, 3: west) is one the room shares with the next room on its
+            // side of the corridor.
+            func sharesWall(_ wall: Int) -> Bool {
+                guard wall == 1 || wall == 3 else { return false }
+                let x = wall == 1 ? hi.x : lo.x
+                return rooms.contains { other in
+                    other.key != r.key && other.use != .circulation
+                        && other.outline.map(\.y).min()! == lo.y
+                        && other.outline.contains { $0.x == x }
+                }
+            }
             for k in 0..<n {
                 let wall = walls.remove(at: rng.index(walls.count))
                 let inset = 0.3
@@ -129,7 +144,9 @@ public struct RandomSite: Sendable {
                     // on the north (the corridor runs from y = 0 to its width).
                     let along = lo.x + (hi.x - lo.x) * Double(k + 1) / Double(n + 1)
                     at = Point(along, lo.y < 0 ? lo.y + inset : hi.y - inset)
-                } else if placement == .centre, r.use != .circulation {
+                } else if placement == .centre || (placement == .offSharedWalls && sharesWall(wall)),
+                    r.use != .circulation
+                {
                     let share = Double(k + 1) / Double(n + 1)
                     at =
                         hi.x - lo.x >= hi.y - lo.y

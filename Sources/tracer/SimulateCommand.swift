@@ -70,8 +70,8 @@ struct SimulateCommand: ParsableCommand {
     var badgeOffset: Double?
     @Option(
         help: ArgumentHelp(
-            "With --random-site, where each room's kiosks are mounted: drawn (on walls drawn at random, the default), outside (all on the room's outside wall, spread along it) or centre (on its ceiling, spread along its middle); everything else as drawn.",
-            valueName: "drawn|outside|centre"
+            "With --random-site, where each room's kiosks are mounted: drawn (on walls drawn at random, the default), outside (all on the room's outside wall, spread along it) centre (on its ceiling, spread along its middle) or off-shared-walls (as drawn, but those on a wall shared with the next room moved to its middle); everything else as drawn.",
+            valueName: "drawn|outside|centre|off-shared-walls"
         )
     )
     var kiosksOn: String?
@@ -109,7 +109,7 @@ struct SimulateCommand: ParsableCommand {
             let file = (out as NSString).appendingPathComponent("map.yaml")
             let placement = try kiosksOn.map { text in
                 guard let p = RandomSite.Placement(rawValue: text) else {
-                    throw ValidationError("--kiosks-on takes drawn, outside or centre, not '\(text)'")
+                    throw ValidationError("--kiosks-on takes drawn, outside, centre or off-shared-walls, not '\(text)'")
                 }
                 return p
             }

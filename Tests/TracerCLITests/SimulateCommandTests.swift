@@ -263,7 +263,9 @@ import TracerTesting
             "simulate", "--random-site", "3", "--kiosks-on", "ceiling", "--out", dir.file("x"),
         ])
         #expect(
-            placed.status == 1 && placed.stderr == "Error: --kiosks-on takes drawn, outside or centre, not 'ceiling'\n"
+            placed.status == 1
+                && placed.stderr
+                    == "Error: --kiosks-on takes drawn, outside, centre or off-shared-walls, not 'ceiling'\n"
         )
         let mapPlaced = try await TracerProcess.running([
             "simulate", "--map", Self.map, "--people", "3", "--hours", "1", "--kiosks-on", "outside", "--out",

@@ -19,6 +19,7 @@ import TracerSite
     }
 
     @Test func kiosksOnTheOutsideWallOrInTheMiddleLeaveTheRestOfTheSiteAsDrawn() throws {
+        var movedSome = 0
         for seed in UInt64(1)...20 {
             let drawn = try RandomSite(seed: seed, start: Self.start)
             let outside = try RandomSite(seed: seed, start: Self.start, placement: .outside)
@@ -55,6 +56,26 @@ import TracerSite
                     #expect(abs(a - (from + (to - from) * Double(k + 1) / Double(along.count + 1))) < 0.06)
                 }
             }
+            // Off the walls shared with the next room: each kiosk where it was drawn or where the
+            // middle puts it, and none on a wall its room shares with another on its side (one in
+            // a corner, on the corridor's wall or the outside one too, may stay).
+            let off = try RandomSite(seed: seed, start: Self.start, placement: .offSharedWalls)
+            #expect(drawn.parameters == off.parameters, "seed \(seed)")
+            for (a, (d, c)) in zip(off.site.anchors, zip(drawn.site.anchors, centre.site.anchors)) {
+                #expect(a.position == d.position || a.position == c.position, "seed \(seed) \(a.key)")
+                guard a.room != "corridor", let own = off.site.rooms.first(where: { $0.key == a.room }) else {
+                    continue
+                }
+                let (lo, hi) = own.bounds
+                let p = a.position
+                guard abs(p.y - lo.y) > 0.31, abs(p.y - hi.y) > 0.31 else { continue }
+                for other in off.site.rooms where other.key != own.key && other.use != .circulation {
+                    let (olo, ohi) = other.bounds
+                    guard olo.y == lo.y else { continue }
+                    #expect(abs(p.x - olo.x) > 0.31 && abs(p.x - ohi.x) > 0.31, "seed \(seed) \(a.key) by \(other.key)")
+                }
+            }
+            if off.yaml != drawn.yaml && off.yaml != centre.yaml { movedSome += 1 }
             let corridor = { (s: RandomSite) in s.site.anchors.filter { $0.room == "corridor" }.map(\.position) }
             #expect(corridor(drawn) == corridor(outside), "the corridor's kiosk, if any, as drawn")
             #expect(corridor(drawn) == corridor(centre))
@@ -65,6 +86,9 @@ import TracerSite
                 != RandomSite(seed: seed, start: Self.start, placement: .outside).yaml
         }
         #expect(moved.count >= 15)
+        // Some sites drew kiosks on shared walls and others elsewhere: moving only those is
+        // neither the site as drawn nor every kiosk in the middle.
+        #expect(movedSome >= 10, "\(movedSome)")
     }
 
     @Test func everySiteIsWithinTheRangesItPromises() throws {
