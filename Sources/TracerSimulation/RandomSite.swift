@@ -32,7 +32,6 @@ public struct RandomSite: Sendable {
         case outside
         /// In the middle of the room (on its ceiling), spread evenly along its longer side's
         /// middle line: as far from every other room and the corridor as the room allows.
-        ///
         case centre
         /// As drawn, but a kiosk drawn on a wall its room shares with the next room moves to
         /// where `centre` would put it; those on the corridor's wall or an outside wall stay.

@@ -70,7 +70,7 @@ struct SimulateCommand: ParsableCommand {
     var badgeOffset: Double?
     @Option(
         help: ArgumentHelp(
-            "With --random-site, where each room's kiosks are mounted: drawn (on walls drawn at random, the default), outside (all on the room's outside wall, spread along it) centre (on its ceiling, spread along its middle) or off-shared-walls (as drawn, but those on a wall shared with the next room moved to its middle); everything else as drawn.",
+            "With --random-site, where each room's kiosks are mounted: drawn (on walls drawn at random, the default), outside (all on the room's outside wall, spread along it), centre (on its ceiling, spread along its middle) or off-shared-walls (as drawn, but those on a wall shared with the next room moved to its middle); everything else as drawn.",
             valueName: "drawn|outside|centre|off-shared-walls"
         )
     )
