@@ -109,7 +109,9 @@ struct SimulateCommand: ParsableCommand {
             let file = (out as NSString).appendingPathComponent("map.yaml")
             let placement = try kiosksOn.map { text in
                 guard let p = RandomSite.Placement(rawValue: text) else {
-                    throw ValidationError("--kiosks-on takes drawn, outside, centre or off-shared-walls, not '\(text)'")
+                    let names = RandomSite.Placement.allCases.map(\.rawValue)
+                    let listed = names.dropLast().joined(separator: ", ") + " or " + names.last!
+                    throw ValidationError("--kiosks-on takes \(listed), not '\(text)'")
                 }
                 return p
             }

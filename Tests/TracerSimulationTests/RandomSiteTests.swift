@@ -20,9 +20,11 @@ import TracerSite
 
     @Test func kiosksOnTheOutsideWallOrInTheMiddleLeaveTheRestOfTheSiteAsDrawn() throws {
         var movedSome = 0
+        var moved = 0
         for seed in UInt64(1)...20 {
             let drawn = try RandomSite(seed: seed, start: Self.start)
             let outside = try RandomSite(seed: seed, start: Self.start, placement: .outside)
+            if drawn.yaml != outside.yaml { moved += 1 }
             // The same people, hours and radio, and the same kiosks by key and room.
             #expect(drawn.parameters == outside.parameters, "seed \(seed)")
             #expect(drawn.site.rooms == outside.site.rooms)
@@ -81,11 +83,7 @@ import TracerSite
             #expect(corridor(drawn) == corridor(centre))
         }
         // Some kiosks drawn on other walls moved: the two placements are not the same.
-        let moved = try (UInt64(1)...20).filter { seed in
-            try RandomSite(seed: seed, start: Self.start).yaml
-                != RandomSite(seed: seed, start: Self.start, placement: .outside).yaml
-        }
-        #expect(moved.count >= 15)
+        #expect(moved >= 15)
         // Some sites drew kiosks on shared walls and others elsewhere: moving only those is
         // neither the site as drawn nor every kiosk in the middle.
         #expect(movedSome >= 10, "\(movedSome)")
