@@ -25,6 +25,10 @@ public struct FlagResult: Sendable, Equatable {
     /// evaluate --evidence`, to fit and check the decision), and the chance it gave each.
     public var evidence: [Evidence] = []
     public var chances: [Double] = []
+    /// Decided by another flag of the same report, at the same time or within the engine's
+    /// `claimLife` before (`flag(reportID:on:sharing:)`): its outcome as the store has it, and
+    /// nothing decided or written by this one.
+    public var shared = false
 }
 
 /// Flags the people who were near a reporter, on the store: the co-location rule
@@ -40,6 +44,11 @@ public struct ExposureEngine: ExposureFlagging {
     public var keepsEvidence = false
     /// The rule on the plan the kiosks' own calibrations give, while they stand.
     let calibrated = CalibratedColocation()
+    /// Seconds a sharing flag's claim on a report holds without being renewed, and a report
+    /// decided is taken as decided by the flags that share it (`flag(reportID:on:sharing:)`).
+    public var claimLife: Double = 30
+    /// The time a claim is written and aged by (a test's own clock; else the machine's).
+    public var claimClock: @Sendable () -> Date = { Date() }
 
     /// The policy the rule applies.
     public var policy: ExposurePolicy {
@@ -57,9 +66,10 @@ public struct ExposureEngine: ExposureFlagging {
     }
 
     /// Flags a report just accepted on the site server: decided on a reader thread, written on
-    /// the writer (`flag(reportID:on:)`).
+    /// the writer, and once between the desk and the flagger, which sees it arrive
+    /// (`flag(reportID:on:sharing:)`).
     public func reportAccepted(_ report: RecordedReport, on store: DocumentStore) async throws -> String {
-        acceptedLine(try await flag(reportID: report.id, on: store))
+        acceptedLine(try await flag(reportID: report.id, on: store, sharing: true))
     }
 
     /// The line for the person reporting.
@@ -84,12 +94,23 @@ public struct ExposureEngine: ExposureFlagging {
     /// store's writer. Deciding is nearly all of flagging (1–1.5 s a report on random sites,
     /// BENCHMARKS.md), and every kiosk's sync and every other write waited behind it while all of
     /// flagging ran on the writer.
+    ///
+    /// `sharing`: one decision with any other sharing flag of the report (the desk that recorded
+    /// it, the flagger that saw it arrive), whoever claims it first deciding for both
+    /// (ExposureEngine+Sharing.swift). Without it (the health team's "flag again"), it is decided
+    /// whatever else is under way.
     @discardableResult
-    public func flag(reportID: String, on store: DocumentStore, now: Date = Date()) async throws -> FlagResult {
+    public func flag(
+        reportID: String,
+        on store: DocumentStore,
+        sharing: Bool = false,
+        now: Date = Date()
+    ) async throws -> FlagResult {
         let engine = self
         if try await !store.reading({ db in try Indexes.declared(in: db) }) {
             try await store.writing { db in try Indexes.declare(in: db) }
         }
+        if sharing { return try await flagSharing(reportID: reportID, on: store, now: now) }
         let decision = try await store.reading { db in try engine.decide(reportID: reportID, in: db, now: now) }
         return try await store.writing { db in try engine.commit(decision, in: db) }
     }
@@ -204,7 +225,9 @@ public struct ExposureEngine: ExposureFlagging {
 
     /// Writes what `decide` decided: the exposures that changed, then the reporter's interactions
     /// marked. The report is read again first: one withdrawn or set aside since is not flagged.
-    public func commit(_ decision: Decision, in db: StoreWriter) throws -> FlagResult {
+    /// `markingDone`: a sharing flag's, whose report is marked done then in the transaction that
+    /// writes its exposures (`flaggings/{reportId}`).
+    public func commit(_ decision: Decision, in db: StoreWriter, markingDone: Date? = nil) throws -> FlagResult {
         var result = decision.result
         result.changed = try db.runTransaction { t in
             let report = try Self.accepted(t.get(Collections.report(decision.report.id)), id: decision.report.id)
@@ -216,6 +239,9 @@ public struct ExposureEngine: ExposureFlagging {
             let changed = try Self.write(decision.wanted, for: report, in: t)
             if failed { t.update(try Collections.report(report.id), Report.flaggingDone.report) }
             if deviceSaysFailed { t.update(devicePath, Report.flaggingDone.device) }
+            if let markingDone {
+                try Self.markDone(report, windows: decision.result.reporterWindows, at: markingDone, in: t)
+            }
             return changed
         }
         result.secondsToFlagged = Double(DispatchTime.now().uptimeNanoseconds - decision.started) / 1e9

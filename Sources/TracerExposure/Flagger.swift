@@ -6,7 +6,9 @@ import TracerStore
 /// Flags every accepted report as it arrives (from any kiosk or the API): every report at start
 /// (a re-run changes nothing), then each one that is added or changes, until shut down. One
 /// flagger runs per store: a second one waits, and takes over (flagging every report again, which
-/// changes nothing already flagged) when the first dies.
+/// changes nothing already flagged) when the first dies. A report that the desk recording it is
+/// flagging too (a self-report, a review's approval) is decided once between them, and one
+/// flagged within the engine's `claimLife` is not decided again (`flag(reportID:on:sharing:)`).
 public struct Flagger: Service {
     public let store: DocumentStore
     public let engine: ExposureEngine
@@ -41,7 +43,7 @@ public struct Flagger: Service {
                 let id = change.document.id
                 do {
                     let (engine, store) = (self.engine, self.store)
-                    let r = try await engine.flag(reportID: id, on: store)
+                    let r = try await engine.flag(reportID: id, on: store, sharing: true)
                     if r.skipped > 0 {
                         logger.warning(
                             "skipped \(r.skipped) interaction windows flagging cannot use (unreadable, or times or distance out of range); the rest flagged",

@@ -45,6 +45,15 @@ public enum Collections {
     /// `badgeIDs`: the days of badge ids a kiosk holds.
     public static let badgeIDs = root(BadgeIDDays.collectionID)
 
+    /// `flaggings`: each report's flagging, while it runs and once done, so that the desk that
+    /// recorded a report and the flagger that saw it arrive decide it once between them.
+    public static let flaggings = root(Flagging.collectionID)
+
+    /// `flaggings/{reportId}`.
+    public static func flagging(_ reportID: String) throws(StoreError) -> DocumentPath {
+        try flaggings.document(reportID)
+    }
+
     /// `beacons/{key}`.
     public static func beacon(_ key: String) throws(StoreError) -> DocumentPath {
         try beacons.document(key)

@@ -63,6 +63,11 @@ public enum DataModel {
             ]
         ),
         Entry(
+            path: "flaggings/{reportId}",
+            writtenBy: "the exposure engine, flagging a report for the desk that recorded it or the flagger",
+            fields: ["input (the report as decided)", "claimedBy", "claimedAt", "doneAt", "windows"]
+        ),
+        Entry(
             path: "devices/{deviceId}",
             writtenBy: "the exposure engine",
             fields: [

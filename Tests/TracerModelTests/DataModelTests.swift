@@ -14,6 +14,7 @@ import TracerSite
             try Collections.interactions(at: "k1").document("w1"),
             try Collections.hearings(at: "k1").document("k2-1795168800"),
             try Collections.report("r1"),
+            try Collections.flagging("r1"),
             try Collections.device("d1"),
             try Collections.exposures(of: "d1").document("x1"),
             try Collections.pushSubscriptions(of: "d1").document("p1"),
@@ -41,7 +42,7 @@ import TracerSite
         // The top-level collections, each reached from an entry.
         for collection in [
             Collections.beacons, Collections.reports, Collections.devices, Collections.tokens, Collections.audit,
-            Collections.kiosks, Collections.config, Collections.badges, Collections.badgeIDs,
+            Collections.kiosks, Collections.config, Collections.badges, Collections.badgeIDs, Collections.flaggings,
         ] {
             #expect(DataModel.entries.contains { $0.path.hasPrefix(collection.description + "/") }, "\(collection)")
         }
@@ -117,6 +118,7 @@ import TracerSite
         check(reportPath, report.data.keys)
         check(reportPath, Report.decision(.accepted, by: "health", note: "ok").keys.map(\.description))
         check(reportPath, Report.flaggingFailure("x").report.keys.map(\.description))
+        check(try Collections.flagging("r1"), Flagging.Field.all)
         check(reportPath, Report.revocation.keys.map(\.description))
         let token = TokenRecord(id: "t1", role: .device, deviceID: "d1", anchor: "k1", name: "n", hash: "h")
         check(try Collections.token("t1"), token.data.keys)
