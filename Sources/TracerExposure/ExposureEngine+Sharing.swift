@@ -66,8 +66,8 @@ extension ExposureEngine {
         do {
             return try await withThrowingTaskGroup(of: FlagResult?.self) { group in
                 group.addTask {
-                    let decision = try await store.reading { db in
-                        try engine.decide(reportID: reportID, in: db, now: now)
+                    let decision = try await engine.decisions.run {
+                        try await store.reading { db in try engine.decide(reportID: reportID, in: db, now: now) }
                     }
                     return try await store.writing { db in
                         try engine.commit(decision, in: db, markingDone: clock())

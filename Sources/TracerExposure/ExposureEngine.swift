@@ -49,6 +49,10 @@ public struct ExposureEngine: ExposureFlagging {
     public var claimLife: Double = 30
     /// The time a claim is written and aged by (a test's own clock; else the machine's).
     public var claimClock: @Sendable () -> Date = { Date() }
+    /// Reports this engine (and its copies: the site server's desk, API and flagger) decides on
+    /// the store at once, each on one of the store's reader threads; the rest wait their turn
+    /// without one (`DecisionSlots`). Two of the store's four leave the others to every other read.
+    let decisions = DecisionSlots(2)
 
     /// The policy the rule applies.
     public var policy: ExposurePolicy {
@@ -111,7 +115,9 @@ public struct ExposureEngine: ExposureFlagging {
             try await store.writing { db in try Indexes.declare(in: db) }
         }
         if sharing { return try await flagSharing(reportID: reportID, on: store, now: now) }
-        let decision = try await store.reading { db in try engine.decide(reportID: reportID, in: db, now: now) }
+        let decision = try await decisions.run {
+            try await store.reading { db in try engine.decide(reportID: reportID, in: db, now: now) }
+        }
         return try await store.writing { db in try engine.commit(decision, in: db) }
     }
 
