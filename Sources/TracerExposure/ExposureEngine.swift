@@ -391,6 +391,8 @@ public struct ExposureEngine: ExposureFlagging {
             }
 
             for doc in exposures { t.delete(doc.path) }
+            // Its flagging's marker says nothing once it is withdrawn.
+            t.delete(try Collections.flagging(reportID))
             t.update(path, Report.revocation)
             for (device, data) in summaries { t.set(try Collections.device(device), data, merge: true) }
             if !reporterData.isEmpty { t.set(reporterPath, reporterData, merge: true) }

@@ -52,6 +52,9 @@ import TracerTesting
             marker.data?[Flagging.Field.doneAt]?.timestampValue != nil && marker.data?[Flagging.Field.claimedBy] == nil,
             "\(marker.data ?? [:])"
         )
+        // A report withdrawn takes its marker with it.
+        _ = try await store.writing { db in try engine.revoke(reportID: "r1", in: db) }
+        #expect(try !Self.marker(store).exists)
     }
 
     /// Done within the claim's life, a report is not decided again by a sharing flag (a window
