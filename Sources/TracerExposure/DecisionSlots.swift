@@ -30,23 +30,11 @@ final class DecisionSlots: Sendable {
     }
 
     private func acquire() async {
-        let now = state.withLock { s -> Bool in
-            guard s.free > 0 else { return false }
-            s.free -= 1
-            s.inUse += 1
-            s.peak = max(s.peak, s.inUse)
-            return true
-        }
-        if now { return }
+        if state.withLock({ Self.takeFree(&$0) }) { return }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { s -> Bool in
                 // Freed between the two looks: taken at once.
-                guard s.free == 0 else {
-                    s.free -= 1
-                    s.inUse += 1
-                    s.peak = max(s.peak, s.inUse)
-                    return true
-                }
+                if Self.takeFree(&s) { return true }
                 s.waiting.append(c)
                 return false
             }
@@ -54,16 +42,23 @@ final class DecisionSlots: Sendable {
         }
     }
 
+    /// A free slot taken, if there is one.
+    private static func takeFree(_ s: inout State) -> Bool {
+        guard s.free > 0 else { return false }
+        s.free -= 1
+        s.inUse += 1
+        s.peak = max(s.peak, s.inUse)
+        return true
+    }
+
     private func release() {
         let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            s.inUse -= 1
+            // Handed over to the next in line, the slot stays taken.
             guard !s.waiting.isEmpty else {
+                s.inUse -= 1
                 s.free += 1
                 return nil
             }
-            // Handed over: the slot stays taken, by the next in line.
-            s.inUse += 1
-            s.peak = max(s.peak, s.inUse)
             return s.waiting.removeFirst()
         }
         next?.resume()
