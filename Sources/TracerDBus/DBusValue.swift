@@ -2,7 +2,10 @@ import CTracerDBus
 
 /// A D-Bus value with its type: every type BlueZ's API uses here (`a{oa{sa{sv}}}`, `a{qv}`,
 /// `ay`, `n`, `q`, `b`, `s`, `o`, `as`, `a{sv}`), and the rest of the basic ones.
-public indirect enum DBusValue: Sendable, Hashable {
+///
+/// Only a variant is boxed (`indirect`): the containers hold arrays, which are on the heap
+/// already, and every value boxed made a `PropertiesChanged` of one RSSI eight allocations.
+public enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case bool(Bool)
     case int16(Int16)
@@ -19,7 +22,7 @@ public indirect enum DBusValue: Sendable, Hashable {
     case array(element: String, [DBusValue])
     /// A dictionary: `a{KV}`, entries in order.
     case dictionary(key: String, value: String, [DictEntry])
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
     case structure([DBusValue])
 
     public struct DictEntry: Sendable, Hashable {

@@ -2,7 +2,7 @@ import CTracerDBus
 
 /// Values into and out of messages, through `dbus_message_iter_*` (Swift cannot call the
 /// variadic `dbus_message_append_args`).
-enum Marshal {
+package enum Marshal {
     static func append(_ value: DBusValue, to iterator: inout DBusMessageIter, call: String) throws {
         func fail(_ why: String) -> DBusError {
             DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: why, call: call)

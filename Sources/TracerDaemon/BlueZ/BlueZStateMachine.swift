@@ -260,7 +260,11 @@ struct BlueZStateMachine {
 
     func isOurs(_ path: String) -> Bool {
         guard let adapterPath else { return false }
-        return path.hasPrefix(adapterPath + "/")
+        // Without making `adapterPath + "/"` for each of a few thousand signals a second.
+        let prefix = adapterPath.utf8
+        let utf8 = path.utf8
+        guard utf8.count > prefix.count, utf8.starts(with: prefix) else { return false }
+        return utf8[utf8.index(utf8.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
     }
 
     /// Activity; and an advert when the RSSI (or the data) changed and it carries Apple's data.
