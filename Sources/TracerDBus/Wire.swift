@@ -426,9 +426,13 @@ package final class WireStrings {
     package func string(_ bytes: UnsafeRawBufferPointer) -> String {
         // Up to 15 bytes a String holds inline: nothing allocated to save.
         guard bytes.count > 15 else { return String(decoding: bytes, as: UTF8.self) }
-        var hash: UInt32 = 2_166_136_261
-        for b in bytes { hash = (hash ^ UInt32(b)) &* 16_777_619 }
-        let slot = Int(hash & 1023)
+        // The hash of its length and its first and last eight bytes: a device's path differs
+        // from another's in its last bytes (its address), and a byte-by-byte hash of every
+        // string of every message cost more than the allocations it saved.
+        let first = bytes.loadUnaligned(as: UInt64.self)
+        let last = bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)
+        let mixed = (first ^ (last &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(bytes.count)) &* 0xFF51_AFD7_ED55_8CCD
+        let slot = Int(truncatingIfNeeded: mixed >> 54)  // the top 10 bits: 1,024 slots
         if let kept = slots[slot] {
             let same = kept.utf8.withContiguousStorageIfAvailable {
                 $0.count == bytes.count && memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0

@@ -203,7 +203,12 @@ public final class BlueZSource: AdvertSource, Sendable {
             lastEmit = began
         }
 
-        var now: Double { (ContinuousClock.now - began) / .seconds(1) }
+        var now: Double {
+            // From the components: dividing the Durations goes through 128-bit integers, for
+            // each signal.
+            let (seconds, attoseconds) = (ContinuousClock.now - began).components
+            return Double(seconds) + Double(attoseconds) * 1e-18
+        }
 
         mutating func serve(_ emit: ([Advert]) -> Void) {
             handle(.connected(bluezIsUp: bluezIsUp()))
@@ -243,12 +248,15 @@ public final class BlueZSource: AdvertSource, Sendable {
 
         /// Feeds an event to the machine and performs what it asks, feeding back the answers.
         mutating func handle(_ event: BlueZStateMachine.Event) {
-            var queue = [event]
-            while !queue.isEmpty {
-                let actions = machine.handle(queue.removeFirst(), now: now)
-                for action in actions {
+            // Answers are handled in the order they come; the queue is made only when one does
+            // (an advert's event has none, and comes a few thousand times a second).
+            var queue: [BlueZStateMachine.Event] = []
+            var next: BlueZStateMachine.Event? = event
+            while let current = next {
+                for action in machine.handle(current, now: now) {
                     if let answer = perform(action) { queue.append(answer) }
                 }
+                next = queue.isEmpty ? nil : queue.removeFirst()
             }
         }
 

@@ -158,11 +158,15 @@ struct BlueZStateMachine {
             current?.devices[path] = device
             heard(device, rssiChanged: properties.rssi != nil, now: now, &actions)
         case .deviceChanged(let path, let changed):
-            guard isOurs(path) else { break }
-            var device = current?.devices[path] ?? Device(lastSeen: 0)
-            device.lastSeen = now
-            device.properties.merge(changed)
-            current?.devices[path] = device
+            guard isOurs(path), current != nil else { break }
+            // Changed where it is kept (one lookup of the path, not a copy out and back in):
+            // a few thousand a second.
+            func change(_ device: inout Device) -> Device {
+                device.lastSeen = now
+                device.properties.merge(changed)
+                return device
+            }
+            let device = change(&current!.devices[path, default: Device(lastSeen: 0)])
             counters.deviceSignals += 1
             heard(device, rssiChanged: changed.rssi != nil || changed.manufacturerData != nil, now: now, &actions)
         case .adapterChanged(let path, let on, let isDiscovering):
@@ -261,10 +265,9 @@ struct BlueZStateMachine {
     func isOurs(_ path: String) -> Bool {
         guard let adapterPath else { return false }
         // Without making `adapterPath + "/"` for each of a few thousand signals a second.
-        let prefix = adapterPath.utf8
         let utf8 = path.utf8
-        guard utf8.count > prefix.count, utf8.starts(with: prefix) else { return false }
-        return utf8[utf8.index(utf8.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
+        guard utf8.count > adapterPath.utf8.count, path.hasPrefix(adapterPath) else { return false }
+        return utf8[utf8.index(utf8.startIndex, offsetBy: adapterPath.utf8.count)] == UInt8(ascii: "/")
     }
 
     /// Activity; and an advert when the RSSI (or the data) changed and it carries Apple's data.
