@@ -95,7 +95,7 @@ public enum DataModel {
             writtenBy: "`tracer token create`, `tracer badge issue --link`; `POST /v1/links`",
             fields: [
                 "role (admin, kiosk, device)", "hash (SHA-256 of the secret)", "name", "deviceId", "anchor",
-                "link", "createdAt", "linkedAt", "revokedAt",
+                "link", "createdAt", "linkedAt", "linkAttempt", "revokedAt",
             ]
         ),
         Entry(

@@ -32,6 +32,9 @@ public struct TokenRecord: Sendable, Equatable {
     public var link: String?
     /// When the link was exchanged for the token (then `hash` is the token's).
     public var linkedAt: Timestamp?
+    /// SHA-256 of the key the page sent with its exchange, hex: the same key may exchange the
+    /// link again for a while, when its answer was lost (`TokenStore.exchange`).
+    public var linkAttempt: String?
 
     public init(id: String, role: Role, deviceID: String?, anchor: String? = nil, name: String, hash: String) {
         self.id = id
@@ -56,6 +59,7 @@ public struct TokenRecord: Sendable, Equatable {
         revokedAt = r.optionalTime("revokedAt")
         link = r.optionalString("link")
         linkedAt = r.optionalTime("linkedAt")
+        linkAttempt = r.optionalString("linkAttempt")
     }
 
     /// The document as created; `createdAt` is the commit time.
@@ -73,10 +77,16 @@ public struct TokenRecord: Sendable, Equatable {
     /// The fields a revocation writes.
     public static var revocation: [FieldPath: Value] { ["revokedAt": .serverTimestamp] }
 
-    /// The fields a link's exchange writes: the token's hash, and when.
-    public static func linked(hash: String) -> [FieldPath: Value] {
-        ["hash": .string(hash), "linkedAt": .serverTimestamp]
+    /// The fields a link's exchange writes: the token's hash, when, and the hash of the key the
+    /// page sent with it, if it sent one.
+    public static func linked(hash: String, attempt: String?) -> [FieldPath: Value] {
+        var fields: [FieldPath: Value] = ["hash": .string(hash), "linkedAt": .serverTimestamp]
+        if let attempt { fields["linkAttempt"] = .string(attempt) }
+        return fields
     }
+
+    /// The fields an exchange answered again writes: a new token's hash (the lost one's ends).
+    public static func relinked(hash: String) -> [FieldPath: Value] { ["hash": .string(hash)] }
 }
 
 /// `audit/{id}`: one admin request served: who, what, when.

@@ -113,7 +113,9 @@ extension API: APIProtocol {
 
     public func exchangeLink(_ input: Operations.ExchangeLink.Input) async throws -> Operations.ExchangeLink.Output {
         guard case .json(let body) = input.body else { throw APIError.badRequest("a link's body is JSON") }
-        return .ok(.init(body: .json(try await exchangeLink(body.code, client: try Caller.now.client))))
+        return .ok(
+            .init(body: .json(try await exchangeLink(body.code, attempt: body.attempt, client: try Caller.now.client)))
+        )
     }
 
     // MARK: A token holder's

@@ -138,9 +138,12 @@ extension API {
     /// token is needed (the code is the credential); a wrong code counts against the client on a
     /// limiter of its own (`linkLimiter`), so codes cannot be guessed at speed and its tokens
     /// still work.
-    func exchangeLink(_ code: String, client: String) async throws -> Components.Schemas.Linked {
+    func exchangeLink(_ code: String, attempt: String?, client: String) async throws -> Components.Schemas.Linked {
         try linkLimiter.refuseIfLimited(client, "link codes")
-        switch try await store.writing({ db in try TokenStore.exchange(code, in: db) }) {
+        if let attempt, !TokenStore.isAttemptKey(attempt) {
+            throw APIError.badRequest("attempt: 16 to 64 letters, digits, '-' or '_'")
+        }
+        switch try await store.writing({ db in try TokenStore.exchange(code, attempt: attempt, in: db) }) {
         case .token(let token, let deviceID):
             return Components.Schemas.Linked(token: token, deviceId: deviceID)
         case .used:

@@ -103,15 +103,39 @@ public enum TokenStore {
         case unknown
     }
 
+    /// How long after a link's exchange the same page's key may exchange it again.
+    public static let attemptLife: TimeInterval = 600
+
+    /// Whether `key` is a page's exchange key: 16 to 64 of `A–Z a–z 0–9 - _`.
+    public static func isAttemptKey(_ key: String) -> Bool {
+        (16...64).contains(key.utf8.count)
+            && key.utf8.allSatisfy { Self.alphabet.contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+    }
+
     /// Exchanges a link's code for the device's token, once: the token is made now (its hash
     /// replaces the empty one), and the link is dead after. A code of the wrong shape, an
     /// unknown id and a wrong secret are alike (`unknown`), and cost the same comparison.
-    public static func exchange(_ code: String, in db: StoreWriter) throws -> Exchanged {
+    ///
+    /// Once, except for the page that exchanged it: a phone whose answer was lost (the network
+    /// gone between the commit and the answer) would otherwise hold a used link and no token,
+    /// and its person would need a new card. A page sends a key of its own (`attempt`) with
+    /// every try; the same code with the same key, within `attemptLife` of the first exchange,
+    /// is answered again with a new token, and the one never seen ends. Another browser with
+    /// the card's code but not the key still gets `used`.
+    public static func exchange(
+        _ code: String,
+        attempt: String? = nil,
+        now: Date = Date(),
+        in db: StoreWriter
+    ) throws
+        -> Exchanged
+    {
         let parts = code.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, Self.isID(parts[0]), parts[1].utf8.count == 32,
             parts[1].utf8.allSatisfy(Self.alphabet.contains), let path = try? Collections.token(String(parts[0]))
         else { return .unknown }
         let offered = Array(Digest.sha256Hex(parts[1].utf8).utf8)
+        let attemptHash = attempt.map { Digest.sha256Hex($0.utf8) }
         let secret = Self.random(32)
         return try db.runTransaction { t in
             let doc = try t.get(path)
@@ -121,9 +145,17 @@ public enum TokenStore {
                 let device = record.deviceID
             else { return .unknown }
             guard record.revokedAt == nil else { return .withdrawn }
-            guard record.linkedAt == nil else { return .used }
-            t.update(path, TokenRecord.linked(hash: Digest.sha256Hex(secret)))
-            return .token("tracer_\(record.id)_\(secret)", deviceID: device)
+            let token = "tracer_\(record.id)_\(secret)"
+            guard let linkedAt = record.linkedAt else {
+                t.update(path, TokenRecord.linked(hash: Digest.sha256Hex(secret), attempt: attemptHash))
+                return .token(token, deviceID: device)
+            }
+            guard let attemptHash, let kept = record.linkAttempt,
+                Self.constantTimeEqual(Array(attemptHash.utf8), Array(kept.utf8)),
+                now.timeIntervalSince(linkedAt.date) <= Self.attemptLife
+            else { return .used }
+            t.update(path, TokenRecord.relinked(hash: Digest.sha256Hex(secret)))
+            return .token(token, deviceID: device)
         }
     }
 

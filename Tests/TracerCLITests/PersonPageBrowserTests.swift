@@ -369,6 +369,35 @@ import TracerTesting
         #expect(reports.count == 1 && reports.allSatisfy { Report.is($0, .accepted) }, "\(reports.map(\.path))")
     }
 
+    /// A link opened while the network fails: the server used the link, and its answer (the
+    /// token) was lost on the way. The page says it cannot reach the site, tries again by itself
+    /// with its key, and opens: the person needs no new card. axe-core on the page it opens.
+    @Test func aLinkWhoseAnswerWasLostOpensWhenThePageTriesAgain() async throws {
+        let (t, axe) = try await Self.labMorning()
+        let device = "\(ExposureCommandTests.uuid):1:1"
+        let server = try await ReplicationTests.SiteServer(store: t.store)
+        defer { server.process.kill() }
+        let proxy = try FaultProxy(target: server.port)
+        defer { proxy.stop() }
+        let link = try await Self.card(t, device, on: "http://127.0.0.1:\(proxy.port)").link
+        proxy.loseAnswers(to: "POST /v1/links")
+        let (status, result, output) = try await Chromium.run(
+            Chromium.phone(link, screenshot: "person-link-answer-lost.png") + [
+                "--ready",
+                "document.body.dataset.screen === 'page' && document.getElementById('card').dataset.status === 'clear'",
+                "--axe", axe, "--timeout", "60",
+            ]
+        )
+        #expect(status == 0, "\(output)")
+        #expect(result?.axe?.isEmpty == true, "\(result?.axe ?? [])")
+        #expect(proxy.dropped == 1, "the answer to lose was lost \(proxy.dropped) times")
+        // One card, opened once in the store's eyes, by the key of the page that opened it.
+        let store = try DocumentStore(path: t.store)
+        let cards = try await store.reading { db in try db.getDocuments(Query(collection: Collections.tokens)) }
+            .compactMap { try? TokenRecord($0) }.filter { $0.deviceID == device && $0.link != nil }
+        #expect(cards.count == 1 && cards.first?.linkedAt != nil && cards.first?.linkAttempt != nil)
+    }
+
     /// Issue 45, finding 4: a token revoked on the store (`tracer token revoke`, another process,
     /// as a site does for a lost phone) ends the open page within seconds, by an event on its
     /// stream: "no longer has access", not its status and "Live" until the device next changes.

@@ -101,6 +101,61 @@ import TracerTesting
         }
     }
 
+    /// A phone whose answer was lost (the link used on the server, its token never seen) tries
+    /// again with its key: a new token, and the lost one ends. Another browser with the card's
+    /// code, or the same key after ten minutes, or no key, gets nothing; a key of the wrong shape
+    /// is a 400 naming it.
+    @Test func aLostAnswerIsAnsweredAgainToTheSameKeyOnly() async throws {
+        let f = try await ServerFixture()
+        let link = try await f.store.writing { db in try TokenStore.createLink(deviceID: "dev-7", name: nil, in: db) }
+        let key = "k3y-of_this-browser-0123456789"
+        try await f.app().test(.router) { client in
+            let bad = try await Self.post(client, #"{"code": "\#(link.code)", "attempt": "short"}"#)
+            #expect(bad.status == .badRequest && String(buffer: bad.body).contains("attempt"))
+
+            let lost = try #require(
+                decoded(
+                    Components.Schemas.Linked.self,
+                    try await Self.post(client, #"{"code": "\#(link.code)", "attempt": "\#(key)"}"#)
+                )
+            )
+            // The same key again: the device's token again, a new one.
+            let again = try await Self.post(client, #"{"code": "\#(link.code)", "attempt": "\#(key)"}"#)
+            #expect(again.status == .ok)
+            let found = try #require(decoded(Components.Schemas.Linked.self, again))
+            #expect(found.deviceId == "dev-7" && found.token != lost.token)
+            try await client.execute(uri: "/v1/devices/dev-7", method: .get, headers: ServerFixture.bearer(found.token))
+            {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/v1/devices/dev-7", method: .get, headers: ServerFixture.bearer(lost.token))
+            {
+                #expect($0.status == .unauthorized)
+            }
+            // Another browser: with another key, or none.
+            for body in [
+                #"{"code": "\#(link.code)", "attempt": "another-browser-0123456789"}"#, #"{"code": "\#(link.code)"}"#,
+            ] {
+                let other = try await Self.post(client, body)
+                #expect(other.status == .gone && errorCode(other) == "link_used", "\(body)")
+            }
+        }
+        // Ten minutes after the link was opened, the key is worth nothing.
+        let opened = try await f.store.reading { db in try TokenRecord(db.get(Collections.token(link.id))) }
+        let linkedAt = try #require(opened.linkedAt).date
+        #expect(opened.linkAttempt?.count == 64 && opened.linkAttempt?.contains(key) == false)
+        for (after, expected) in [(599.0, true), (601.0, false)] {
+            let outcome = try await f.store.writing { db in
+                try TokenStore.exchange(link.code, attempt: key, now: linkedAt + after, in: db)
+            }
+            if case .token = outcome {
+                #expect(expected, "\(after) s")
+            } else {
+                #expect(!expected, "\(after) s: \(outcome)")
+            }
+        }
+    }
+
     @Test func forgedMalformedAndRevokedCodesGiveNothing() async throws {
         let f = try await ServerFixture()
         let tokens = Tokens(store: f.store)
