@@ -187,9 +187,7 @@ public final class DBusSignalStream: @unchecked Sendable {
     /// Waits until the socket is readable (true) or the deadline passes.
     private func wait(until deadline: ContinuousClock.Instant) -> Bool {
         while true {
-            let left = deadline - ContinuousClock.now
-            let (seconds, attoseconds) = left.components
-            let milliseconds = max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+            let milliseconds = max(0, DBusConnection.milliseconds(deadline - ContinuousClock.now))
             var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, milliseconds)
             if ready < 0, errno == EINTR { continue }

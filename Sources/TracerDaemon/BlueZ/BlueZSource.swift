@@ -381,7 +381,7 @@ public final class BlueZSource: AdvertSource, Sendable {
                         )
                     )
                 }
-                if let properties = interfaces.dictionary?[Self.deviceInterface]?.dictionary {
+                if case .dictionary(_, _, let properties)? = interfaces.dictionary?[Self.deviceInterface] {
                     devices[path] = Self.device(properties)
                 }
             }
@@ -400,7 +400,7 @@ public final class BlueZSource: AdvertSource, Sendable {
                     return nil
                 }
                 if interfaces[adapterInterface] != nil { return .adapterAdded(path: path) }
-                guard let properties = interfaces[deviceInterface]?.dictionary else { return nil }
+                guard case .dictionary(_, _, let properties)? = interfaces[deviceInterface] else { return nil }
                 return .deviceAdded(path: path, device(properties))
             case (objectManager, "InterfacesRemoved"):
                 guard args.count == 2, let path = args[0].string, case .array(_, let names) = args[1] else {
@@ -432,12 +432,7 @@ public final class BlueZSource: AdvertSource, Sendable {
             }
         }
 
-        /// Device1 properties into what tracer keeps (never the address).
-        static func device(_ properties: [String: DBusValue]) -> BlueZStateMachine.DeviceProperties {
-            device(properties.map { DBusValue.DictEntry(.string($0.key), $0.value) })
-        }
-
-        /// Device1 properties, as `a{sv}`'s entries, into what tracer keeps.
+        /// Device1 properties, as `a{sv}`'s entries, into what tracer keeps (never the address).
         static func device(_ entries: [DBusValue.DictEntry]) -> BlueZStateMachine.DeviceProperties {
             var device = BlueZStateMachine.DeviceProperties()
             for entry in entries {
