@@ -371,17 +371,25 @@ import TracerTesting
             while kill(daemon.process.processIdentifier, 0) == 0 { usleep(50_000) }
         }
         feeder.start()
+        // One reader, opened once the daemon has made the store: a store opened every poll (as
+        // this test once did) sets up its schema and threads each time, and under CI's load that
+        // churn held the daemon's writes back for minutes. A deadline, not a count of polls, and
+        // the daemon's own end is reported with what it said.
+        var reader: DocumentStore?
         var wroteSome = false
-        for _ in 0..<2400 where !wroteSome {
-            try await Task.sleep(for: .milliseconds(50))
-            guard FileManager.default.fileExists(atPath: store) else { continue }
-            let reader = try DocumentStore(path: store)
+        let deadline = ContinuousClock.now + .seconds(300)
+        while !wroteSome, ContinuousClock.now < deadline, daemon.process.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+            if reader == nil, FileManager.default.fileExists(atPath: store) { reader = try DocumentStore(path: store) }
+            guard let reader else { continue }
             wroteSome = try await !reader.reading { db in
                 try db.getDocuments(Query(collectionGroup: "interactions").limit(1))
             }
             .isEmpty
         }
-        try #require(wroteSome, "the daemon wrote nothing in two minutes")
+        await reader?.close()
+        try #require(daemon.process.isRunning, "the daemon ended before it was signalled: \(daemon.stderr)")
+        try #require(wroteSome, "the daemon wrote nothing in five minutes")
         daemon.kill(SIGTERM)
         #expect(daemon.process.terminationStatus == 0 && daemon.process.terminationReason == .exit)
         let line = await daemon.line(timeout: 2) ?? ""
