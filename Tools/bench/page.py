@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 p = argparse.ArgumentParser()
 p.add_argument('tracer')
@@ -24,10 +25,13 @@ try:
     run('map', 'publish', os.path.join(root, 'BeaconMap/example-campus.yaml'))
     # A status with three exposures to show, for a badge's iBeacon id (a card names one the site knows).
     device = 'f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:7'
+    # Of the day before the run: inside the site's 14 days, whatever the day it runs (fixed days
+    # pass the retention period, and the server purges them before the page is measured).
+    day = int(time.time()) - 86400
     for i in range(3):
         run('db', 'set', f'devices/{device}/exposures/r{i}-kiosk-lab',
-            json.dumps({'reportId': f'r{i}', 'beaconKey': 'kiosk-lab', 'from': {'__time__': 1795600000 + i * 3600},
-                        'to': {'__time__': 1795600600 + i * 3600}, 'overlapSeconds': 600, 'separation': {'min': 0.5, 'max': 2.5}}))
+            json.dumps({'reportId': f'r{i}', 'beaconKey': 'kiosk-lab', 'from': {'__time__': day + i * 3600},
+                        'to': {'__time__': day + 600 + i * 3600}, 'overlapSeconds': 600, 'separation': {'min': 0.5, 'max': 2.5}}))
     run('db', 'set', f'devices/{device}', json.dumps({'status': 'exposed', 'risk': 'high', 'exposureCount': 3}))
     server = subprocess.Popen([a.tracer, 'serve', '--store', store, '--bind', '127.0.0.1:0'],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -117,10 +117,15 @@ try:
     say(f'writing {n:,} interaction documents to import…')
     lines = os.path.join(scratch, 'backlog.jsonl')
     rng = random.Random(7)
-    t0 = 1795341600
+    # The windows end before the run and begin at most 13 days earlier, inside the site's 14 days:
+    # dated from a fixed day (2026-11-22, as they once were), the server would purge them as they
+    # arrive once that day is 14 days gone, and the drain would be measured with the purge. Twenty
+    # badges' windows every 30 s, closer together when the documents would not fit in 13 days.
+    step = min(30.0, 13 * 86400 / max(1, -(-n // 20)))
+    t0 = int(time.time()) - 13 * 86400
     with open(lines, 'w') as f:
         for i in range(n):
-            start = t0 + (i // 20) * 30
+            start = t0 + int((i // 20) * step)
             f.write(json.dumps({
                 'path': f'beacons/kiosk-lab/interactions/w{i:09d}',
                 'data': {
