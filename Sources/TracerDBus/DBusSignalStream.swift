@@ -19,7 +19,8 @@ public final class DBusSignalStream: @unchecked Sendable {
     private let socket: Int32
     private var buffer: [UInt8] = []
     private var consumed = 0
-    private var pending: [DBusSignal] = []
+    /// Signals that came while a call waited for its reply, as their bytes, for `receive`.
+    private var pending: [[UInt8]] = []
     private var lost = false
     private var chunk = [UInt8](repeating: 0, count: 64 << 10)
     private let strings = WireStrings()
@@ -86,10 +87,24 @@ public final class DBusSignalStream: @unchecked Sendable {
     /// signals was a large allocation each round, and glibc consolidated its small free chunks
     /// for it every time (5% of the daemon's time).
     public func receive(timeout: Duration, _ each: (DBusSignal) -> Void) -> Bool {
+        receive(timeout: timeout) { (signal: WireSignal) in each(try signal.signal()) }
+    }
+
+    /// `receive`, each signal as it was read (`WireSignal`): a hot path reads the bodies it
+    /// knows itself. An error `each` throws is a malformed message: the stream ends, as it does
+    /// for one the stream cannot read.
+    package func receive(timeout: Duration, wire each: (WireSignal) throws -> Void) -> Bool {
         if !pending.isEmpty {
-            for signal in pending { each(signal) }
+            let messages = pending
             pending = []
-            return true
+            do {
+                for message in messages {
+                    try message.withUnsafeBytes { try each(WireSignal($0, strings: strings)) }
+                }
+            } catch {
+                lost = true
+            }
+            return !lost
         }
         if !lost, wait(until: ContinuousClock.now + timeout) { readAvailable(each) }
         return !lost
@@ -196,7 +211,7 @@ public final class DBusSignalStream: @unchecked Sendable {
     }
 
     /// Reads what the socket holds and parses every whole message in it; signals go to `each`.
-    private func readAvailable(_ each: (DBusSignal) -> Void) {
+    private func readAvailable(_ each: (WireSignal) throws -> Void) {
         let n = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
         if n < 0, errno == EINTR || errno == EAGAIN { return }
         guard n > 0 else {
@@ -221,7 +236,7 @@ public final class DBusSignalStream: @unchecked Sendable {
 
     private var replies: [UInt32: Result<[DBusValue], DBusError>] = [:]
 
-    private func parseMessages(_ each: (DBusSignal) -> Void) throws {
+    private func parseMessages(_ each: (WireSignal) throws -> Void) throws {
         try buffer.withUnsafeBytes { all in
             while true {
                 let rest = UnsafeRawBufferPointer(rebasing: all[consumed...])
@@ -230,14 +245,7 @@ public final class DBusSignalStream: @unchecked Sendable {
                 let header = try Wire.header(message, strings: strings)
                 switch Wire.MessageType(rawValue: header.type) {
                 case .signal:
-                    let signal = DBusSignal(
-                        sender: header.sender,
-                        path: header.path,
-                        interface: header.interface,
-                        member: header.member,
-                        arguments: try Wire.body(message, header, strings: strings)
-                    )
-                    each(signal)
+                    try each(WireSignal(header: header, message: message, strings: strings))
                 case .methodReturn:
                     if let serial = header.replySerial { replies[serial] = .success(try Wire.body(message, header)) }
                 case .error:
@@ -303,7 +311,7 @@ public final class DBusSignalStream: @unchecked Sendable {
             guard wait(until: deadline) else {
                 throw DBusError(name: "org.freedesktop.DBus.Error.NoReply", message: "no reply in time", call: what)
             }
-            readAvailable { pending.append($0) }  // signals that came before the reply wait for `receive`
+            readAvailable { pending.append(Array($0.message)) }  // signals before the reply wait for `receive`
         }
         switch replies.removeValue(forKey: serial)! {
         case .success(let values): return values

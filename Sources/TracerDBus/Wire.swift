@@ -153,9 +153,48 @@ package enum Wire {
     }
 }
 
+/// One signal as it was read, its body not yet made values: a hot path reads the body itself
+/// (`body()`), anything else asks for `arguments()`, the values `Wire.body` gives. Its bytes are
+/// the stream's buffer: valid only while the signal is being handed over, never kept.
+package struct WireSignal {
+    package let header: Wire.Header
+    package let message: UnsafeRawBufferPointer
+    let strings: WireStrings?
+
+    init(header: Wire.Header, message: UnsafeRawBufferPointer, strings: WireStrings?) {
+        self.header = header
+        self.message = message
+        self.strings = strings
+    }
+
+    /// One whole message's bytes, its header read.
+    package init(_ message: UnsafeRawBufferPointer, strings: WireStrings? = nil) throws {
+        self.init(header: try Wire.header(message, strings: strings), message: message, strings: strings)
+    }
+
+    /// A reader at the body's first byte.
+    package func body() -> WireReader {
+        WireReader(message, offset: header.bodyStart, littleEndian: header.littleEndian, strings: strings)
+    }
+
+    /// Every value of the body.
+    package func arguments() throws -> [DBusValue] { try Wire.body(message, header, strings: strings) }
+
+    /// The signal, its body made values.
+    package func signal() throws -> DBusSignal {
+        DBusSignal(
+            sender: header.sender,
+            path: header.path,
+            interface: header.interface,
+            member: header.member,
+            arguments: try arguments()
+        )
+    }
+}
+
 package struct WireError: Error, CustomStringConvertible {
     package var description: String
-    init(_ description: String) { self.description = "malformed D-Bus message: " + description }
+    package init(_ description: String) { self.description = "malformed D-Bus message: " + description }
 }
 
 /// A cursor over one message's bytes; alignment is from the message's start.
@@ -196,7 +235,39 @@ package struct WireReader {
     }
 
     package mutating func u8() throws -> UInt8 { try fixed(UInt8.self) }
+    package mutating func u16() throws -> UInt16 { try fixed(UInt16.self) }
+    package mutating func int16() throws -> Int16 { try fixed(Int16.self) }
     package mutating func u32() throws -> UInt32 { try fixed(UInt32.self) }
+
+    package mutating func bool() throws -> Bool {
+        let v = try u32()
+        guard v <= 1 else { throw WireError("a boolean of \(v)") }
+        return v == 1
+    }
+
+    /// Whether every byte of the message has been read.
+    package var atEnd: Bool { offset == bytes.count }
+
+    /// A string's bytes where they are in the message (no copy, no `String` made).
+    package mutating func stringBytes() throws -> UnsafeRawBufferPointer {
+        let count = Int(try u32())
+        return try textBytes(count)
+    }
+
+    /// An `ay`'s bytes, copied out.
+    package mutating func byteArray() throws -> [UInt8] {
+        let end = try arrayEnd(alignment: 1)
+        defer { offset = end }
+        return Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+    }
+
+    /// The value of `signature`, which must be one complete type (a variant's).
+    package mutating func value(of signature: UnsafeRawBufferPointer, depth: Int) throws -> DBusValue {
+        var i = 0
+        let v = try value(signature, &i, depth: depth)
+        guard i == signature.count else { throw WireError("a variant's signature holds more than one type") }
+        return v
+    }
 
     /// A string or object path: its length, its bytes, a NUL.
     package mutating func string() throws -> String {
@@ -210,7 +281,7 @@ package struct WireReader {
     }
 
     /// A signature's bytes where they are in the message (no copy).
-    mutating func signatureBytes() throws -> UnsafeRawBufferPointer {
+    package mutating func signatureBytes() throws -> UnsafeRawBufferPointer {
         let count = Int(try u8())
         let raw = try textBytes(count)
         return raw
@@ -247,10 +318,7 @@ package struct WireReader {
         i += 1
         switch code {
         case UInt8(ascii: "y"): return .byte(try u8())
-        case UInt8(ascii: "b"):
-            let v = try u32()
-            guard v <= 1 else { throw WireError("a boolean of \(v)") }
-            return .bool(v == 1)
+        case UInt8(ascii: "b"): return .bool(try bool())
         case UInt8(ascii: "n"): return .int16(try fixed(Int16.self))
         case UInt8(ascii: "q"): return .uint16(try fixed(UInt16.self))
         case UInt8(ascii: "i"): return .int32(try fixed(Int32.self))
@@ -262,11 +330,7 @@ package struct WireReader {
         case UInt8(ascii: "o"): return .objectPath(try string())
         case UInt8(ascii: "g"): return .signature(try signature())
         case UInt8(ascii: "v"):
-            let inner = try signatureBytes()
-            var j = 0
-            let v = try value(inner, &j, depth: depth + 1)
-            guard j == inner.count else { throw WireError("a variant's signature holds more than one type") }
-            return .variant(v)
+            return .variant(try value(of: try signatureBytes(), depth: depth + 1))
         case UInt8(ascii: "("):
             try align(8)
             var fields: [DBusValue] = []

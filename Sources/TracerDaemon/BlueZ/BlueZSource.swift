@@ -218,8 +218,8 @@ public final class BlueZSource: AdvertSource, Sendable {
                 let early = roundStarted + options.shortestRound - ContinuousClock.now
                 if early > .zero { Self.pause(early) }
                 roundStarted = ContinuousClock.now
-                let open = stream.receive(timeout: .milliseconds(20)) { signal in
-                    if let event = Self.event(signal) { handle(event) }
+                let open = stream.receive(timeout: .milliseconds(20)) { (signal: WireSignal) in
+                    if let event = try Self.event(signal) { handle(event) }
                 }
                 guard open else {
                     flush(emit)
