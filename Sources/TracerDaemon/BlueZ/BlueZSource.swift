@@ -185,6 +185,8 @@ public final class BlueZSource: AdvertSource, Sendable {
         /// kiosk moves neither the watchdog nor the forgetting).
         let began = ContinuousClock.now
         var pending: [Advert] = []
+        /// The buffer `handle` gives the machine for its actions.
+        var actions: [BlueZStateMachine.Action] = []
         var lastEmit: ContinuousClock.Instant
         var logger: Logger { source.logger }
         var options: Options { source.options }
@@ -249,11 +251,20 @@ public final class BlueZSource: AdvertSource, Sendable {
         /// Feeds an event to the machine and performs what it asks, feeding back the answers.
         mutating func handle(_ event: BlueZStateMachine.Event) {
             // Answers are handled in the order they come; the queue is made only when one does
-            // (an advert's event has none, and comes a few thousand times a second).
+            // (an advert's event has none, and comes a few thousand times a second), and the
+            // actions go to one buffer kept for them.
             var queue: [BlueZStateMachine.Event] = []
             var next: BlueZStateMachine.Event? = event
+            var actions = self.actions
+            self.actions = []
+            defer {
+                actions.removeAll(keepingCapacity: true)
+                self.actions = actions
+            }
             while let current = next {
-                for action in machine.handle(current, now: now) {
+                actions.removeAll(keepingCapacity: true)
+                machine.handle(current, now: now, into: &actions)
+                for action in actions {
                     if let answer = perform(action) { queue.append(answer) }
                 }
                 next = queue.isEmpty ? nil : queue.removeFirst()

@@ -99,7 +99,7 @@ struct BlueZStateMachine {
 
     /// The adapter scanned with, and what the machine knows of it.
     struct Adapter: Equatable {
-        var path: String
+        let path: String
         var powered: Bool
         /// Whether BlueZ says it is discovering.
         var discovering: Bool
@@ -107,7 +107,16 @@ struct BlueZStateMachine {
         /// Its devices, by object path.
         var devices: [String: Device] = [:]
 
-        var name: String { String(path.split(separator: "/").last ?? "") }
+        /// The last part of its path (`hci0`), made once: the status reads it every round.
+        let name: String
+
+        init(path: String, powered: Bool, discovering: Bool, discovery: Discovery) {
+            self.path = path
+            self.name = String(path.split(separator: "/").last ?? "")
+            self.powered = powered
+            self.discovering = discovering
+            self.discovery = discovery
+        }
     }
 
     let adapterName: String?
@@ -139,6 +148,13 @@ struct BlueZStateMachine {
 
     mutating func handle(_ event: Event, now: Double) -> [Action] {
         var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// `handle`, its actions appended to `actions`: the source keeps one buffer for them, not an
+    /// array made for each of a few thousand adverts a second.
+    mutating func handle(_ event: Event, now: Double, into actions: inout [Action]) {
         switch event {
         case .connected(let up):
             if up { actions.append(.readObjects) } else { wait(.waitingForBluetoothd, &actions) }
@@ -206,7 +222,6 @@ struct BlueZStateMachine {
             break
         }
         timers(now, &actions)
-        return actions
     }
 
     /// The adapter from BlueZ's objects: the named one, else the first powered, else the first.
