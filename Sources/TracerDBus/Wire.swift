@@ -57,6 +57,9 @@ package enum Wire {
         return total
     }
 
+    /// Each header field's type code, by the field's code (1 to 8).
+    static let fieldTypes: [UInt8] = [0] + "osssussg".utf8.map { $0 }
+
     /// The header of one whole message (`length` bytes).
     package static func header(_ message: UnsafeRawBufferPointer, strings: WireStrings? = nil) throws -> Header {
         var header = Header()
@@ -70,25 +73,31 @@ package enum Wire {
             try reader.align(8)
             let code = try reader.u8()
             let signature = try reader.signatureBytes()
+            // The fields every signal has, of the type the specification gives them, read
+            // without a value made of them (a signal's header was 7% of the daemon's time).
+            if signature.count == 1, (1...8).contains(code), signature[0] == Self.fieldTypes[Int(code)] {
+                switch code {
+                case 1: header.path = try reader.string()
+                case 2: header.interface = try reader.string()
+                case 3: header.member = try reader.string()
+                case 4: header.errorName = try reader.string()
+                case 5: header.replySerial = try reader.u32()
+                case 6: header.destination = try reader.string()
+                case 7: header.sender = try reader.string()
+                default:
+                    header.signature = try reader.signature()
+                    header.signatureAt = reader.offset - header.signature.utf8.count - 1
+                }
+                continue
+            }
             var index = 0
             let value = try reader.value(signature, &index, depth: 1)
             guard index == signature.count else {
                 throw WireError("a header field's variant holds more than one value")
             }
-            switch (code, value) {
-            case (1, .objectPath(let s)): header.path = s
-            case (2, .string(let s)): header.interface = s
-            case (3, .string(let s)): header.member = s
-            case (4, .string(let s)): header.errorName = s
-            case (5, .uint32(let u)): header.replySerial = u
-            case (6, .string(let s)): header.destination = s
-            case (7, .string(let s)): header.sender = s
-            case (8, .signature(let s)):
-                header.signature = s
-                header.signatureAt = reader.offset - s.utf8.count - 1
-            case (1...9, _): throw WireError("header field \(code) holds a \(value.signature)")
-            default: break  // fields a later version adds are skipped
-            }
+            // A known field of another type is malformed (9, file descriptors, tracer never
+            // takes); fields a later version adds are skipped.
+            if (1...9).contains(code) { throw WireError("header field \(code) holds a \(value.signature)") }
         }
         guard reader.offset == fieldsEnd else { throw WireError("the header fields overrun their array") }
         try reader.align(8)
