@@ -382,7 +382,7 @@ let package = Package(
         .testTarget(
             name: "TracerDaemonTests",
             dependencies: [
-                "TracerDaemon", "TracerBadges", "TracerDBus", "TracerModel", "TracerTesting",
+                "TracerDaemon", "TracerBadges", "TracerDBus", "TracerModel", "TracerSimulation", "TracerTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

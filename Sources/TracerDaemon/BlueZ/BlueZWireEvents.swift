@@ -9,8 +9,10 @@ extension BlueZSource.Session {
     /// Why by hand: made values, one signal of an RSSI and a manufacturer's data was a dozen
     /// allocations (the arguments, the dictionary's entries, each variant's box, an array of 25
     /// one-byte values and the bytes made again of them), and allocation and reference counting
-    /// were two fifths of the daemon's time per advert (BENCHMARKS.md, "tracer's own signal
-    /// reader"). The two readings are held equal by `BlueZWireEventTests`.
+    /// were two fifths of the daemon's time per advert. Read from the bytes (with the machine's
+    /// actions in one buffer), the daemon's CPU per advert went from 0.78 × bleak's to 0.68 ×
+    /// (BENCHMARKS.md, "A device's signal read from its bytes"). The two readings are held equal
+    /// by `BlueZWireEventTests`.
     static func event(_ signal: WireSignal) throws -> BlueZStateMachine.Event? {
         let header = signal.header
         if header.member == "PropertiesChanged", header.interface == properties, header.signature == "sa{sv}as" {
