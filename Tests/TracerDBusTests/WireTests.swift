@@ -227,6 +227,35 @@ import Glibc
         #expect(received.map(\.path) == (0..<20).map { "/org/bluez/hci0/dev_\($0)" })
     }
 
+    /// Signals that arrive while the stream waits for a call's answer (here, before its match
+    /// rule's) are kept and handed over first, in order, read as any other.
+    @Test func signalsBeforeACallsAnswerComeFirst() throws {
+        func signal(_ k: Int) throws -> [UInt8] {
+            try Marshal.signalBytes(
+                path: "/org/bluez/hci0/dev_\(k)",
+                interface: "org.freedesktop.DBus.Properties",
+                member: "PropertiesChanged",
+                [.string("org.bluez.Device1"), .properties(["RSSI": .int16(Int16(-50 - k))])]
+            )
+        }
+        let bus = try FakeBus(
+            sending: try signal(2) + Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8),
+            pieces: 64,
+            then: false,
+            early: try signal(0) + signal(1)
+        )
+        let stream = try DBusSignalStream(address: bus.address, rules: ["type='signal'"])
+        var received: [DBusSignal] = []
+        var open = true
+        let deadline = ContinuousClock.now + .seconds(30)
+        while open, ContinuousClock.now < deadline {
+            open = stream.receive(timeout: .milliseconds(100)) { received.append($0) }
+        }
+        #expect(!open, "the stream went on after a message that is not D-Bus")
+        #expect(received.map(\.path) == (0..<3).map { "/org/bluez/hci0/dev_\($0)" })
+        #expect(received.map { $0.arguments.last?.dictionary?["RSSI"]?.integer } == [-50, -51, -52])
+    }
+
     /// Shared strings are the strings read, whichever shared slot they land in.
     @Test func sharedStringsAreTheStringsRead() {
         let strings = WireStrings()
@@ -281,7 +310,8 @@ final class FakeBus: @unchecked Sendable {
     private let listener: Int32
     private let thread: Thread
 
-    init(sending payload: [UInt8], pieces: Int, then close: Bool) throws {
+    /// `early`: sent before the answer to the AddMatch, as a bus may route a signal while a call waits.
+    init(sending payload: [UInt8], pieces: Int, then close: Bool, early: [UInt8] = []) throws {
         let path = directory.file("bus")
         address = "unix:path=\(path)"
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -319,6 +349,9 @@ final class FakeBus: @unchecked Sendable {
                 let rest = header.withUnsafeBytes { (try? Wire.length($0)) ?? nil } ?? 16
                 var skip = [UInt8](repeating: 0, count: rest - 16)
                 _ = recv(fd, &skip, skip.count, Int32(MSG_WAITALL))
+                if serial == 2, !early.isEmpty {
+                    _ = early.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
                 let reply = FakeBus.methodReturn(to: serial, string: serial == 1 ? ":1.1" : nil)
                 _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
