@@ -200,60 +200,58 @@ import Glibc
     /// back together; a bus that then sends what is not D-Bus ends the stream, never the process.
     @Test(arguments: [1, 7])
     func messagesCutAcrossReadsAndGarbageAfterThem(pieces: Int) throws {
-        var payload: [UInt8] = []
-        var sent: [[DBusValue]] = []
-        for k in 0..<20 {
-            let arguments: [DBusValue] = [.string("org.bluez.Device1"), .properties(["RSSI": .int16(Int16(-50 - k))])]
-            sent.append(arguments)
-            payload += try Marshal.signalBytes(
-                path: "/org/bluez/hci0/dev_\(k)",
-                interface: "org.freedesktop.DBus.Properties",
-                member: "PropertiesChanged",
-                arguments
-            )
-        }
-        payload += Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8)
+        let payload = try (0..<20).flatMap(Self.rssiSignal) + Self.notDBus
         let bus = try FakeBus(sending: payload, pieces: pieces, then: false)
         let stream = try DBusSignalStream(address: bus.address, rules: ["type='signal'"])
         #expect(stream.uniqueName == ":1.1")
-        var received: [DBusSignal] = []
-        var open = true
-        let deadline = ContinuousClock.now + .seconds(30)
-        while open, ContinuousClock.now < deadline {
-            open = stream.receive(timeout: .milliseconds(100)) { received.append($0) }
-        }
+        let (received, open) = Self.untilTheEnd(stream)
         #expect(!open, "the stream went on after a message that is not D-Bus")
-        #expect(received.map(\.arguments) == sent)
+        #expect(received.map(\.arguments) == (0..<20).map(Self.rssiArguments))
         #expect(received.map(\.path) == (0..<20).map { "/org/bluez/hci0/dev_\($0)" })
     }
 
     /// Signals that arrive while the stream waits for a call's answer (here, before its match
     /// rule's) are kept and handed over first, in order, read as any other.
     @Test func signalsBeforeACallsAnswerComeFirst() throws {
-        func signal(_ k: Int) throws -> [UInt8] {
-            try Marshal.signalBytes(
-                path: "/org/bluez/hci0/dev_\(k)",
-                interface: "org.freedesktop.DBus.Properties",
-                member: "PropertiesChanged",
-                [.string("org.bluez.Device1"), .properties(["RSSI": .int16(Int16(-50 - k))])]
-            )
-        }
         let bus = try FakeBus(
-            sending: try signal(2) + Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8),
+            sending: try Self.rssiSignal(2) + Self.notDBus,
             pieces: 64,
             then: false,
-            early: try signal(0) + signal(1)
+            early: try Self.rssiSignal(0) + Self.rssiSignal(1)
         )
         let stream = try DBusSignalStream(address: bus.address, rules: ["type='signal'"])
+        let (received, open) = Self.untilTheEnd(stream)
+        #expect(!open, "the stream went on after a message that is not D-Bus")
+        #expect(received.map(\.path) == (0..<3).map { "/org/bluez/hci0/dev_\($0)" })
+        #expect(received.map { $0.arguments.last?.dictionary?["RSSI"]?.integer } == [-50, -51, -52])
+    }
+
+    /// Device `k`'s RSSI changed, as BlueZ says it.
+    static func rssiArguments(_ k: Int) -> [DBusValue] {
+        [.string("org.bluez.Device1"), .properties(["RSSI": .int16(Int16(-50 - k))])]
+    }
+
+    static func rssiSignal(_ k: Int) throws -> [UInt8] {
+        try Marshal.signalBytes(
+            path: "/org/bluez/hci0/dev_\(k)",
+            interface: "org.freedesktop.DBus.Properties",
+            member: "PropertiesChanged",
+            rssiArguments(k)
+        )
+    }
+
+    /// Bytes a bus that is not speaking D-Bus might send.
+    static let notDBus = Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8)
+
+    /// Every signal the stream hands over until it ends (or 30 s pass), and whether it is still open.
+    static func untilTheEnd(_ stream: DBusSignalStream) -> (received: [DBusSignal], open: Bool) {
         var received: [DBusSignal] = []
         var open = true
         let deadline = ContinuousClock.now + .seconds(30)
         while open, ContinuousClock.now < deadline {
             open = stream.receive(timeout: .milliseconds(100)) { received.append($0) }
         }
-        #expect(!open, "the stream went on after a message that is not D-Bus")
-        #expect(received.map(\.path) == (0..<3).map { "/org/bluez/hci0/dev_\($0)" })
-        #expect(received.map { $0.arguments.last?.dictionary?["RSSI"]?.integer } == [-50, -51, -52])
+        return (received, open)
     }
 
     /// Shared strings are the strings read, whichever shared slot they land in.

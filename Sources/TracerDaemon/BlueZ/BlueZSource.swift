@@ -255,12 +255,6 @@ public final class BlueZSource: AdvertSource, Sendable {
             // actions go to one buffer kept for them.
             var queue: [BlueZStateMachine.Event] = []
             var next: BlueZStateMachine.Event? = event
-            var actions = self.actions
-            self.actions = []
-            defer {
-                actions.removeAll(keepingCapacity: true)
-                self.actions = actions
-            }
             while let current = next {
                 actions.removeAll(keepingCapacity: true)
                 machine.handle(current, now: now, into: &actions)

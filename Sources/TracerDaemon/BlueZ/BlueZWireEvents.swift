@@ -35,18 +35,18 @@ extension BlueZSource.Session {
             let type = try body.signatureBytes()
             switch PropertyName(name) {
             case .rssi:
-                device.rssi = try Self.isType(type, "n") ? Int(body.int16()) : body.value(of: type, depth: 3).integer
+                device.rssi = try Self.equals(type, "n") ? Int(body.int16()) : body.value(of: type, depth: 3).integer
             case .txPower:
-                device.txPower = try Self.isType(type, "n") ? Int(body.int16()) : body.value(of: type, depth: 3).integer
+                device.txPower = try Self.equals(type, "n") ? Int(body.int16()) : body.value(of: type, depth: 3).integer
             case .manufacturerData:
                 device.manufacturerData =
-                    try Self.isType(type, "a{qv}")
+                    try Self.equals(type, "a{qv}")
                     ? manufacturerData(&body)
                     : manufacturerData(body.value(of: type, depth: 3).unwrapped).map {
                         .init(company: $0.company, data: $0.data)
                     }
             case .kept:
-                let on = try Self.isType(type, "b") ? body.bool() : body.value(of: type, depth: 3).bool == true
+                let on = try Self.equals(type, "b") ? body.bool() : body.value(of: type, depth: 3).bool == true
                 device.kept = device.kept || on
             case nil:
                 _ = try body.value(of: type, depth: 3)
@@ -71,7 +71,7 @@ extension BlueZSource.Session {
             try body.align(8)
             let company = try body.u16()
             let type = try body.signatureBytes()
-            if Self.isType(type, "ay") {
+            if Self.equals(type, "ay") {
                 out.append(.init(company: company, data: try body.byteArray()))
             } else if let bytes = try body.value(of: type, depth: 6).unwrapped.bytes {
                 out.append(.init(company: company, data: bytes))
@@ -86,15 +86,17 @@ extension BlueZSource.Session {
         case rssi, txPower, manufacturerData, kept
 
         init?(_ name: UnsafeRawBufferPointer) {
-            switch name.count {
-            case 4 where BlueZSource.Session.equals(name, "RSSI"): self = .rssi
-            case 7 where BlueZSource.Session.equals(name, "TxPower"): self = .txPower
-            case 16 where BlueZSource.Session.equals(name, "ManufacturerData"): self = .manufacturerData
-            case 6 where BlueZSource.Session.equals(name, "Paired"),
-                7 where BlueZSource.Session.equals(name, "Trusted"),
-                9 where BlueZSource.Session.equals(name, "Connected"):
+            let equals = BlueZSource.Session.equals
+            if equals(name, "RSSI") {
+                self = .rssi
+            } else if equals(name, "TxPower") {
+                self = .txPower
+            } else if equals(name, "ManufacturerData") {
+                self = .manufacturerData
+            } else if equals(name, "Paired") || equals(name, "Trusted") || equals(name, "Connected") {
                 self = .kept
-            default: return nil
+            } else {
+                return nil
             }
         }
     }
@@ -102,9 +104,5 @@ extension BlueZSource.Session {
     static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
         guard bytes.count == text.utf8CodeUnitCount else { return false }
         return bytes.isEmpty || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
-    }
-
-    static func isType(_ signature: UnsafeRawBufferPointer, _ type: StaticString) -> Bool {
-        equals(signature, type)
     }
 }
