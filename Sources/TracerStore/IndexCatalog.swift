@@ -3,12 +3,35 @@ import Synchronization
 
 /// The declared indexes, cached per process and reloaded when another process declares one.
 final class IndexCatalog: Sendable {
-    private let state = Mutex<(version: Int64, byCollection: [String: [StoredIndex]])>((-1, [:]))
+    private struct State {
+        var version: Int64 = -1
+        var byCollection: [String: [StoredIndex]] = [:]
+        /// Query plans by shape, chosen among this version's indexes (`QueryEngine.plan`).
+        var plans: [QueryEngine.Shape: QueryEngine.Template] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Shapes whose plans are kept: a process asks a few dozen; past this, the plans start over.
+    static let keptPlans = 256
 
     /// The indexes covering a collection id, as of the transaction `db` is in.
     func indexes(for collectionID: String, _ db: any StoreConnection) throws -> [StoredIndex] {
-        try refresh(db)
-        return state.withLock { $0.byCollection[collectionID] ?? [] }
+        try current(db).byCollection[collectionID] ?? []
+    }
+
+    /// A shape's plan, if one was kept for the catalog's `version`.
+    func template(_ shape: QueryEngine.Shape, version: Int64) -> QueryEngine.Template? {
+        state.withLock { $0.version == version ? $0.plans[shape] : nil }
+    }
+
+    /// Keeps a shape's plan, chosen among the indexes of the catalog's `version`.
+    func keep(_ template: QueryEngine.Template, for shape: QueryEngine.Shape, version: Int64) {
+        state.withLock {
+            guard $0.version == version else { return }
+            if $0.plans.count >= Self.keptPlans { $0.plans.removeAll(keepingCapacity: true) }
+            $0.plans[shape] = template
+        }
     }
 
     /// The indexes covering a collection id as last refreshed: for a writer that refreshed at the
@@ -67,11 +90,16 @@ final class IndexCatalog: Sendable {
         }
     }
 
-    func refresh(_ db: any StoreConnection) throws {
+    func refresh(_ db: any StoreConnection) throws { _ = try current(db) }
+
+    /// The catalog as of the transaction `db` is in: its version, and its indexes by collection
+    /// id read together with it (another thread may load another transaction's version at any
+    /// time, and a plan must use only indexes this transaction's snapshot has filled).
+    func current(_ db: any StoreConnection) throws -> (version: Int64, byCollection: [String: [StoredIndex]]) {
         let version = try db.statement(.catalogVersion, "SELECT value FROM meta WHERE key = 'catalog'")
         let current = try version.step() ? version.int64(0) : 0
         version.reset()
-        if state.withLock({ $0.version == current }) { return }
+        if let known = state.withLock({ $0.version == current ? $0.byCollection : nil }) { return (current, known) }
         var loaded: [String: [StoredIndex]] = [:]
         let s = try db.statement("SELECT id, collection, scope, fields FROM indexes ORDER BY id")
         while try s.step() {
@@ -82,7 +110,8 @@ final class IndexCatalog: Sendable {
             )
             loaded[definition.collectionID, default: []].append(StoredIndex(id: s.int64(0), definition: definition))
         }
-        state.withLock { $0 = (current, loaded) }
+        state.withLock { $0 = State(version: current, byCollection: loaded) }
+        return (current, loaded)
     }
 }
 

@@ -71,7 +71,8 @@ struct QueryEngine {
     }
 
     func run(_ query: Query) throws -> [DocumentSnapshot] {
-        let orders = Self.effectiveOrders(query)
+        let (template, conjuncts) = try template(for: query)
+        let orders = template.orders
         try Self.validate(query, orders: orders)
         if query.limit == 0 { return [] }
         if query.limitToLast {
@@ -89,7 +90,7 @@ struct QueryEngine {
             flipped.limitToLast = false
             return try run(flipped).reversed()
         }
-        let plan = try plan(query, orders: orders)
+        let plan = Self.plan(template, query, conjuncts)
         var results: [DocumentSnapshot] = []
         results.reserveCapacity(min(query.limit ?? 32, 32))
         let orderFields = plan.orderFieldsHeld ? [] : orders.map(\.field).filter { !$0.isDocumentID }
@@ -117,7 +118,8 @@ struct QueryEngine {
     /// The plan a query gets, and the database's own plan for its statement.
     func explain(_ query: Query) throws -> QueryExplanation {
         try Self.validate(query)
-        let p = try plan(query, orders: Self.effectiveOrders(query))
+        let (template, conjuncts) = try template(for: query)
+        let p = Self.plan(template, query, conjuncts)
         // One statement: the index scan joined to its documents, or the collection's scan.
         let sql = p.sql(paged: !db.streamsRows)
         let details = try db.plan(sql)
@@ -204,100 +206,6 @@ struct QueryEngine {
     private static func snapshot(_ s: any StoreStatement, _ path: DocumentPath) throws -> DocumentSnapshot {
         let fields = try s.withBytes(2) { try DocumentFields.read($0, path: path) }
         return DocumentSnapshot(path: path, fields: fields, created: s.int64(3), updated: s.int64(4))
-    }
-
-    // MARK: Planning
-
-    private func plan(_ query: Query, orders: [Query.Order]) throws -> Plan {
-        let conjuncts = query.filters.flatMap(\.conjuncts)
-        // A handful of fields: a list compares faster than a set hashes them.
-        let constrained = conjuncts.map(\.0) + orders.map(\.field)
-        let wantedScope: IndexDefinition.Scope
-        var fallback = Plan()
-        switch query.source {
-        case .collection:
-            wantedScope = .collection
-            fallback.oneCollection = true
-            fallback.ordered = orders.count == 1 && !orders[0].descending
-        case .group:
-            wantedScope = .collectionGroup
-        }
-        var best: (score: Int, plan: Plan)?
-        // A collection index's keys start with the collection's path: encoded once per query
-        // (perf: escaping it byte by byte for each index was a fifth of planning).
-        var collectionPrefix: [UInt8]?
-        for index in try catalog.indexes(for: query.source.collectionID, db)
-        where index.definition.scope == wantedScope {
-            let fields = index.definition.fields
-            guard fields.allSatisfy({ constrained.contains($0.path) }) else { continue }
-            if collectionPrefix == nil {
-                var out: [UInt8] = []
-                out.reserveCapacity(128)
-                if case .collection(let c) = query.source { IndexKey.append(.string(c.description), to: &out) }
-                collectionPrefix = out
-            }
-            var prefix = collectionPrefix!
-            var k = 0
-            var equalityFields: [FieldPath] = []
-            while k < fields.count,
-                let eq = conjuncts.first(where: { $0.0 == fields[k].path && $0.1 == .equal })
-            {
-                IndexKey.append(eq.2, descending: fields[k].descending, to: &prefix)
-                equalityFields.append(fields[k].path)
-                k += 1
-            }
-            var plan = Plan(index: index, lower: prefix, upper: prefix + [IndexKey.top])
-            plan.orderFieldsHeld = orders.allSatisfy { o in
-                o.field.isDocumentID || fields.contains { $0.path == o.field }
-            }
-            var hasRange = false
-            if k < fields.count {
-                let ranges = conjuncts.filter { $0.0 == fields[k].path && $0.1.isRange }
-                if let first = ranges.first {
-                    hasRange = true
-                    if let exact = Self.exactTimestampRange(ranges, field: fields[k], prefix: prefix) {
-                        (plan.lower, plan.upper) = exact
-                        plan.residual = query.filters.filter { f in
-                            guard case .field(let path, let op, let value) = f else { return true }
-                            return !ranges.contains { $0.0 == path && $0.1 == op && $0.2 == value }
-                        }
-                    } else {
-                        let lows = ranges.filter { $0.1 == .greaterThan || $0.1 == .greaterThanOrEqual }.map(\.2)
-                        let highs = ranges.filter { $0.1 == .lessThan || $0.1 == .lessThanOrEqual }.map(\.2)
-                        let low = lows.max { Value.compare($0, $1) < 0 }
-                        let high = highs.min { Value.compare($0, $1) < 0 }
-                        (plan.lower, plan.upper) = Self.rangeKeys(
-                            prefix: prefix,
-                            low: low,
-                            high: high,
-                            typeOrder: first.2.typeOrder,
-                            descending: fields[k].descending
-                        )
-                    }
-                }
-            }
-            // Does the index give the query's order? Orders on fields fixed by equality do not count.
-            let named = orders.dropLast().filter { !equalityFields.contains($0.field) }
-            let rest = fields[k...]
-            if rest.count == named.count, !named.contains(where: { $0.field.isDocumentID }),
-                zip(rest, named).allSatisfy({ $0.path == $1.field })
-            {
-                let nameDescending = orders.last!.descending
-                let indexNameDescending = fields.last!.descending
-                let forward = zip(rest, named).allSatisfy { $0.descending == $1.descending }
-                let backward = zip(rest, named).allSatisfy { $0.descending != $1.descending }
-                if forward && nameDescending == indexNameDescending {
-                    plan.ordered = true
-                } else if backward && nameDescending != indexNameDescending {
-                    plan.ordered = true
-                    plan.reverse = true
-                }
-            }
-            guard k > 0 || hasRange || plan.ordered else { continue }
-            let score = k * 4 + (hasRange ? 2 : 0) + (plan.ordered ? 1 : 0)
-            if best == nil || score > best!.score { best = (score, plan) }
-        }
-        return best?.plan ?? fallback
     }
 
     /// Key bounds [lower, upper) that hold exactly the entries matching every range filter on an
