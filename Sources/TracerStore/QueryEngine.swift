@@ -46,12 +46,14 @@ struct QueryEngine {
         // not a lookup per entry from here). A collection's documents share one parent, whose
         // path the query names; a group's need theirs. Built once: a query names one of them.
         // SQLite steps lazily and stops where the caller stops: its statements keep neither the
-        // LIMIT nor the key column, which would only add work to every row there.
+        // LIMIT nor the key column, which would only add work to every row there, nor the
+        // collection's path, which the scan does not read back (PostgreSQL's keep it as a
+        // parameter: their parameters are numbered without a gap).
         static let indexSQL = [false, true].flatMap { paged in
             [false, true].flatMap { group in
                 [false, true].map { reverse in
                     """
-                    SELECT \(group ? "parents.path" : "?4"), documents.id, documents.data, documents.created, \
+                    SELECT \(group ? "parents.path" : paged ? "?4" : "NULL"), documents.id, documents.data, documents.created, \
                     documents.updated\(paged ? ", index_entries.key" : "") FROM index_entries \
                     JOIN documents ON documents.parent = index_entries.parent AND documents.id = index_entries.doc \
                     \(group ? "JOIN parents ON parents.id = index_entries.parent " : "")\
@@ -153,7 +155,7 @@ struct QueryEngine {
                 s.bind(1, index.id)
                 s.bindBlob(2, lower)
                 s.bindBlob(3, upper)
-                if let one { s.bind(4, one.text) }
+                if let one, paged { s.bind(4, one.text) }
                 if paged { s.bind(5, page) }
                 var rows: Int64 = 0
                 var last: [UInt8] = []
