@@ -1,3 +1,5 @@
+import Foundation
+
 /// An order-preserving byte encoding of values: `Value.compare(a, b)` equals the byte-wise
 /// comparison of their keys. Each encoding is self-delimiting, so keys concatenate into composite
 /// index keys, and inverting a component's bytes reverses its order (descending index fields).
@@ -120,10 +122,21 @@ enum IndexKey {
     }
 
     /// Bytes with 0x00 escaped as 0x00 0xFF and ended by 0x00 0x01: prefix-free, order kept.
+    /// Bytes with no zero among them (nearly every key) are copied whole: appended one by one,
+    /// they were a tenth of a document's write in Swift (`perf`, BENCHMARKS.md "A plan kept per
+    /// query shape").
     private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
-        for b in bytes {
-            out.append(b)
-            if b == 0 { out.append(0xFF) }
+        let whole = bytes.withContiguousStorageIfAvailable { b -> Bool in
+            guard let base = b.baseAddress else { return true }
+            if memchr(base, 0, b.count) != nil { return false }
+            out.append(contentsOf: b)
+            return true
+        }
+        if whole != true {
+            for b in bytes {
+                out.append(b)
+                if b == 0 { out.append(0xFF) }
+            }
         }
         out.append(0)
         out.append(1)

@@ -103,6 +103,9 @@ import TracerTesting
         (["a": [.serverTimestamp]], "inside an array"),
         (["a": .delete], "only for update and merging set"),
         (["": 1], "empty"),
+        // The field named is the one at fault, not what was checked before it (an array's
+        // elements come in order).
+        (["a": [["x": 1], ["y": [[1]]]]], "field a.y)"),
     ]
 
     @Test(arguments: invalidData)
