@@ -12,25 +12,16 @@ enum WriteRules {
     ) throws(StoreError)
         -> DocumentData
     {
-        try checkInput(.map(data), field: [], path: path, allowDelete: false)
-        if !containsSentinel(data) { return data }
+        var field: [String] = []
+        // The check says whether it met a sentinel: one walk over the data, not two (perf).
+        guard try checkInput(.map(data), field: &field, path: path, allowDelete: false, inArray: false) else {
+            return data
+        }
         var result = DocumentData()
         for (key, value) in data {
             result[key] = resolve(value, old: old.flatMap { Value.map($0)[FieldPath(validated: [key])] }, now: now)
         }
         return result
-    }
-
-    static func containsSentinel(_ data: DocumentData) -> Bool {
-        data.values.contains(where: containsSentinel)
-    }
-
-    private static func containsSentinel(_ value: Value) -> Bool {
-        switch value {
-        case .sentinel: true
-        case .map(let m): m.values.contains(where: containsSentinel)
-        default: false
-        }
     }
 
     /// Whether resolving the data needs the stored document (increments and array edits do;
@@ -178,7 +169,9 @@ enum WriteRules {
     }
 
     /// The check, with the field's path as one array grown and shrunk along the way (perf: an
-    /// array made for each field of each document written showed in a write's profile).
+    /// array made for each field of each document written showed in a write's profile). True
+    /// when the value holds a sentinel (none can be inside an array: that is refused).
+    @discardableResult
     private static func checkInput(
         _ value: Value,
         field: inout [String],
@@ -186,13 +179,14 @@ enum WriteRules {
         allowDelete: Bool,
         inArray: Bool
     )
-        throws(StoreError)
+        throws(StoreError) -> Bool
     {
         func fail(_ why: String) -> StoreError {
             let where_ = field.isEmpty ? path.description : "\(path) field \(FieldPath(validated: field))"
             return StoreError(.invalidValue, why, context: where_)
         }
         if field.count > maxDepth { throw fail("values are nested more than \(maxDepth) levels") }
+        var sentinel = false
         switch value {
         case .map(let fields):
             for (k, v) in fields {
@@ -201,13 +195,10 @@ enum WriteRules {
                 if k.utf8.count > PathRules.maxIDBytes { throw fail("a field name is longer than 1,500 bytes") }
                 field.append(k)
                 defer { field.removeLast() }
-                try checkInput(
-                    v,
-                    field: &field,
-                    path: path,
-                    allowDelete: allowDelete && !inArray,
-                    inArray: inArray
-                )
+                if try checkInput(v, field: &field, path: path, allowDelete: allowDelete && !inArray, inArray: inArray)
+                {
+                    sentinel = true
+                }
             }
         case .array(let elements):
             for e in elements {
@@ -217,6 +208,7 @@ enum WriteRules {
             }
         case .sentinel(let s):
             if inArray { throw fail("\(s.name) may not be used inside an array") }
+            sentinel = true
             switch s {
             case .delete where !allowDelete: throw fail("delete is only for update and merging set")
             case .increment(let n) where n.doubleValue == nil: throw fail("increment needs a number")
@@ -229,6 +221,7 @@ enum WriteRules {
         default:
             break
         }
+        return sentinel
     }
 
     /// Firestore's storage size of a document; the limit is 1 MiB.
