@@ -34,25 +34,6 @@ import TracerTesting
         }
     }
 
-    /// Every shape of index the planner can pick, on the oracle suite's fields.
-    static func declareEveryIndex(_ store: DocumentStore) throws {
-        for scope in [IndexDefinition.Scope.collection, .collectionGroup] {
-            for fields in [["a"], ["b", "a"], ["a", "b"], ["m.x"], ["b", "m.x"], ["t"]] {
-                for descending in [false, true] {
-                    try store.declareIndex(
-                        IndexDefinition(
-                            collectionID: "c",
-                            scope: scope,
-                            fields: fields.enumerated().map { i, f in
-                                .init(FieldPath(stringLiteral: f), descending: descending && i == fields.count - 1)
-                            }
-                        )
-                    )
-                }
-            }
-        }
-    }
-
     /// A random query of few shapes and many values: the oracle suite's, with time windows.
     static func query(_ g: inout SplitMix64, _ source: Query.Source) -> Query {
         guard Bool.random(using: &g) else { return QueryPropertyTests.randomQuery(&g, source: source) }
@@ -71,7 +52,7 @@ import TracerTesting
         var g = SplitMix64(seed: 11)
         let (store, d) = try DocumentStore.temporary()
         _ = d
-        try Self.declareEveryIndex(store)
+        try QueryPropertyTests.declareEveryIndex(store, also: [["t"]])
         let sources: [Query.Source] = [.collection(try CollectionPath("p/x/c")), .group("c")]
         var kept = 0
         var shapes = Set<QueryEngine.Shape>()

@@ -204,17 +204,13 @@ import TracerTesting
         return result.map(\.path.description)
     }
 
-    @Test(arguments: [1, 2, 3])
-    func indexedPlainAndOracleAgree(seed: UInt64) throws {
-        var g = SplitMix64(seed: seed)
-        let (indexed, d1) = try DocumentStore.temporary()
-        let (plain, d2) = try DocumentStore.temporary()
-        _ = (d1, d2)
-        // Every shape of index the planner can pick: equality prefixes, ranges, descending fields, both scopes.
+    /// Every shape of index the planner can pick on collection "c": equality prefixes, ranges,
+    /// descending fields, both scopes.
+    static func declareEveryIndex(_ store: DocumentStore, also: [[String]] = []) throws {
         for scope in [IndexDefinition.Scope.collection, .collectionGroup] {
-            for fields in [["a"], ["b", "a"], ["a", "b"], ["m.x"], ["b", "m.x"]] {
+            for fields in [["a"], ["b", "a"], ["a", "b"], ["m.x"], ["b", "m.x"]] + also {
                 for descending in [false, true] {
-                    try indexed.declareIndex(
+                    try store.declareIndex(
                         IndexDefinition(
                             collectionID: "c",
                             scope: scope,
@@ -226,6 +222,15 @@ import TracerTesting
                 }
             }
         }
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func indexedPlainAndOracleAgree(seed: UInt64) throws {
+        var g = SplitMix64(seed: seed)
+        let (indexed, d1) = try DocumentStore.temporary()
+        let (plain, d2) = try DocumentStore.temporary()
+        _ = (d1, d2)
+        try Self.declareEveryIndex(indexed)
         let parents = [try CollectionPath("c"), try CollectionPath("p/x/c"), try CollectionPath("p/y/c")]
         var all: [DocumentSnapshot] = []
         var batch = WriteBatch()
