@@ -6,7 +6,7 @@ final class IndexCatalog: Sendable {
     private struct State {
         var version: Int64 = -1
         var byCollection: [String: [StoredIndex]] = [:]
-        /// Query plans by shape, chosen among this version's indexes (`QueryEngine.plan`).
+        /// Query plans by shape, chosen among this version's indexes (`QueryEngine.template(for:)`).
         var plans: [QueryEngine.Shape: QueryEngine.Template] = [:]
     }
 

@@ -69,14 +69,14 @@ extension QueryEngine {
     func template(for query: Query) throws -> (Template, conjuncts: [(FieldPath, Filter.Operator, Value)]) {
         let (version, indexes) = try catalog.current(db)
         let candidates = { indexes[query.source.collectionID] ?? [] }
+        guard let shape = Shape(query) else {
+            let conjuncts = query.filters.flatMap(\.conjuncts)
+            return (template(query, conjuncts, candidates()), conjuncts)
+        }
         // A plain query's conjuncts are its filters: gathered in one array, not one per filter.
         var conjuncts: [(FieldPath, Filter.Operator, Value)] = []
         conjuncts.reserveCapacity(query.filters.count)
         for case .field(let path, let op, let value) in query.filters { conjuncts.append((path, op, value)) }
-        guard let shape = Shape(query) else {
-            conjuncts = query.filters.flatMap(\.conjuncts)
-            return (template(query, conjuncts, candidates()), conjuncts)
-        }
         if let kept = catalog.template(shape, version: version) { return (kept, conjuncts) }
         let template = template(query, conjuncts, candidates())
         catalog.keep(template, for: shape, version: version)
