@@ -234,13 +234,14 @@ final class DocumentWriter {
     /// follows go out in one pipeline, and it returns true. Fresh random ids are free but for one
     /// chance in 62²⁰; when one is not, `finish()` throws `Conflicted`.
     private func insertIfAbsent(_ path: DocumentPath, _ data: DocumentData) throws -> Bool {
-        try WriteRules.checkSize(data, path: path)
+        let encoded = DocumentCodec.encode(data)
+        try WriteRules.checkSize(data, encoded: encoded.count, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = insertNew
         s.reset()
         s.bind(1, parent)
         s.bind(2, path.id)
-        s.bindBlob(3, DocumentCodec.encode(data))
+        s.bindBlob(3, encoded)
         s.bind(4, now.microseconds)
         if optimistic {
             try db.send(s) { [unowned self] inserted in if inserted != 1 { self.conflicted = true } }
@@ -265,13 +266,14 @@ final class DocumentWriter {
         old: StoredDocument?,
         times: (created: Int64, updated: Int64)? = nil
     ) throws {
-        try WriteRules.checkSize(data, path: path)
+        let encoded = DocumentCodec.encode(data)
+        try WriteRules.checkSize(data, encoded: encoded.count, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = upsert
         s.reset()
         s.bind(1, parent)
         s.bind(2, path.id)
-        s.bindBlob(3, DocumentCodec.encode(data))
+        s.bindBlob(3, encoded)
         s.bind(4, times?.created ?? old?.created ?? now.microseconds)
         s.bind(5, times?.updated ?? now.microseconds)
         try db.send(s, changed: nil)

@@ -128,6 +128,34 @@ import TracerTesting
         #expect(try store.get(p).exists)
     }
 
+    /// A write checks the 1 MiB limit by the stored form's length and walks the data only when
+    /// that could be over it (`WriteRules.checkSize(_:encoded:path:)`): the bound must hold for
+    /// any document.
+    @Test func firestoreSizeIsWithinFourTimesTheStoredForm() throws {
+        var g = SplitMix64(seed: 46)
+        let p = try path("beacons/b1/interactions/i1")
+        for _ in 0..<5_000 {
+            var data: DocumentData = [:]
+            for _ in 0..<Int.random(in: 0..<6, using: &g) {
+                data[RandomValues.string(&g, minLength: 1)] = RandomValues.value(&g)
+            }
+            let bound = WriteRules.nameSize(p) + 32 + 4 * DocumentCodec.encode(data).count
+            #expect(WriteRules.size(of: data, path: p) <= bound, "\(data)")
+        }
+    }
+
+    /// Integers count 8 bytes each and are stored in 2: 140,000 zeros are over the limit in a
+    /// stored form of 280 kB, so the short stored form must not let them through.
+    @Test func rejectsDocumentsOverTheLimitInAShortStoredForm() throws {
+        let p = try path("x/zeros")
+        let zeros = Value.array(Array(repeating: .integer(0), count: 140_000))
+        #expect(DocumentCodec.encode(["z": zeros]).count < 300_000)
+        #expect { try store.set(p, ["z": zeros]) } throws: { ($0 as? StoreError)?.code == .tooLarge }
+        #expect(!(try store.get(p).exists))
+        try store.set(p, ["z": .array(Array(repeating: .integer(0), count: 130_000))])
+        #expect(try store.get(p).exists)
+    }
+
     @Test func rejectsValuesNestedTooDeep() throws {
         var v: Value = 1
         for _ in 0..<21 { v = .map(["a": v]) }
