@@ -89,30 +89,34 @@ struct StoreBenchmark: Measuring {
         var raw: [Double] = []
         var store: [Double] = []
         var ratios: [Double] = []
+        // Documents a CPU second on each side (SQLite only: PostgreSQL's work is its server's).
+        var rawCPU: [Double] = []
+        var storeCPU: [Double] = []
+        var cpuRatios: [Double] = []
         var pipelined: [Double] = []
         for round in 1...rounds {
             let rawPath = "writes_raw_\(round)"
             let storePath = "writes_store_\(round)"
-            func runRaw() throws -> Double {
+            func runRaw() throws -> (wall: Double, cpu: Double) {
                 let baseline = try openBaseline(rawPath, synchronous: synchronous)
-                return Double(fixtures.count)
-                    / (try time {
-                        for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
-                            try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
-                        }
-                    })
+                let t = try timeWithCPU {
+                    for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                        try baseline.insert(fixtures[chunk..<min(chunk + 1000, fixtures.count)].map(\.row))
+                    }
+                }
+                return (Double(fixtures.count) / t.wall, Double(fixtures.count) / t.cpu)
             }
-            func runStore() throws -> Double {
+            func runStore() throws -> (wall: Double, cpu: Double) {
                 let s = try openStore(storePath, synchronous: synchronous)
                 for index in Self.indexes { try s.declareIndex(index) }
-                return Double(fixtures.count)
-                    / (try time {
-                        for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
-                            var batch = WriteBatch()
-                            for f in fixtures[chunk..<min(chunk + 1000, fixtures.count)] { batch.set(f.path, f.data) }
-                            try s.commit(batch)
-                        }
-                    })
+                let t = try timeWithCPU {
+                    for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
+                        var batch = WriteBatch()
+                        for f in fixtures[chunk..<min(chunk + 1000, fixtures.count)] { batch.set(f.path, f.data) }
+                        try s.commit(batch)
+                    }
+                }
+                return (Double(fixtures.count) / t.wall, Double(fixtures.count) / t.cpu)
             }
             if postgres != nil {
                 // Informative, no target: raw libpq pipelined as the store sends its writes.
@@ -134,17 +138,26 @@ struct StoreBenchmark: Measuring {
                 removeStore("writes_pipelined")
             }
             // Alternate which goes first, so drift in the machine's speed falls on both sides.
+            let (r, st): ((wall: Double, cpu: Double), (wall: Double, cpu: Double))
             if round % 2 == 1 {
-                raw.append(try runRaw())
-                store.append(try runStore())
+                r = try runRaw()
+                st = try runStore()
             } else {
-                store.append(try runStore())
-                raw.append(try runRaw())
+                st = try runStore()
+                r = try runRaw()
             }
-            ratios.append(store.last! / raw.last!)
+            raw.append(r.wall)
+            store.append(st.wall)
+            ratios.append(st.wall / r.wall)
+            if postgres == nil {
+                rawCPU.append(r.cpu)
+                storeCPU.append(st.cpu)
+                cpuRatios.append(st.cpu / r.cpu)
+            }
             report(
-                "round \(round): raw \(rawName) \(Int(raw.last!)) docs/s, store \(Int(store.last!)) docs/s, "
+                "round \(round): raw \(rawName) \(Int(r.wall)) docs/s, store \(Int(st.wall)) docs/s, "
                     + "ratio \(format(ratios.last!))"
+                    + (cpuRatios.isEmpty ? "" : "; by CPU time \(format(cpuRatios.last!))")
                     + (pipelined.isEmpty ? "" : "; raw libpq pipelined \(Int(pipelined.last!)) docs/s")
             )
             removeStore(rawPath)
@@ -156,6 +169,14 @@ struct StoreBenchmark: Measuring {
             "median: raw \(Int(median(raw))) docs/s, store \(Int(median(store))) docs/s; median of the rounds' "
                 + "store/raw = \(format(ratio)) " + verdict(ratio >= target, "target ≥ \(target)")
         )
+        if !cpuRatios.isEmpty {
+            let cpuRatio = median(cpuRatios)
+            report(
+                "  by CPU time (this process, every thread): raw \(Int(median(rawCPU))) docs per CPU second, "
+                    + "store \(Int(median(storeCPU))); median of the rounds' store/raw = \(format(cpuRatio)) "
+                    + verdict(cpuRatio >= target, "target ≥ \(target)")
+            )
+        }
         if !pipelined.isEmpty {
             report(
                 "  raw libpq pipelined as the store sends its writes: median \(Int(median(pipelined))) docs/s; "
