@@ -245,7 +245,7 @@ enum WriteRules {
     /// walking the data only when that form is long enough for it to matter. Firestore's size of
     /// any value is at most four times its stored form's length: an integer or a timestamp counts
     /// 8 and is stored in at least 2 bytes, a field name counts its length + 1 and is stored with
-    /// a length of at least 1 byte, and everything else counts less than it is stored in. So a
+    /// a length of at least 1 byte, and nothing else counts more than it is stored in. So a
     /// document with `name + 32 + 4 × encoded` within the limit is within it. The walk was 5% of
     /// a write's Swift time (`perf record -g` on `tracer-bench store`), for documents of a few
     /// hundred bytes that can never reach 1 MiB. `WriteTests` hold the bound on random documents.

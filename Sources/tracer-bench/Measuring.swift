@@ -13,9 +13,10 @@ extension Measuring {
     }
 
     /// Seconds `body` took, and the CPU seconds (user and system, every thread) this process
-    /// spent meanwhile. CPU time leaves out what a shared machine takes away (another process on
-    /// the core, a wait for the disk), so on a 2-core machine two like loads differ by less in
-    /// CPU time than on the wall clock; only meaningful where nothing else in the process runs.
+    /// spent meanwhile: a second view, leaving out what a shared machine takes away (another
+    /// process on the core, a wait for the disk). On the 2-core machines measured it varied from
+    /// run to run about as much as the wall clock (BENCHMARKS.md, "Writes at the benchmark's own
+    /// size"). Only meaningful where nothing else in the process runs.
     func timeWithCPU(_ body: () throws -> Void) rethrows -> (wall: Double, cpu: Double) {
         func cpu() -> Double {
             var t = timespec()
