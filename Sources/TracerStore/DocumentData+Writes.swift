@@ -241,22 +241,18 @@ enum WriteRules {
         }
     }
 
-    /// `checkSize` for a document whose stored form (`DocumentCodec`) is `encoded` bytes long,
-    /// walking the data only when that form is long enough for it to matter. Firestore's size of
-    /// any value is at most four times its stored form's length: an integer or a timestamp counts
-    /// 8 and is stored in at least 2 bytes, a field name counts its length + 1 and is stored with
-    /// a length of at least 1 byte, and nothing else counts more than it is stored in. So a
-    /// document with `name + 32 + 4 × encoded` within the limit is within it. The walk was 5% of
-    /// a write's Swift time (`perf record -g` on `tracer-bench store`), for documents of a few
-    /// hundred bytes that can never reach 1 MiB. `WriteTests` hold the bound on random documents.
-    static func checkSize(_ data: DocumentData, encoded: Int, path: DocumentPath) throws(StoreError) {
-        if nameSize(path) + 32 + 4 * encoded <= maxDocumentBytes { return }
-        try checkSize(data, path: path)
-    }
-
-    static func nameSize(_ path: DocumentPath) -> Int { path.segments.reduce(16) { $0 + $1.utf8.count + 1 } }
-
-    static func checkSize(_ data: DocumentData, path: DocumentPath) throws(StoreError) {
+    /// A document's stored form (`DocumentCodec`), refused if the document is over Firestore's
+    /// 1 MiB. Firestore's size of any value is at most four times its stored form's length: an
+    /// integer or a timestamp counts 8 and is stored in at least 2 bytes, a field name counts its
+    /// length + 1 and is stored with a length of at least 1 byte, and nothing else counts more
+    /// than it is stored in. So a document with `name + 32 + 4 × stored` within the limit is
+    /// within it, and its size is worked out only when the stored form is long enough to matter:
+    /// that walk was 5% of a write's Swift time (`perf record -g` on `tracer-bench store`), for
+    /// documents of a few hundred bytes that can never reach 1 MiB. `WriteTests` hold the bound
+    /// on random documents.
+    static func stored(_ data: DocumentData, path: DocumentPath) throws(StoreError) -> [UInt8] {
+        let encoded = DocumentCodec.encode(data)
+        if nameSize(path) + 32 + 4 * encoded.count <= maxDocumentBytes { return encoded }
         let size = size(of: data, path: path)
         if size > maxDocumentBytes {
             throw StoreError(
@@ -265,5 +261,8 @@ enum WriteRules {
                 context: path.description
             )
         }
+        return encoded
     }
+
+    static func nameSize(_ path: DocumentPath) -> Int { path.segments.reduce(16) { $0 + $1.utf8.count + 1 } }
 }

@@ -234,8 +234,7 @@ final class DocumentWriter {
     /// follows go out in one pipeline, and it returns true. Fresh random ids are free but for one
     /// chance in 62²⁰; when one is not, `finish()` throws `Conflicted`.
     private func insertIfAbsent(_ path: DocumentPath, _ data: DocumentData) throws -> Bool {
-        let encoded = DocumentCodec.encode(data)
-        try WriteRules.checkSize(data, encoded: encoded.count, path: path)
+        let encoded = try WriteRules.stored(data, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = insertNew
         s.reset()
@@ -266,8 +265,7 @@ final class DocumentWriter {
         old: StoredDocument?,
         times: (created: Int64, updated: Int64)? = nil
     ) throws {
-        let encoded = DocumentCodec.encode(data)
-        try WriteRules.checkSize(data, encoded: encoded.count, path: path)
+        let encoded = try WriteRules.stored(data, path: path)
         let parent = try db.internParent(path.parentText, collection: path.collectionID)
         let s = upsert
         s.reset()

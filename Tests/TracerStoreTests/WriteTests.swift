@@ -129,7 +129,7 @@ import TracerTesting
     }
 
     /// A write checks the 1 MiB limit by the stored form's length and walks the data only when
-    /// that could be over it (`WriteRules.checkSize(_:encoded:path:)`): the bound must hold for
+    /// that could be over it (`WriteRules.stored(_:path:)`): the bound must hold for
     /// any document.
     @Test func firestoreSizeIsWithinFourTimesTheStoredForm() throws {
         var g = SplitMix64(seed: 46)
