@@ -94,10 +94,12 @@ struct StoreBenchmark: Measuring {
         var storeCPU: [Double] = []
         var cpuRatios: [Double] = []
         var pipelined: [Double] = []
+        // Documents a second, by the wall clock and by the process's CPU time.
+        typealias Rates = (wall: Double, cpu: Double)
         for round in 1...rounds {
             let rawPath = "writes_raw_\(round)"
             let storePath = "writes_store_\(round)"
-            func runRaw() throws -> (wall: Double, cpu: Double) {
+            func runRaw() throws -> Rates {
                 let baseline = try openBaseline(rawPath, synchronous: synchronous)
                 let t = try timeWithCPU {
                     for chunk in stride(from: 0, to: fixtures.count, by: 1000) {
@@ -106,7 +108,7 @@ struct StoreBenchmark: Measuring {
                 }
                 return (Double(fixtures.count) / t.wall, Double(fixtures.count) / t.cpu)
             }
-            func runStore() throws -> (wall: Double, cpu: Double) {
+            func runStore() throws -> Rates {
                 let s = try openStore(storePath, synchronous: synchronous)
                 for index in Self.indexes { try s.declareIndex(index) }
                 let t = try timeWithCPU {
@@ -138,7 +140,7 @@ struct StoreBenchmark: Measuring {
                 removeStore("writes_pipelined")
             }
             // Alternate which goes first, so drift in the machine's speed falls on both sides.
-            let (r, st): ((wall: Double, cpu: Double), (wall: Double, cpu: Double))
+            let (r, st): (Rates, Rates)
             if round % 2 == 1 {
                 r = try runRaw()
                 st = try runStore()
