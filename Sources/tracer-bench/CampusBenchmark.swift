@@ -16,7 +16,7 @@ import TracerSite
 struct Campus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A campus's days of windows through /v1/sync, flagging and purging on its store.",
-        subcommands: [Plan.self, Map.self, Send.self, Fill.self, Flag.self, Purge.self]
+        subcommands: [Plan.self, Map.self, Send.self, Parse.self, Fill.self, Flag.self, Purge.self]
     )
 
     /// Runs `body` on the store at `path`, closed on every way out.
@@ -50,6 +50,39 @@ struct Campus: AsyncParsableCommand {
         var data = interaction.data
         data["ts"] = .timestamp(Timestamp(seconds: end + 1))
         return (try Collections.interactions(at: key).document(w.id), data)
+    }
+
+    /// Kiosk `k`'s `/v1/sync` body for its windows of five-minute `slice` of a day.
+    static func batch(
+        _ windows: [Timetable.Window],
+        kiosk k: Int,
+        slice: Int,
+        day: Double,
+        dayIndex: Int
+    ) throws
+        -> [UInt8]
+    {
+        let key = Timetable.kiosk(k)
+        var docs: [UInt8] = [UInt8(ascii: "[")]
+        docs.reserveCapacity(windows.count * 520)
+        for (i, w) in windows.enumerated() {
+            if i > 0 { docs += Array(", ".utf8) }
+            let (path, data) = try document(w, at: key, day: day)
+            docs += Array("{\"path\": \(JSON.string(.string(path.description))), \"data\": ".utf8)
+            docs += Array(JSON.string(data).utf8)
+            docs.append(UInt8(ascii: "}"))
+        }
+        docs.append(UInt8(ascii: "]"))
+        // A kiosk's change tokens grow from day to day: a day's slices after the day before.
+        return SyncBatch.body(
+            kiosk: key,
+            through: Int64(dayIndex * 1_000 + slice + 1),
+            sentAt: day + Double(slice + 1) * Timetable.slice + 8 * 3600,
+            clock: nil,
+            backlog: 0,
+            backlogOldest: nil,
+            documents: docs
+        )
     }
 
     /// The campus's size and timetable: shared by every subcommand, so that a day sent is the
@@ -236,27 +269,7 @@ struct Campus: AsyncParsableCommand {
             client: HTTPClient
         ) async throws -> Double {
             let key = Timetable.kiosk(k)
-            var docs: [UInt8] = [UInt8(ascii: "[")]
-            docs.reserveCapacity(windows.count * 520)
-            for (i, w) in windows.enumerated() {
-                if i > 0 { docs += Array(", ".utf8) }
-                let (path, data) = try Campus.document(w, at: key, day: day)
-                docs += Array("{\"path\": \(JSON.string(.string(path.description))), \"data\": ".utf8)
-                docs += Array(JSON.string(data).utf8)
-                docs.append(UInt8(ascii: "}"))
-            }
-            docs.append(UInt8(ascii: "]"))
-            // A kiosk's change tokens grow from day to day: a day's slices after the day before.
-            let through = Int64(dayIndex * 1_000 + slice + 1)
-            let body = SyncBatch.body(
-                kiosk: key,
-                through: through,
-                sentAt: day + Double(slice + 1) * Timetable.slice + 8 * 3600,
-                clock: nil,
-                backlog: 0,
-                backlogOldest: nil,
-                documents: docs
-            )
+            let body = try Campus.batch(windows, kiosk: k, slice: slice, day: day, dayIndex: dayIndex)
             var request = HTTPClientRequest(url: base + "/v1/sync")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
