@@ -1,4 +1,5 @@
 import Testing
+import TracerTesting
 
 @_spi(Blocking) @testable import TracerStore
 
@@ -20,6 +21,10 @@ import Testing
         ("a/__id__", "reserved"),
         ("a/" + String(repeating: "x", count: 1501), "1,500 bytes"),
         (Array(repeating: "c/d", count: 101).joined(separator: "/"), "deeper than 100"),
+        ("a/b\u{1}c", "control characters"),
+        // A '/' with a combining mark after it is one character, so splitting by characters
+        // leaves it inside an id: refused, or the id would split apart once stored.
+        ("a/\u{301}b/c/d", "may not contain '/'"),
     ])
     func rejectsDocumentPaths(_ path: String, _ reason: String) {
         #expect {
@@ -28,6 +33,41 @@ import Testing
             guard let e = error as? StoreError else { return false }
             return e.code == .invalidPath && e.description.contains(reason)
         }
+    }
+
+    /// Paths of ASCII are split by their bytes (`PathRules.split`): the segments, and the error
+    /// for each bad one, must be those of splitting by characters and checking each segment as
+    /// the rules read, on random paths of the characters that matter.
+    @Test func asciiPathsSplitAsTheirCharactersDo() {
+        var g = SplitMix64(seed: 46)
+        let alphabet: [Character] = ["a", "b", "/", "/", ".", "_", "\u{1}", "\u{7F}", " "]
+        for _ in 0..<20_000 {
+            let path = String((0..<Int.random(in: 0...12, using: &g)).map { _ in alphabet.randomElement(using: &g)! })
+            let got: [String]
+            do { got = try PathRules.split(path) } catch { got = ["error: " + error.message] }
+            #expect(got == Self.reference(path), "\(path.debugDescription)")
+        }
+    }
+
+    /// The rules read plainly: split by characters, each segment checked in turn; an error as
+    /// its message.
+    static func reference(_ path: String) -> [String] {
+        var text = Substring(path)
+        if text.first == "/" { text = text.dropFirst() }
+        if text.last == "/" { text = text.dropLast() }
+        if text.isEmpty { return ["error: the path is empty"] }
+        let segments = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for s in segments {
+            if s.isEmpty { return ["error: the path has an empty segment"] }
+            if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                return ["error: an id may not contain control characters"]
+            }
+            if s == "." || s == ".." { return ["error: '\(s)' is not a valid id"] }
+            if s.count >= 4, s.hasPrefix("__"), s.hasSuffix("__") {
+                return ["error: ids of the form __x__ are reserved ('\(s)')"]
+            }
+        }
+        return segments
     }
 
     @Test func acceptsTheDeepestAllowedPath() throws {
