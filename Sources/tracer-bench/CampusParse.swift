@@ -6,11 +6,11 @@ import TracerAPI
 extension Campus {
     /// A campus's kiosk batches parsed as `tracer serve` parses a `/v1/sync` body
     /// (`SyncBatch(json:)`: the JSON, then each document's path and ids checked), against
-    /// parsing the same bytes' JSON alone, in the same run: what the server does with a batch
-    /// before its store sees it.
+    /// parsing the same bytes' JSON alone and with Foundation's parser, in the same run: what the
+    /// server does with a batch before its store sees it.
     struct Parse: ParsableCommand, Measuring {
         static let configuration = CommandConfiguration(
-            abstract: "Kiosk batches parsed as the server parses them, against their JSON alone."
+            abstract: "Kiosk batches parsed as the server parses them, against their JSON alone and Foundation's."
         )
         @OptionGroup var options: Options
         @Option(help: "Five-minute slices of the day (from 08:00) whose batches are parsed.") var slices = 2
@@ -31,47 +31,45 @@ extension Campus {
             let bytes = bodies.reduce(0) { $0 + $1.count }
             print(
                 "\(bodies.count) batches, \(windows) windows (\(bytes / windows) bytes each), "
-                    + "\(rounds) rounds, JSON alone and as the server parses, alternating"
+                    + "\(rounds) rounds, each way in turn"
             )
-            var jsonTimes: [Double] = []
-            var batchTimes: [Double] = []
+            // Three ways, in an order that turns from round to round, so that drift in the
+            // machine's speed falls on each: Foundation's JSONSerialization (a parser not
+            // tracer's: the yardstick for tracer's own JSON), tracer's JSON alone, and the batch
+            // as the server parses it.
+            var times: [[Double]] = [[], [], []]
             var parsed = 0
-            for round in 1...rounds {
-                // Which goes first alternates, so that drift in the machine's speed falls on both.
-                func json() throws -> Double {
-                    try time {
-                        for b in bodies {
-                            var copy = b
-                            _ = try JSON.parse(bytes: &copy, allowSentinels: false)
-                        }
+            let ways: [() throws -> Void] = [
+                { for b in bodies { _ = try JSONSerialization.jsonObject(with: Data(b)) } },
+                {
+                    for b in bodies {
+                        var copy = b
+                        _ = try JSON.parse(bytes: &copy, allowSentinels: false)
                     }
+                },
+                { for b in bodies { parsed += try SyncBatch(json: b).documents.count } },
+            ]
+            func perWindow(_ seconds: Double) -> String { format(seconds / Double(windows) * 1e6) }
+            for round in 1...rounds {
+                for k in 0..<3 {
+                    let way = (round + k) % 3
+                    times[way].append(try time { try ways[way]() })
                 }
-                func batches() throws -> Double {
-                    try time { for b in bodies { parsed += try SyncBatch(json: b).documents.count } }
-                }
-                let j: Double
-                let s: Double
-                if round % 2 == 1 {
-                    j = try json()
-                    s = try batches()
-                } else {
-                    s = try batches()
-                    j = try json()
-                }
-                jsonTimes.append(j)
-                batchTimes.append(s)
+                let (f, j, s) = (times[0].last!, times[1].last!, times[2].last!)
                 print(
-                    "round \(round): JSON alone \(format(j / Double(windows) * 1e6)) µs a window, as the server parses "
-                        + "\(format(s / Double(windows) * 1e6)) µs, ratio \(format(s / j))"
+                    "round \(round): µs a window: Foundation \(perWindow(f)), tracer's JSON alone \(perWindow(j)), "
+                        + "as the server parses \(perWindow(s)); server / JSON alone \(format(s / j)), "
+                        + "server / Foundation \(format(s / f))"
                 )
             }
             precondition(parsed == windows * rounds, "a batch lost documents: \(parsed) of \(windows * rounds)")
-            let ratios = zip(batchTimes, jsonTimes).map { $0 / $1 }
+            func ratio(_ a: Int, _ b: Int) -> String { format(median(zip(times[a], times[b]).map { $0 / $1 })) }
             print(
-                "median: JSON alone \(format(median(jsonTimes) / Double(windows) * 1e6)) µs a window, as the server "
-                    + "parses \(format(median(batchTimes) / Double(windows) * 1e6)) µs "
-                    + "(\(Int(Double(windows) / median(batchTimes))) windows/s on one core); "
-                    + "median of the rounds' ratios \(format(median(ratios)))"
+                "median: µs a window: Foundation \(perWindow(median(times[0]))), tracer's JSON alone "
+                    + "\(perWindow(median(times[1]))), as the server parses \(perWindow(median(times[2]))) "
+                    + "(\(Int(Double(windows) / median(times[2]))) windows/s on one core); medians of the rounds' "
+                    + "ratios: server / JSON alone \(ratio(2, 1)), server / Foundation \(ratio(2, 0)), "
+                    + "JSON alone / Foundation \(ratio(1, 0))"
             )
         }
     }
