@@ -102,6 +102,31 @@ import TracerTesting
         #expect(throws: StoreError.self) { try JSON.parse(text) }
     }
 
+    /// A string of ASCII is taken as it is, any other is validated; an object's members are
+    /// gathered first and made into its fields at the end (`JSON.swift`, `Parser`).
+    @Test func readsStringsByTheirBytesAndObjectsWhole() throws {
+        func parse(_ bytes: [UInt8]) throws -> Value {
+            var bytes = bytes
+            return try JSON.parse(bytes: &bytes, allowSentinels: false)
+        }
+        let quote = [UInt8(ascii: "\"")]
+        for bad: [UInt8] in [[0xFF], [0x61, 0xFF], [0xC3, 0x28], [0x61, 0x62, 0xE2, 0x82]] {
+            #expect(throws: StoreError.self, "value \(bad)") { try parse(quote + bad + quote) }
+            #expect(throws: StoreError.self, "key \(bad)") {
+                try parse(Array("{\"".utf8) + bad + Array("\": 1}".utf8))
+            }
+        }
+        #expect(try parse(quote + Array("aé😀".utf8) + quote) == .string("aé😀"))
+        #expect(try JSON.parse("{}") == .map([:]))
+        #expect(try JSON.parse(#"{"a": 1, "b": 2, "a": 3}"#) == .map(["a": 3, "b": 2]))
+        #expect(
+            try JSON.parse(#"{"__time__": "yesterday", "__time__": "2026-11-22T10:00:00Z"}"#)
+                == .timestamp(Timestamp(parsing: "2026-11-22T10:00:00Z")!)
+        )
+        let many = (0..<40).map { "\"k\($0)\": \($0)" }.joined(separator: ", ")
+        #expect(try JSON.parse("{\(many)}").mapValue?.count == 40)
+    }
+
     @Test func rejectsDeepNestingWithoutCrashing() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: StoreError.self) { try JSON.parse(deep) }
