@@ -30,7 +30,9 @@ public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConverti
     }
 
     init(parentText: String, id: String) {
-        self.segments = parentText.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id]
+        var segments = PathRules.segments(Substring(parentText))
+        segments.append(id)
+        self.segments = segments
         self.parentText = parentText
     }
 
@@ -117,17 +119,7 @@ enum PathRules {
         if text.hasPrefix("/") { text = text.dropFirst() }
         if text.hasSuffix("/") { text = text.dropLast() }
         guard !text.isEmpty else { throw StoreError(.invalidPath, "the path is empty", context: "'\(path)'") }
-        let segments: [String]
-        if text.utf8.allSatisfy({ $0 < 0x80 }) {
-            // ASCII, as every path tracer makes: split by its bytes, where splitting by its
-            // characters (which a combining mark after a '/' would join to it) took half of the
-            // path's parse after the check of each id (perf on `tracer-bench campus parse`).
-            segments = text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map {
-                String(Substring($0))
-            }
-        } else {
-            segments = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        }
+        let segments = Self.segments(text)
         guard segments.count <= maxSegments else {
             throw StoreError(
                 .invalidPath,
@@ -137,6 +129,19 @@ enum PathRules {
         }
         for s in segments { try check(segment: s, in: path) }
         return segments
+    }
+
+    /// A path's segments, empty ones kept. A path of ASCII (as every path tracer makes) is split
+    /// by its bytes, where splitting by its characters (which a combining mark after a '/' would
+    /// join to it) took half of a path's parse once each id's check was one pass (perf on
+    /// `tracer-bench campus parse`); any other path by its characters, as it was stored.
+    static func segments(_ text: Substring) -> [String] {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        }
+        return text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map {
+            String(Substring($0))
+        }
     }
 
     /// Checks one id of a path. One pass over its bytes, and the error's context made only for

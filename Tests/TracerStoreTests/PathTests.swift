@@ -46,6 +46,11 @@ import TracerTesting
             let got: [String]
             do { got = try PathRules.split(path) } catch { got = ["error: " + error.message] }
             #expect(got == Self.reference(path), "\(path.debugDescription)")
+            // A stored parent's path read back with a document's id (every group query's row).
+            if let parent = try? PathRules.split(path), parent.count % 2 == 1 {
+                let read = DocumentPath(parentText: parent.joined(separator: "/"), id: "d")
+                #expect(read.segments == parent + ["d"], "\(path.debugDescription)")
+            }
         }
     }
 
