@@ -14,7 +14,7 @@ extension Campus {
         )
         @OptionGroup var options: Options
         @Option(help: "Five-minute slices of the day (from 08:00) whose batches are parsed.") var slices = 2
-        @Option(help: "Rounds, each parsing every batch both ways.") var rounds = 5
+        @Option(help: "Rounds, each parsing every batch each way.") var rounds = 5
 
         func run() throws {
             let t = options.timetable
