@@ -155,11 +155,10 @@ enum PathRules {
             let path = path()
             return path.count > 120 ? String(path.prefix(120)) + "…" : path
         }
-        var bytes = 0
+        let bytes = segment.utf8.count
         var slash = false
         var control = false
         for b in segment.utf8 {
-            bytes += 1
             if b == UInt8(ascii: "/") {
                 slash = true
             } else if b < 0x20 || b == 0x7F {

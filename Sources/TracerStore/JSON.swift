@@ -350,15 +350,14 @@ private struct Parser {
             if c == UInt8(ascii: "}") { break }
             guard c == UInt8(ascii: ",") else { throw error("expected , or } in object") }
         }
-        if members.count == 1, let (key, inner) = members.first, key.hasPrefix("__"), key.hasSuffix("__") {
+        // One key of the form __x__ (repeated or not: the last one counts) is a tagged value.
+        if let (key, inner) = members.last, key.hasPrefix("__"), key.hasSuffix("__"),
+            members.allSatisfy({ $0.0 == key })
+        {
             return try tagged(key, inner)
         }
         var fields = [String: Value](minimumCapacity: members.count)
         for (key, value) in members { fields[key] = value }  // a repeated key: the last one
-        // A tag repeated ({"__time__": …, "__time__": …}) is one member too.
-        if fields.count == 1, let (key, inner) = fields.first, key.hasPrefix("__"), key.hasSuffix("__") {
-            return try tagged(key, inner)
-        }
         return .map(fields)
     }
 
