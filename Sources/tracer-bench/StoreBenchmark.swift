@@ -86,16 +86,12 @@ struct StoreBenchmark: Measuring {
         let fixtures = (0..<writeDocuments).map(Self.fixture)
         let meanBytes = fixtures.reduce(0) { $0 + $1.row.json.utf8.count } / fixtures.count
         report("documents: \(meanBytes) bytes of JSON on average")
-        var raw: [Double] = []
-        var store: [Double] = []
-        var ratios: [Double] = []
-        // Documents a CPU second on each side (SQLite only: PostgreSQL's work is its server's).
-        var rawCPU: [Double] = []
-        var storeCPU: [Double] = []
-        var cpuRatios: [Double] = []
-        var pipelined: [Double] = []
-        // Documents a second, by the wall clock and by the process's CPU time.
+        // Documents a second, by the wall clock and by the process's CPU time (shown on SQLite
+        // only: on PostgreSQL the work is its server's), each round's.
         typealias Rates = (wall: Double, cpu: Double)
+        var raw: [Rates] = []
+        var store: [Rates] = []
+        var pipelined: [Double] = []
         for round in 1...rounds {
             let rawPath = "writes_raw_\(round)"
             let storePath = "writes_store_\(round)"
@@ -148,41 +144,35 @@ struct StoreBenchmark: Measuring {
                 st = try runStore()
                 r = try runRaw()
             }
-            raw.append(r.wall)
-            store.append(st.wall)
-            ratios.append(st.wall / r.wall)
-            if postgres == nil {
-                rawCPU.append(r.cpu)
-                storeCPU.append(st.cpu)
-                cpuRatios.append(st.cpu / r.cpu)
-            }
+            raw.append(r)
+            store.append(st)
             report(
                 "round \(round): raw \(rawName) \(Int(r.wall)) docs/s, store \(Int(st.wall)) docs/s, "
-                    + "ratio \(format(ratios.last!))"
-                    + (cpuRatios.isEmpty ? "" : "; by CPU time \(format(cpuRatios.last!))")
+                    + "ratio \(format(st.wall / r.wall))"
+                    + (postgres != nil ? "" : "; by CPU time \(format(st.cpu / r.cpu))")
                     + (pipelined.isEmpty ? "" : "; raw libpq pipelined \(Int(pipelined.last!)) docs/s")
             )
             removeStore(rawPath)
             removeStore(storePath)
         }
-        let ratio = median(ratios)
+        let ratio = median(zip(store, raw).map { $0.wall / $1.wall })
         let target = postgres == nil ? 0.95 : 0.7
         report(
-            "median: raw \(Int(median(raw))) docs/s, store \(Int(median(store))) docs/s; median of the rounds' "
-                + "store/raw = \(format(ratio)) " + verdict(ratio >= target, "target ≥ \(target)")
+            "median: raw \(Int(median(raw.map(\.wall)))) docs/s, store \(Int(median(store.map(\.wall)))) docs/s; "
+                + "median of the rounds' store/raw = \(format(ratio)) " + verdict(ratio >= target, "target ≥ \(target)")
         )
-        if !cpuRatios.isEmpty {
-            let cpuRatio = median(cpuRatios)
+        if postgres == nil {
+            let cpuRatio = median(zip(store, raw).map { $0.cpu / $1.cpu })
             report(
-                "  by CPU time (this process, every thread): raw \(Int(median(rawCPU))) docs per CPU second, "
-                    + "store \(Int(median(storeCPU))); median of the rounds' store/raw = \(format(cpuRatio)) "
+                "  by CPU time (this process, every thread): raw \(Int(median(raw.map(\.cpu)))) docs per CPU second, "
+                    + "store \(Int(median(store.map(\.cpu)))); median of the rounds' store/raw = \(format(cpuRatio)) "
                     + verdict(cpuRatio >= target, "target ≥ \(target)")
             )
         }
         if !pipelined.isEmpty {
             report(
                 "  raw libpq pipelined as the store sends its writes: median \(Int(median(pipelined))) docs/s; "
-                    + "store/pipelined raw = \(format(median(store) / median(pipelined))) (no target: what the store's own "
+                    + "store/pipelined raw = \(format(median(store.map(\.wall)) / median(pipelined))) (no target: what the store's own "
                     + "work costs once both save the round trips)"
             )
         }
